@@ -1,0 +1,138 @@
+"""Shared fixtures: hermetic environment, no network in unit tests, small real data, tiny helpers."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from verityrag.embed.hashing import HashingEmbedder
+from verityrag.index.live import LiveIndex
+from verityrag.types import Chunk
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DATA_DIR = REPO_ROOT / "data"
+
+
+@pytest.fixture(autouse=True)
+def _hermetic_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A developer's VERITYRAG_* variables (data dir, profile, top_k...) must not leak into tests."""
+    for name in list(os.environ):
+        if name.startswith("VERITYRAG_"):
+            monkeypatch.delenv(name)
+
+
+@pytest.fixture(autouse=True)
+def _no_network_in_unit_tests(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    if request.node.get_closest_marker("unit") is None:
+        return
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("unit tests must not touch the network; mark the test integration")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+
+
+# ------------------------------------------------------------------ real data
+
+
+@pytest.fixture(scope="session")
+def corpus_slice() -> list[dict[str, str]]:
+    """The first 200 documents of the committed SQuAD corpus (4 articles)."""
+    with (DATA_DIR / "corpus.jsonl").open(encoding="utf-8") as fh:
+        return [json.loads(line) for _, line in zip(range(200), fh, strict=False)]
+
+
+@pytest.fixture(scope="session")
+def test_questions() -> list[dict[str, Any]]:
+    with (DATA_DIR / "questions" / "test.jsonl").open(encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh]
+
+
+# ---------------------------------------------------------------- index helpers
+
+
+def _make_chunk(doc_id: str, text: str, position: int = 0, title: str = "") -> Chunk:
+    return Chunk(f"{doc_id}#{position}", doc_id, title, text, position, 0, len(text))
+
+
+def _unit_rows(rng: np.random.Generator, n: int, dim: int) -> np.ndarray:
+    rows = rng.normal(size=(n, dim)).astype(np.float32)
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+@pytest.fixture
+def make_chunk() -> Callable[..., Chunk]:
+    """``make_chunk(doc_id, text, position=0, title="")`` -> a Chunk spanning the whole text."""
+    return _make_chunk
+
+
+@pytest.fixture
+def unit_rows() -> Callable[[np.random.Generator, int, int], np.ndarray]:
+    """``unit_rows(rng, n, dim)`` -> float32 [n, dim] with unit-length rows."""
+    return _unit_rows
+
+
+@pytest.fixture
+def add_texts() -> Callable[..., None]:
+    """``add_texts(index, {doc_id: [chunk texts]}, title="")``: one upsert per doc, hashed vectors."""
+
+    def add(index: LiveIndex, docs: dict[str, Sequence[str]], title: str = "") -> None:
+        embedder = HashingEmbedder(dim=index.dim, analyzer=index.analyzer)
+        upserts = []
+        for doc_id, texts in docs.items():
+            chunks = [_make_chunk(doc_id, t, i, title) for i, t in enumerate(texts)]
+            upserts.append((doc_id, chunks, embedder.encode(texts)))
+        index.apply(upserts)
+
+    return add
+
+
+class CountingEmbedder:
+    """Wraps an embedder (same dim and fingerprint) and counts what it is asked to encode."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.calls = 0
+        self.texts = 0
+
+    @property
+    def dim(self) -> int:
+        return int(self.inner.dim)
+
+    def fingerprint(self) -> str:
+        return str(self.inner.fingerprint())
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls += 1
+        self.texts += len(texts)
+        return self.inner.encode(texts)
+
+
+@pytest.fixture
+def counting_embedder() -> type[CountingEmbedder]:
+    return CountingEmbedder
+
+
+# ----------------------------------------------------------------- processes
+
+
+@pytest.fixture
+def child_env() -> dict[str, str]:
+    """Environment for a child Python: this checkout importable, no VERITYRAG_* settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VERITYRAG_")}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
+    return env
+
+
+@pytest.fixture
+def python_exe() -> str:
+    return sys.executable

@@ -1,0 +1,177 @@
+"""Dense search: exact top-k against brute force; deletes honoured; the hnsw backend."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from verityrag.errors import InvalidInputError
+from verityrag.index.live import LiveIndex
+from verityrag.types import Chunk
+
+pytestmark = pytest.mark.unit
+
+DIM = 16
+
+
+def _filled(
+    make_chunk: Callable[..., Chunk],
+    unit_rows: Callable[..., np.ndarray],
+    n_docs: int,
+    chunks_per_doc: int = 2,
+    backend: str = "exact",
+    seed: int = 0,
+) -> tuple[LiveIndex, dict[str, np.ndarray]]:
+    """An index of ``n_docs`` docs with random unit vectors; returns it and vectors by chunk id."""
+    rng = np.random.default_rng(seed)
+    index = LiveIndex(dim=DIM, dense_backend=backend)  # type: ignore[arg-type]
+    vectors: dict[str, np.ndarray] = {}
+    upserts = []
+    for d in range(n_docs):
+        doc_id = f"doc{d:03d}"
+        chunks = [make_chunk(doc_id, f"text {d} {p}", p) for p in range(chunks_per_doc)]
+        rows = unit_rows(rng, chunks_per_doc, DIM)
+        vectors.update({c.chunk_id: r for c, r in zip(chunks, rows, strict=True)})
+        upserts.append((doc_id, chunks, rows))
+    index.apply(upserts)
+    return index, vectors
+
+
+def _brute_force(vectors: dict[str, np.ndarray], query: np.ndarray, k: int) -> list[tuple[str, float]]:
+    ids = list(vectors)
+    sims = np.stack([vectors[i] for i in ids]) @ query
+    order = np.argsort(-sims, kind="stable")[:k]
+    return [(ids[i], float(sims[i])) for i in order]
+
+
+@pytest.mark.parametrize("k", [1, 5, 17])
+def test_search_dense_exact_returns_brute_force_top_k(
+    make_chunk: Callable[..., Chunk], unit_rows: Callable[..., np.ndarray], k: int
+) -> None:
+    index, vectors = _filled(make_chunk, unit_rows, 40)
+    rng = np.random.default_rng(1)
+    for query in unit_rows(rng, 10, DIM):
+        got = index.search_dense(query, k)
+        expected = _brute_force(vectors, query, k)
+        assert [h.chunk.chunk_id for h in got] == [cid for cid, _ in expected]
+        assert np.allclose([h.score for h in got], [s for _, s in expected], atol=1e-5)
+
+
+def test_search_dense_after_deletes_and_replace_never_returns_removed_chunks(
+    make_chunk: Callable[..., Chunk], unit_rows: Callable[..., np.ndarray]
+) -> None:
+    index, vectors = _filled(make_chunk, unit_rows, 40)
+    deleted = [f"doc{d:03d}" for d in range(0, 40, 3)]
+    for doc_id in deleted:
+        assert index.delete(doc_id)
+    rng = np.random.default_rng(2)
+    new_rows = unit_rows(rng, 1, DIM)
+    index.upsert("doc001", [make_chunk("doc001", "new text")], new_rows)
+    remaining = {cid: v for cid, v in vectors.items() if cid.split("#")[0] not in {*deleted, "doc001"}}
+    remaining["doc001#0"] = new_rows[0]
+    for query in [*unit_rows(rng, 8, DIM), vectors["doc000#0"], vectors["doc001#1"]]:
+        got = index.search_dense(query, 10)
+        assert [h.chunk.chunk_id for h in got] == [cid for cid, _ in _brute_force(remaining, query, 10)]
+    everything = index.search_dense(vectors["doc000#0"], 1000)
+    assert len(everything) == len(index) == len(remaining)
+    assert {h.chunk.doc_id for h in everything}.isdisjoint(deleted)
+    assert [h.chunk.text for h in everything if h.chunk.doc_id == "doc001"] == ["new text"]
+
+
+def test_search_dense_k_larger_than_index_returns_all_live(
+    make_chunk: Callable[..., Chunk], unit_rows: Callable[..., np.ndarray]
+) -> None:
+    index, _ = _filled(make_chunk, unit_rows, 3)
+    assert len(index.search_dense(np.ones(DIM, np.float32) / 4, 50)) == 6
+    assert index.search_dense(np.ones(DIM, np.float32) / 4, 0) == []
+
+
+def test_search_dense_empty_index_returns_nothing() -> None:
+    assert LiveIndex(dim=DIM).search_dense(np.ones(DIM, np.float32), 5) == []
+
+
+def test_search_dense_wrong_dimension_raises(
+    make_chunk: Callable[..., Chunk], unit_rows: Callable[..., np.ndarray]
+) -> None:
+    index, _ = _filled(make_chunk, unit_rows, 2)
+    with pytest.raises(InvalidInputError, match="has dimension 8, index has 16") as err:
+        index.search_dense(np.ones(8, np.float32), 3)
+    assert err.value.field == "vector"
+
+
+def test_apply_vectors_of_wrong_shape_raises_and_writes_nothing(make_chunk: Callable[..., Chunk]) -> None:
+    index = LiveIndex(dim=DIM)
+    with pytest.raises(InvalidInputError, match="expected") as err:
+        index.upsert("d", [make_chunk("d", "text")], np.ones((2, DIM), np.float32))
+    assert err.value.field == "vectors"
+    assert len(index) == 0
+    assert index.snapshot().version == 0
+
+
+def test_apply_same_doc_twice_in_one_batch_raises_and_writes_nothing(
+    make_chunk: Callable[..., Chunk], unit_rows: Callable[..., np.ndarray]
+) -> None:
+    index = LiveIndex(dim=DIM)
+    rows = unit_rows(np.random.default_rng(0), 1, DIM)
+    with pytest.raises(InvalidInputError, match="more than once") as err:
+        index.apply([("d", [make_chunk("d", "one")], rows), ("d", [make_chunk("d", "two")], rows)])
+    assert err.value.field == "doc_id"
+    assert len(index) == 0
+
+
+@pytest.fixture
+def _hnswlib() -> None:
+    pytest.importorskip("hnswlib", reason="dense_backend='hnsw' needs hnswlib")
+
+
+@pytest.mark.usefixtures("_hnswlib")
+def test_search_dense_hnsw_vector_in_index_finds_itself_first(
+    make_chunk: Callable[..., Chunk], unit_rows: Callable[..., np.ndarray]
+) -> None:
+    index, vectors = _filled(make_chunk, unit_rows, 150, backend="hnsw")
+    assert index.snapshot().segment.ann is not None
+    for chunk_id, vector in list(vectors.items())[::5]:
+        top = index.search_dense(vector, 3)
+        assert top[0].chunk.chunk_id == chunk_id
+        assert top[0].score == pytest.approx(1.0, abs=1e-5)
+
+
+@pytest.mark.usefixtures("_hnswlib")
+def test_search_dense_hnsw_after_deletes_never_returns_deleted(
+    make_chunk: Callable[..., Chunk], unit_rows: Callable[..., np.ndarray]
+) -> None:
+    index, vectors = _filled(make_chunk, unit_rows, 150, backend="hnsw")
+    deleted = {f"doc{d:03d}" for d in range(0, 150, 4)}
+    for doc_id in deleted:
+        index.delete(doc_id)
+    for chunk_id, vector in vectors.items():
+        top = index.search_dense(vector, 5)
+        assert len(top) == 5
+        assert {h.chunk.doc_id for h in top}.isdisjoint(deleted)
+        if chunk_id.split("#")[0] not in deleted:
+            assert top[0].chunk.chunk_id == chunk_id
+
+
+@pytest.mark.usefixtures("_hnswlib")
+def test_search_dense_hnsw_after_compaction_finds_live_and_skips_deleted(
+    make_chunk: Callable[..., Chunk], unit_rows: Callable[..., np.ndarray]
+) -> None:
+    index, vectors = _filled(make_chunk, unit_rows, 1100, chunks_per_doc=2, backend="hnsw")
+    segment = index.snapshot().segment
+    deleted = {f"doc{d:03d}" for d in range(600)}  # 1200 dead of 2200 slots: compaction
+    for doc_id in deleted:
+        index.delete(doc_id)
+    assert index.snapshot().segment is not segment
+    for chunk_id, vector in list(vectors.items())[::37]:
+        top = index.search_dense(vector, 3)
+        assert {h.chunk.doc_id for h in top}.isdisjoint(deleted)
+        if chunk_id.split("#")[0] not in deleted:
+            assert top[0].chunk.chunk_id == chunk_id
+
+
+def test_live_index_unknown_backend_lists_allowed(make_chunk: Callable[..., Chunk]) -> None:
+    with pytest.raises(InvalidInputError, match="'faiss' is not one of exact, hnsw") as err:
+        LiveIndex(dim=DIM, dense_backend="faiss")  # type: ignore[arg-type]
+    assert err.value.field == "dense_backend"

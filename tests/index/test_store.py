@@ -1,0 +1,117 @@
+"""SQLiteDocumentStore: one transaction per write, ingest order kept, schema checked."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from verityrag.errors import StorageError
+from verityrag.index.store import SQLiteDocumentStore
+from verityrag.types import Chunk, Document
+
+pytestmark = pytest.mark.unit
+
+
+def _item(doc_id: str, text: str, dim: int = 4) -> tuple[Document, list[Chunk], np.ndarray]:
+    doc = Document(doc_id, f"Title {doc_id}", text, {"n": len(text)})
+    half = text.index(" ")
+    chunks = [
+        Chunk(f"{doc_id}#0", doc_id, doc.title, text[:half], 0, 0, half),
+        Chunk(f"{doc_id}#1", doc_id, doc.title, text[half + 1 :], 1, half + 1, len(text)),
+    ]
+    vectors = np.arange(2 * dim, dtype=np.float32).reshape(2, dim) + len(doc_id)
+    return doc, chunks, vectors
+
+
+def test_put_many_then_iter_documents_returns_documents_chunks_vectors_in_ingest_order(
+    tmp_path: Path,
+) -> None:
+    store = SQLiteDocumentStore(tmp_path / "s.db")
+    items = [_item("b", "bee buzz"), _item("a", "ant crawl"), _item("c", "cat purr")]
+    store.put_many(items[:2])
+    store.put_many(items[2:])
+    got = list(store.iter_documents(dim=4))
+    assert [s.document.doc_id for s in got] == ["b", "a", "c"]
+    for stored, (doc, chunks, vectors) in zip(got, items, strict=True):
+        assert stored.document == doc
+        assert stored.chunks == chunks
+        assert np.array_equal(stored.vectors, vectors)
+    assert store.count() == 3
+
+
+def test_put_many_existing_doc_replaces_it_and_moves_it_last(tmp_path: Path) -> None:
+    store = SQLiteDocumentStore(tmp_path / "s.db")
+    store.put_many([_item("a", "ant crawl"), _item("b", "bee buzz")])
+    store.put_many([_item("a", "ant sleeps now")])
+    assert store.count() == 2
+    assert store.get("a") == _item("a", "ant sleeps now")[0]
+    assert [s.document.doc_id for s in store.iter_documents(dim=4)] == ["b", "a"]
+
+
+def test_delete_removes_document_and_its_chunks(tmp_path: Path) -> None:
+    store = SQLiteDocumentStore(tmp_path / "s.db")
+    store.put_many([_item("a", "ant crawl"), _item("b", "bee buzz")])
+    assert store.delete("a") is True
+    assert store.delete("a") is False
+    assert store.get("a") is None
+    assert [s.document.doc_id for s in store.iter_documents(dim=4)] == ["b"]
+    (n_chunks,) = sqlite3.connect(tmp_path / "s.db").execute("SELECT COUNT(*) FROM chunks").fetchone()
+    assert n_chunks == 2
+
+
+def test_put_many_failing_item_rolls_back_whole_batch(tmp_path: Path) -> None:
+    store = SQLiteDocumentStore(tmp_path / "s.db")
+    doc, chunks, _ = _item("bad", "bad item")
+    with pytest.raises(ValueError, match="zip"):
+        store.put_many([_item("a", "ant crawl"), (doc, chunks, np.zeros((1, 4), np.float32))])
+    assert store.count() == 0
+    store.put_many([_item("a", "ant crawl")])  # the store is still usable
+    assert store.count() == 1
+
+
+def test_reopen_store_keeps_documents_and_meta(tmp_path: Path) -> None:
+    store = SQLiteDocumentStore(tmp_path / "s.db", durability="power")
+    store.put_many([_item("a", "ant crawl")])
+    store.set_meta("embedder", "x")
+    store.close()
+    reopened = SQLiteDocumentStore(tmp_path / "s.db")
+    assert reopened.get("a") == _item("a", "ant crawl")[0]
+    assert reopened.get_meta("embedder") == "x"
+    assert reopened.get_meta("missing") is None
+
+
+def test_open_store_with_other_schema_version_raises(tmp_path: Path) -> None:
+    SQLiteDocumentStore(tmp_path / "s.db").set_meta("schema_version", "999")
+    with pytest.raises(StorageError, match="schema version 999"):
+        SQLiteDocumentStore(tmp_path / "s.db")
+
+
+def test_open_store_on_garbage_file_raises_storage_error(tmp_path: Path) -> None:
+    (tmp_path / "s.db").write_bytes(b"this is not a sqlite database at all" * 100)
+    with pytest.raises(StorageError, match="cannot open the document store"):
+        SQLiteDocumentStore(tmp_path / "s.db")
+
+
+def test_replace_vectors_overwrites_stored_vectors(tmp_path: Path) -> None:
+    store = SQLiteDocumentStore(tmp_path / "s.db")
+    store.put_many([_item("a", "ant crawl")])
+    store.replace_vectors({"a#0": np.full(2, 9.0, np.float32), "a#1": np.full(2, 8.0, np.float32)})
+    (stored,) = store.iter_documents(dim=2)
+    assert stored.vectors.tolist() == [[9.0, 9.0], [8.0, 8.0]]
+
+
+def test_replace_vectors_failing_midway_keeps_old_vectors_and_meta(tmp_path: Path) -> None:
+    store = SQLiteDocumentStore(tmp_path / "s.db")
+    store.put_many([_item("a", "ant crawl")])
+    store.set_meta("embedder", "old")
+    bad = {"a#0": np.full(2, 9.0, np.float32), "a#1": "not a vector"}
+    with pytest.raises(AttributeError):
+        store.replace_vectors(bad, meta={"embedder": "new"})  # type: ignore[dict-item]
+    assert store.get_meta("embedder") == "old"
+    (stored,) = store.iter_documents(dim=4)
+    assert np.array_equal(stored.vectors, _item("a", "ant crawl")[2])
+    store.replace_vectors({"a#0": np.zeros(4, np.float32)}, meta={"embedder": "new"})
+    assert store.get_meta("embedder") == "new"

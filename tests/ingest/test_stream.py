@@ -1,0 +1,140 @@
+"""LiveDocumentStream: background ingestion while queries run; failures recorded; clean stop."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from verityrag import Document, InvalidInputError, LiveDocumentStream, Settings, VerityRAGPipeline
+
+pytestmark = pytest.mark.unit
+
+
+def _doc(i: int, text: str | None = None) -> Document:
+    return Document(
+        f"stream-{i:03d}", "Stream", text or f"Streamed document about token qq{i:03d}z and rivers."
+    )
+
+
+def _wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out waiting for the stream"
+        time.sleep(0.002)
+
+
+def _found(pipeline: VerityRAGPipeline, i: int) -> bool:
+    hits = pipeline.index.search_lexical(f"qq{i:03d}z", 1)
+    return bool(hits) and hits[0].chunk.doc_id == f"stream-{i:03d}"
+
+
+@pytest.fixture
+def pipeline() -> VerityRAGPipeline:
+    return VerityRAGPipeline(settings=Settings(max_document_chars=200))
+
+
+def test_put_while_querying_every_document_becomes_searchable(pipeline: VerityRAGPipeline) -> None:
+    ingested: list[str] = []
+    stream = LiveDocumentStream(pipeline, on_ingested=lambda d: ingested.append(d.doc_id)).start()
+    checked = 0
+    for i in range(30):
+        stream.put(_doc(i))
+        _wait_until(lambda n=i // 2: stream.ingested >= n)  # let the stream run behind the puts
+        # Whatever the stream has acknowledged so far must already be answerable.
+        if ingested:
+            latest = ingested[-1]
+            result = pipeline.query(f"Which document mentions token qq{latest[-3:]}z?")
+            assert not result.abstained
+            assert result.citations[0].doc_id == latest
+            checked += 1
+    _wait_until(lambda: stream.ingested == 30)
+    assert all(_found(pipeline, i) for i in range(30))
+    assert sorted(ingested) == [f"stream-{i:03d}" for i in range(30)]
+    assert pipeline.index.n_documents == 30
+    stream.stop()
+    assert stream.join(timeout=5)
+    assert checked > 0
+
+
+def test_bad_document_is_recorded_and_stream_continues(pipeline: VerityRAGPipeline) -> None:
+    errors: list[tuple[str, BaseException]] = []
+    stream = LiveDocumentStream(pipeline, on_error=lambda d, e: errors.append((d.doc_id, e))).start()
+    stream.put(_doc(0))
+    stream.put(_doc(1, "Too long. " * 30))  # over max_document_chars=200
+    stream.put(_doc(2, "Lone \ud800 surrogate in text."))
+    stream.put(_doc(3))
+    stream.stop()
+    assert stream.join(timeout=5)
+    assert stream.ingested == 2
+    assert [f.doc_id for f in stream.failures] == ["stream-001", "stream-002"]
+    assert all(isinstance(f.error, InvalidInputError) for f in stream.failures)
+    assert [f.error.field for f in stream.failures] == ["text", "text"]  # type: ignore[attr-defined]
+    assert [doc_id for doc_id, _ in errors] == ["stream-001", "stream-002"]
+    assert _found(pipeline, 0)
+    assert _found(pipeline, 3)
+    assert pipeline.index.doc_ids() == ["stream-000", "stream-003"]
+
+
+def test_stop_ingests_what_was_queued_then_join_ends_thread(pipeline: VerityRAGPipeline) -> None:
+    gate = threading.Event()
+    slow = _SlowPipeline(pipeline, gate)
+    stream = LiveDocumentStream(slow).start()
+    for i in range(10):
+        stream.put(_doc(i))
+    stream.stop()
+    assert stream.running
+    assert not stream.join(timeout=0.05)  # still working on the queue
+    gate.set()
+    assert stream.join(timeout=5)
+    assert not stream.running
+    assert stream.ingested == 10
+    assert pipeline.index.n_documents == 10
+
+
+def test_put_after_stop_raises() -> None:
+    stream = LiveDocumentStream(VerityRAGPipeline()).start()
+    stream.stop()
+    with pytest.raises(RuntimeError, match="stream is stopping"):
+        stream.put(_doc(0))
+    assert stream.join(timeout=5)
+
+
+def test_source_iterator_is_consumed_then_queue(pipeline: VerityRAGPipeline) -> None:
+    stream = LiveDocumentStream(pipeline, source=(_doc(i) for i in range(12))).start()
+    stream.put(_doc(99))
+    _wait_until(lambda: stream.ingested == 13)
+    stream.stop()
+    assert stream.join(timeout=5)
+    assert stream.failures == []
+    assert all(_found(pipeline, i) for i in [*range(12), 99])
+
+
+def test_source_that_raises_is_recorded_and_queue_still_served(pipeline: VerityRAGPipeline) -> None:
+    def source() -> Iterator[Document]:
+        yield _doc(0)
+        yield _doc(1)
+        raise OSError("feed went away")
+
+    stream = LiveDocumentStream(pipeline, source=source()).start()
+    stream.put(_doc(2))
+    stream.stop()
+    assert stream.join(timeout=5)
+    assert stream.ingested == 3
+    assert [(f.doc_id, str(f.error)) for f in stream.failures] == [("<source>", "feed went away")]
+
+
+class _SlowPipeline:
+    """Delegates to a pipeline, but the first ingest waits for ``gate``."""
+
+    def __init__(self, pipeline: VerityRAGPipeline, gate: threading.Event) -> None:
+        self.pipeline = pipeline
+        self.gate = gate
+
+    def ingest_document(
+        self, doc_id: str, title: str, text: str, metadata: dict[str, object] | None = None
+    ) -> object:
+        assert self.gate.wait(timeout=10)
+        return self.pipeline.ingest_document(doc_id, title, text, metadata)

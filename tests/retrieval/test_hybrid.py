@@ -1,0 +1,58 @@
+"""HybridRetriever: lexical and dense candidates on one snapshot, fused, every score kept."""
+
+from __future__ import annotations
+
+import pytest
+
+from verityrag.embed.hashing import HashingEmbedder
+from verityrag.index.live import LiveIndex
+from verityrag.retrieval.hybrid import HybridRetriever
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.fixture
+def index(add_texts) -> LiveIndex:  # type: ignore[no-untyped-def]
+    idx = LiveIndex(dim=384)
+    add_texts(
+        idx,
+        {
+            "steam": ["The steam engine converts heat into mechanical work."],
+            "tesla": ["Nikola Tesla worked on alternating current motors."],
+            "oxygen": ["Oxygen is a chemical element that supports combustion."],
+        },
+    )
+    return idx
+
+
+@pytest.mark.parametrize("fusion", ["rrf", "weighted"])
+def test_search_keeps_bm25_and_dense_scores_and_ranks(index: LiveIndex, fusion: str) -> None:
+    retriever = HybridRetriever(index, HashingEmbedder(), fusion=fusion)  # type: ignore[arg-type]
+    hits = retriever.search("How does a steam engine make work from heat?", k=2)
+    assert len(hits) == 2
+    top = hits[0]
+    assert top.chunk.doc_id == "steam"
+    assert top.bm25_rank == 1
+    assert top.dense_rank == 1
+    assert top.bm25_score == pytest.approx(
+        index.search_lexical("How does a steam engine make work from heat?", 1)[0].score
+    )
+    assert top.dense_score > 0
+    assert hits[0].score >= hits[1].score
+
+
+def test_search_query_without_terms_returns_nothing(index: LiveIndex) -> None:
+    assert HybridRetriever(index, HashingEmbedder()).search("the of and", k=3) == []
+
+
+def test_search_on_old_snapshot_does_not_see_later_docs(index: LiveIndex, add_texts) -> None:  # type: ignore[no-untyped-def]
+    retriever = HybridRetriever(index, HashingEmbedder())
+    before = index.snapshot()
+    add_texts(index, {"zebra": ["Zebras have black and white stripes."]})
+    assert all(h.chunk.doc_id != "zebra" for h in retriever.search("zebra stripes", 5, before))
+    assert retriever.search("zebra stripes", 5)[0].chunk.doc_id == "zebra"
+
+
+def test_retriever_unknown_fusion_raises(index: LiveIndex) -> None:
+    with pytest.raises(ValueError, match="rrf, weighted"):
+        HybridRetriever(index, HashingEmbedder(), fusion="max")  # type: ignore[arg-type]

@@ -1,0 +1,370 @@
+"""VerityRAGPipeline: ingest, replace and delete across store and both indexes; bad input; answers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from verityrag import AbstainReason, Document, InvalidInputError, Settings, VerityRAGPipeline
+from verityrag.embed.hashing import HashingEmbedder
+from verityrag.pipeline import as_document
+
+pytestmark = pytest.mark.unit
+
+OLD_TEXT = (
+    "The aardvark digs burrows at night. Aardvarks eat ants and termites. "
+    "An aardvark can dig very fast. Its tongue is long and sticky."
+)
+NEW_TEXT = "The okapi lives in the rainforest. Okapis are related to giraffes."
+
+
+def _settings(**changes: Any) -> Settings:
+    return Settings().replace(chunk_max_words=12, **changes)
+
+
+@pytest.fixture
+def pipeline(tmp_path: Path) -> VerityRAGPipeline:
+    return VerityRAGPipeline(data_dir=tmp_path / "data", settings=_settings())
+
+
+def _state(p: VerityRAGPipeline) -> tuple[Any, ...]:
+    stats = p.stats()
+    return (stats["documents"], stats["chunks"], stats["index_version"], p.store.count() if p.store else None)
+
+
+def _dense_texts(p: VerityRAGPipeline, text: str, k: int = 50) -> list[str]:
+    return [h.chunk.text for h in p.index.search_dense(p.embedder.encode([text])[0], k)]
+
+
+# ------------------------------------------------------------- replace & delete
+
+
+def test_ingest_document_new_doc_is_searchable_and_not_replaced(pipeline: VerityRAGPipeline) -> None:
+    result = pipeline.ingest_document("zoo-1", "Aardvark", OLD_TEXT)
+    assert result.doc_id == "zoo-1"
+    assert result.replaced is False
+    assert result.n_chunks == len(pipeline.index.chunks_of("zoo-1")) > 1
+    assert pipeline.index.search_lexical("termites", 1)[0].chunk.doc_id == "zoo-1"
+
+
+def test_ingest_document_same_id_replaces_in_both_indexes_and_store(
+    pipeline: VerityRAGPipeline, tmp_path: Path
+) -> None:
+    pipeline.ingest_document("zoo-1", "Aardvark", OLD_TEXT)
+    pipeline.ingest_document("zoo-2", "Otter", "Otters float on their backs. They hold hands.")
+    old_chunks = pipeline.index.chunks_of("zoo-1")
+    result = pipeline.ingest_document("zoo-1", "Okapi", NEW_TEXT)
+    assert result.replaced is True
+    assert pipeline.index.n_documents == 2
+    assert pipeline.stats()["documents"] == 2
+    new_texts = [c.text for c in pipeline.index.chunks_of("zoo-1")]
+    assert len(pipeline.index) == len(new_texts) + len(pipeline.index.chunks_of("zoo-2"))
+    assert pipeline.index.search_lexical("aardvark termites", 10) == []
+    assert {h.chunk.text for h in pipeline.index.search_lexical("okapi", 10)} <= set(new_texts)
+    for chunk in old_chunks:
+        assert chunk.text not in _dense_texts(pipeline, chunk.text)
+    assert pipeline.get_document("zoo-1") == Document("zoo-1", "Okapi", NEW_TEXT)
+    pipeline.store.close()  # type: ignore[union-attr]
+    reopened = VerityRAGPipeline(data_dir=tmp_path / "data", settings=_settings())
+    assert reopened.get_document("zoo-1") == Document("zoo-1", "Okapi", NEW_TEXT)
+    assert reopened.index.search_lexical("aardvark", 10) == []
+    assert [c.text for c in reopened.index.chunks_of("zoo-1")] == new_texts
+
+
+def test_delete_document_removes_from_both_indexes_and_store(
+    pipeline: VerityRAGPipeline, tmp_path: Path
+) -> None:
+    pipeline.ingest_document("zoo-1", "Aardvark", OLD_TEXT)
+    pipeline.ingest_document("zoo-2", "Okapi", NEW_TEXT)
+    old_chunks = pipeline.index.chunks_of("zoo-1")
+    assert pipeline.delete_document("zoo-1") is True
+    assert pipeline.index.n_documents == 1
+    assert pipeline.index.search_lexical("aardvark", 10) == []
+    for chunk in old_chunks:
+        assert chunk.text not in _dense_texts(pipeline, chunk.text)
+    assert pipeline.get_document("zoo-1") is None
+    assert pipeline.store.count() == 1  # type: ignore[union-attr]
+    assert pipeline.delete_document("zoo-1") is False
+    reopened = VerityRAGPipeline(data_dir=tmp_path / "data", settings=_settings())
+    assert reopened.index.doc_ids() == ["zoo-2"]
+    assert reopened.query("Where does the aardvark dig?").abstained
+
+
+def test_delete_document_in_memory_pipeline_removes_it() -> None:
+    pipeline = VerityRAGPipeline(settings=_settings())
+    pipeline.ingest_document("zoo-1", "Aardvark", OLD_TEXT)
+    assert pipeline.delete_document("zoo-1") is True
+    assert pipeline.delete_document("zoo-1") is False
+    assert len(pipeline.index) == 0
+
+
+def test_get_document_in_memory_multi_chunk_doc_returns_its_text() -> None:
+    pipeline = VerityRAGPipeline(settings=_settings())
+    pipeline.ingest_document("zoo-1", "Aardvark", OLD_TEXT)
+    assert len(pipeline.index.chunks_of("zoo-1")) > 1
+    assert pipeline.get_document("zoo-1") == Document("zoo-1", "Aardvark", OLD_TEXT)
+    assert pipeline.get_document("missing") is None
+
+
+def test_ingest_documents_bulk_accepts_documents_mappings_and_tuples() -> None:
+    pipeline = VerityRAGPipeline(settings=_settings())
+    n = pipeline.ingest_documents(
+        [
+            Document("a", "A", "Alpha text here."),
+            {"doc_id": "b", "title": "B", "text": "Beta text here.", "metadata": {"k": 1}},
+            ("c", "C", "Gamma text here."),
+        ]
+    )
+    assert n == 3
+    assert sorted(pipeline.index.doc_ids()) == ["a", "b", "c"]
+    assert pipeline.stats()["chunks"] == 3
+
+
+def test_chunks_through_pipeline_are_stable_and_index_into_text() -> None:
+    first = VerityRAGPipeline(settings=_settings())
+    second = VerityRAGPipeline(settings=_settings())
+    first.ingest_document("zoo-1", "Aardvark", OLD_TEXT)
+    second.ingest_document("zoo-1", "Aardvark", OLD_TEXT)
+    chunks = first.index.chunks_of("zoo-1")
+    assert chunks == second.index.chunks_of("zoo-1")
+    for i, chunk in enumerate(chunks):
+        assert chunk.chunk_id == f"zoo-1#{i}"
+        assert chunk.text == OLD_TEXT[chunk.start : chunk.end]
+        assert len(chunk.text.split()) <= 12
+
+
+# ---------------------------------------------------------------- bad input
+
+GOOD = {"doc_id": "ok-1", "title": "Title", "text": "Some real words here."}
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "message"),
+    [
+        ({"text": ""}, "text", "empty"),
+        ({"text": "   \n\t  "}, "text", "empty"),
+        ({"text": "!!! ... ---"}, "text", "no word characters"),
+        ({"text": b"bytes are not text"}, "text", "must be a string, got bytes"),
+        ({"text": None}, "text", "must be a string, got NoneType"),
+        ({"text": "x" * 101}, "text", "101 characters; the limit is 100"),
+        ({"text": "Valid words \ud800 then more."}, "text", "not valid Unicode"),
+        ({"title": "Bad \udfff title"}, "title", "not valid Unicode"),
+        ({"title": 7}, "title", "must be a string"),
+        ({"doc_id": ""}, "doc_id", "is invalid"),
+        ({"doc_id": "has space"}, "doc_id", "is invalid"),
+        ({"doc_id": "-leading-dash"}, "doc_id", "is invalid"),
+        ({"doc_id": "x" * 201}, "doc_id", "is invalid"),
+        ({"doc_id": 42}, "doc_id", "must be a string, got int"),
+        ({"doc_id": None}, "doc_id", "must be a string"),
+        ({"metadata": ["not", "a", "dict"]}, "metadata", "must be a dict"),
+    ],
+    ids=lambda v: v if isinstance(v, str) and len(v) < 20 else None,
+)
+def test_ingest_document_bad_input_raises_naming_field_and_writes_nothing(
+    tmp_path: Path, changes: dict[str, Any], field: str, message: str
+) -> None:
+    pipeline = VerityRAGPipeline(data_dir=tmp_path, settings=Settings(max_document_chars=100))
+    pipeline.ingest_document("existing", "T", "Already here before the bad one.")
+    before = _state(pipeline)
+    with pytest.raises(InvalidInputError, match=message) as err:
+        pipeline.ingest_document(**{**GOOD, **changes})
+    assert err.value.field == field
+    assert _state(pipeline) == before
+
+
+def test_ingest_document_limits_are_inclusive(tmp_path: Path) -> None:
+    pipeline = VerityRAGPipeline(settings=Settings(max_document_chars=100))
+    pipeline.ingest_document("x" * 200, "T", "y" * 100)
+    assert pipeline.index.has_document("x" * 200)
+
+
+@pytest.mark.parametrize(
+    ("question", "message"),
+    [
+        ("", "is empty"),
+        ("   \n", "is empty"),
+        ("word " * 401, "2,005 characters; the limit is 2,000"),
+        (None, "must be a string, got NoneType"),
+        (b"bytes?", "must be a string, got bytes"),
+        (42, "must be a string, got int"),
+    ],
+)
+def test_query_bad_question_raises_naming_field(
+    pipeline: VerityRAGPipeline, question: Any, message: str
+) -> None:
+    pipeline.ingest_document("zoo-1", "Aardvark", OLD_TEXT)
+    with pytest.raises(InvalidInputError, match=message) as err:
+        pipeline.query(question)
+    assert err.value.field == "question"
+
+
+def test_ingest_file_non_utf8_raises_naming_file_and_writes_nothing(
+    pipeline: VerityRAGPipeline, tmp_path: Path
+) -> None:
+    path = tmp_path / "latin1.txt"
+    path.write_bytes("Café au lait is served here.".encode("latin-1"))
+    before = _state(pipeline)
+    with pytest.raises(InvalidInputError, match=r"not valid UTF-8 \(byte 0xe9 at offset 3\)") as err:
+        pipeline.ingest_file(path)
+    assert err.value.field == "file"
+    assert _state(pipeline) == before
+
+
+def test_ingest_file_utf8_uses_file_name_and_stem(pipeline: VerityRAGPipeline, tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("Café au lait is served here. It is warm.", encoding="utf-8")
+    result = pipeline.ingest_file(path)
+    assert result.doc_id == "notes.txt"
+    assert pipeline.get_document("notes.txt") == Document("notes.txt", "notes", path.read_text("utf-8"))
+    assert pipeline.index.search_lexical("cafe", 1)[0].chunk.doc_id == "notes.txt"
+
+
+def test_ingest_documents_duplicate_ids_raise_and_write_nothing(pipeline: VerityRAGPipeline) -> None:
+    before = _state(pipeline)
+    docs = [("a", "A", "Alpha text."), ("b", "B", "Beta text."), ("a", "A2", "Alpha again.")]
+    with pytest.raises(InvalidInputError, match="'a' appears more than once in the batch") as err:
+        pipeline.ingest_documents(docs)
+    assert err.value.field == "doc_id"
+    assert _state(pipeline) == before
+
+
+@pytest.mark.parametrize(
+    ("bad", "field"),
+    [
+        (("bad id", "T", "Fine text."), "doc_id"),
+        (("bad", "T", ""), "text"),
+        (("bad", "T", "Lone \ud800 surrogate."), "text"),
+        ({"doc_id": "bad", "title": "T"}, "text"),
+        ({"title": "T", "text": "No id."}, "doc_id"),
+        (["bad", "T", "a list"], "document"),
+    ],
+)
+def test_ingest_documents_one_bad_doc_raises_and_writes_nothing(
+    pipeline: VerityRAGPipeline, bad: Any, field: str
+) -> None:
+    pipeline.ingest_document("existing", "T", "Already here.")
+    before = _state(pipeline)
+    good = [(f"good-{i}", "T", f"Good text number {i}.") for i in range(5)]
+    with pytest.raises(InvalidInputError) as err:
+        pipeline.ingest_documents([*good[:3], bad, *good[3:]], batch_size=2)
+    assert err.value.field == field
+    assert _state(pipeline) == before
+    assert not pipeline.index.has_document("good-0")
+
+
+def test_as_document_unsupported_type_names_document_field() -> None:
+    with pytest.raises(InvalidInputError, match="expected a Document, mapping or 3-tuple, got int") as err:
+        as_document(5)  # type: ignore[arg-type]
+    assert err.value.field == "document"
+
+
+# --------------------------------------------------------------------- query
+
+
+def test_query_empty_index_abstains_with_no_evidence() -> None:
+    result = VerityRAGPipeline(settings=_settings()).query("Where do aardvarks live?")
+    assert result.abstained
+    assert result.abstain_reason is AbstainReason.NO_EVIDENCE
+    assert result.answer is None
+    assert result.grounding.overall_score == 0.0
+
+
+def test_query_covered_question_answers_with_citation_into_chunk(pipeline: VerityRAGPipeline) -> None:
+    pipeline.ingest_document("zoo-1", "Aardvark", OLD_TEXT)
+    pipeline.ingest_document("zoo-2", "Okapi", NEW_TEXT)
+    result = pipeline.query("What are okapis related to?")
+    assert not result.abstained
+    assert result.answer == "Okapis are related to giraffes."
+    (citation,) = result.citations
+    chunk = pipeline.index.get_chunk(citation.chunk_id)
+    assert chunk is not None
+    assert chunk.text[citation.start : citation.end] == result.answer
+    assert 0.5 <= result.grounding.overall_score <= 1.0
+    assert [step.stage for step in result.trace] == ["retrieve", "generate"]
+
+
+def test_query_unrelated_question_abstains_on_sufficiency(pipeline: VerityRAGPipeline) -> None:
+    pipeline.ingest_document("zoo-1", "Aardvark", OLD_TEXT)
+    result = pipeline.query("Who won the 1998 chess championship in Moscow?")
+    assert result.abstained
+    assert result.abstain_reason in (AbstainReason.SUFFICIENCY, AbstainReason.NO_EVIDENCE)
+
+
+def test_query_k_limits_evidence(pipeline: VerityRAGPipeline) -> None:
+    pipeline.ingest_documents([(f"d{i}", "Aardvark", f"Aardvark fact number {i}.") for i in range(10)])
+    assert len(pipeline.query("aardvark fact", k=3).evidence) == 3
+    assert len(pipeline.query("aardvark fact").evidence) == pipeline.settings.top_k
+
+
+def test_stats_counts_documents_and_chunks(pipeline: VerityRAGPipeline, tmp_path: Path) -> None:
+    pipeline.ingest_document("zoo-1", "Aardvark", OLD_TEXT)
+    stats = pipeline.stats()
+    assert stats["documents"] == 1
+    assert stats["chunks"] == len(pipeline.index) > 1
+    assert stats["data_dir"] == str(tmp_path / "data")
+    assert stats["embedder"] == pipeline.embedder.fingerprint()
+
+
+def test_pipeline_data_dir_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VERITYRAG_DATA_DIR", str(tmp_path / "env-data"))
+    pipeline = VerityRAGPipeline()
+    pipeline.ingest_document("a", "A", "Alpha text.")
+    assert (tmp_path / "env-data" / "verityrag.sqlite3").exists()
+
+
+def test_pipeline_settings_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VERITYRAG_TOP_K", "2")
+    pipeline = VerityRAGPipeline()
+    assert pipeline.settings.top_k == 2
+    assert pipeline.data_dir is None
+    pipeline.ingest_documents([(f"d{i}", "Aardvark", f"Aardvark fact number {i}.") for i in range(5)])
+    assert len(pipeline.query("aardvark fact").evidence) == 2
+
+
+def test_query_hnsw_backend_answers(tmp_path: Path) -> None:
+    pytest.importorskip("hnswlib")
+    pipeline = VerityRAGPipeline(settings=_settings(dense_backend="hnsw"))
+    pipeline.ingest_document("zoo-2", "Okapi", NEW_TEXT)
+    result = pipeline.query("What are okapis related to?")
+    assert result.answer == "Okapis are related to giraffes."
+    assert any(h.dense_rank is not None for h in result.evidence)
+    assert np.isfinite([h.dense_score for h in result.evidence]).all()
+
+
+class _FailingEmbedder:
+    """A changed embedder that fails after ``ok_calls`` encodes (a crash mid re-embedding)."""
+
+    def __init__(self, ok_calls: int) -> None:
+        self.inner = HashingEmbedder(dim=128)
+        self.ok_calls = ok_calls
+        self.dim = 128
+
+    def fingerprint(self) -> str:
+        return self.inner.fingerprint()
+
+    def encode(self, texts: Any) -> Any:
+        if self.ok_calls <= 0:
+            raise RuntimeError("embedder died")
+        self.ok_calls -= 1
+        return self.inner.encode(texts)
+
+
+def test_restore_reembedding_interrupted_leaves_store_usable(tmp_path: Path) -> None:
+    first = VerityRAGPipeline(data_dir=tmp_path, settings=_settings())
+    first.ingest_documents([(f"d{i}", "T", f"Document {i} about okapis and rivers.") for i in range(6)])
+    first.store.close()  # type: ignore[union-attr]
+    with pytest.raises(RuntimeError, match="embedder died"):
+        VerityRAGPipeline(embedder=_FailingEmbedder(ok_calls=3), data_dir=tmp_path, settings=_settings())
+    # Neither half-migrated nor bricked: both the old and the new embedder can open it.
+    old = VerityRAGPipeline(data_dir=tmp_path, settings=_settings())
+    assert old.index.n_documents == 6
+    old.store.close()  # type: ignore[union-attr]
+    new = VerityRAGPipeline(embedder=HashingEmbedder(dim=128), data_dir=tmp_path, settings=_settings())
+    assert new.index.n_documents == 6
+    assert new.index.search_lexical("okapis", 10)[0].chunk.doc_id.startswith("d")
+    chunk = new.index.live_chunks()[2]
+    (top,) = new.index.search_dense(new.embedder.encode([chunk.text])[0], 1)
+    assert top.chunk.chunk_id == chunk.chunk_id

@@ -1,0 +1,94 @@
+"""The public surface users already write against (DESIGN.md, "Public surface")."""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import io
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import verityrag
+
+# Verbatim from DESIGN.md, "Public surface (users already write this; keep it working)".
+DESIGN_SNIPPET = """\
+from verityrag import VerityRAGPipeline
+pipeline = VerityRAGPipeline()
+pipeline.ingest_document("d1", "Steam Engine", "The steam engine converts heat into mechanical work...")
+pipeline.train_reranker()
+result = pipeline.query("How does a steam engine work?")
+print(result.answer, result.grounding.overall_score, result.abstained)
+"""
+
+
+@pytest.mark.unit
+def test_design_snippet_runs_verbatim_and_answers_with_float_grounding() -> None:
+    namespace: dict[str, object] = {}
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(DESIGN_SNIPPET, "DESIGN.md", "exec"), namespace)
+    result = namespace["result"]
+    assert isinstance(result, verityrag.QueryResult)
+    assert result.abstained is False
+    assert result.answer == "The steam engine converts heat into mechanical work..."
+    assert isinstance(result.grounding.overall_score, float)
+    assert 0.0 < result.grounding.overall_score <= 1.0
+    assert out.getvalue().strip().endswith("False")
+
+
+@pytest.mark.unit
+def test_train_reranker_returns_pipeline_for_chaining() -> None:
+    pipeline = verityrag.VerityRAGPipeline()
+    assert pipeline.train_reranker() is pipeline
+
+
+@pytest.mark.unit
+def test_all_names_exist_and_are_unique() -> None:
+    assert len(set(verityrag.__all__)) == len(verityrag.__all__)
+    missing = [name for name in verityrag.__all__ if not hasattr(verityrag, name)]
+    assert missing == []
+
+
+@pytest.mark.unit
+def test_all_lists_every_public_top_level_class() -> None:
+    public_classes = {
+        name
+        for name, value in vars(verityrag).items()
+        if inspect.isclass(value) and not name.startswith("_") and value.__module__.startswith("verityrag")
+    }
+    assert public_classes  # the check is not vacuous
+    assert public_classes - set(verityrag.__all__) == set()
+
+
+@pytest.mark.unit
+def test_pipeline_importable_by_module_path() -> None:
+    from verityrag.pipeline import VerityRAGPipeline
+
+    assert VerityRAGPipeline is verityrag.VerityRAGPipeline
+
+
+@pytest.mark.unit
+def test_errors_form_documented_hierarchy() -> None:
+    assert issubclass(verityrag.InvalidInputError, verityrag.VerityRAGError)
+    assert issubclass(verityrag.InvalidInputError, ValueError)
+    assert issubclass(verityrag.NotFittedError, ValueError)
+    for error in (verityrag.ModelLoadError, verityrag.StorageError, verityrag.BackendUnavailableError):
+        assert issubclass(error, verityrag.VerityRAGError)
+
+
+@pytest.mark.unit
+def test_package_ships_py_typed_marker() -> None:
+    assert (Path(verityrag.__file__).parent / "py.typed").exists()
+
+
+@pytest.mark.integration
+def test_import_in_fresh_process_loads_no_heavy_model_library(
+    child_env: dict[str, str], python_exe: str
+) -> None:
+    heavy = ("torch", "sentence_transformers", "transformers", "onnxruntime", "lightgbm")
+    code = f"import sys, verityrag; print([m for m in {heavy!r} if m in sys.modules])"
+    out = subprocess.run([python_exe, "-c", code], env=child_env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

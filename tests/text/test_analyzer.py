@@ -1,0 +1,82 @@
+"""The shared analyzer: what a term is for BM25, features and grounding."""
+
+from __future__ import annotations
+
+import pytest
+
+from verityrag.text.analyzer import DEFAULT_ANALYZER, Analyzer
+from verityrag.text.stopwords import ENGLISH_STOPWORDS
+
+pytestmark = pytest.mark.unit
+
+PLAIN = Analyzer(stem=False)
+
+
+def test_analyze_mixed_case_lowercases_every_term() -> None:
+    assert PLAIN.analyze("Nikola TESLA Invented") == ["nikola", "tesla", "invented"]
+
+
+def test_analyze_accented_letters_folds_to_ascii() -> None:
+    assert PLAIN.analyze("Café Müller naïve Ångström") == ["cafe", "muller", "naive", "angstrom"]
+
+
+def test_analyze_accented_and_plain_spellings_give_same_terms() -> None:
+    assert DEFAULT_ANALYZER.analyze("Résumé of Gödel") == DEFAULT_ANALYZER.analyze("resume of godel")
+
+
+def test_analyze_punctuation_strips_it_and_splits_words() -> None:
+    assert PLAIN.analyze("well-known, (rock) & roll! 24–10 e-mail...") == [
+        "well",
+        "known",
+        "rock",
+        "roll",
+        "24",
+        "10",
+        "e",
+        "mail",
+    ]
+
+
+def test_analyze_stopwords_removes_them() -> None:
+    assert PLAIN.analyze("The cat is on the mat and it was there") == ["cat", "mat"]
+
+
+def test_analyze_only_stopwords_returns_no_terms() -> None:
+    assert DEFAULT_ANALYZER.analyze("It is what it was, and so on.") == []
+
+
+def test_analyze_stemming_on_conflates_inflections() -> None:
+    assert DEFAULT_ANALYZER.analyze("running runs connected connection") == [
+        "run",
+        "run",
+        "connect",
+        "connect",
+    ]
+
+
+def test_analyze_stemming_off_keeps_surface_forms() -> None:
+    assert PLAIN.analyze("running runs connected connection") == [
+        "running",
+        "runs",
+        "connected",
+        "connection",
+    ]
+
+
+def test_tokenize_keeps_stopwords_and_does_not_stem() -> None:
+    assert DEFAULT_ANALYZER.tokenize("The Engines were RUNNING.") == ["the", "engines", "were", "running"]
+
+
+def test_analyze_custom_stopwords_replaces_default_list() -> None:
+    analyzer = Analyzer(stopwords={"cat"}, stem=False)
+    assert analyzer.analyze("the cat sat") == ["the", "sat"]
+
+
+def test_default_stopwords_keep_question_bearing_words() -> None:
+    assert {"first", "last", "never"}.isdisjoint(ENGLISH_STOPWORDS)
+    assert {"the", "and", "of"} <= ENGLISH_STOPWORDS
+
+
+def test_fingerprint_stemming_changes_fingerprint() -> None:
+    assert Analyzer(stem=True).fingerprint() != Analyzer(stem=False).fingerprint()
+    assert Analyzer().fingerprint() == DEFAULT_ANALYZER.fingerprint()

@@ -1,0 +1,85 @@
+"""Sentence splitting with spans into the source text."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from verityrag.text.sentences import sentence_spans, split_sentences
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Dr. Smith arrived. He left.", ["Dr. Smith arrived.", "He left."]),
+        (
+            "Mr. and Mrs. Smith went to St. Louis. They liked it.",
+            ["Mr. and Mrs. Smith went to St. Louis.", "They liked it."],
+        ),
+        ("The U.S. Army won the war. Then it rested.", ["The U.S. Army won the war.", "Then it rested."]),
+        (
+            "J. R. R. Tolkien wrote books. He died in 1973.",
+            ["J. R. R. Tolkien wrote books.", "He died in 1973."],
+        ),
+        ("See e.g. this one. And i.e. that.", ["See e.g. this one.", "And i.e. that."]),
+    ],
+    ids=["title", "titles-and-saint", "u.s.", "initials", "e.g.-i.e."],
+)
+def test_split_sentences_abbreviations_do_not_end_sentences(text: str, expected: list[str]) -> None:
+    assert split_sentences(text) == expected
+
+
+def test_split_sentences_closing_quote_stays_with_its_sentence() -> None:
+    assert split_sentences('He said "Stop." Then he left.') == ['He said "Stop."', "Then he left."]
+
+
+def test_split_sentences_sentence_opening_with_quote_starts_new_sentence() -> None:
+    assert split_sentences('It ended. "Why?" she asked. (Nobody knew.)') == [
+        "It ended.",
+        '"Why?" she asked.',
+        "(Nobody knew.)",
+    ]
+
+
+def test_split_sentences_question_and_exclamation_marks_end_sentences() -> None:
+    assert split_sentences("Why? Because! Yes.") == ["Why?", "Because!", "Yes."]
+
+
+def test_split_sentences_digit_after_period_starts_new_sentence() -> None:
+    assert split_sentences("It cost 5. 3 people came.") == ["It cost 5.", "3 people came."]
+
+
+def test_split_sentences_lowercase_after_period_does_not_split() -> None:
+    assert split_sentences("Version 2.5 was out. it was fine.") == ["Version 2.5 was out. it was fine."]
+
+
+def test_split_sentences_decimal_number_does_not_split() -> None:
+    assert split_sentences("Pi is 3.14 roughly. Yes.") == ["Pi is 3.14 roughly.", "Yes."]
+
+
+def test_sentence_spans_index_into_text_without_surrounding_whitespace() -> None:
+    text = "  First one here.\n\nSecond one?   Third!  "
+    spans = sentence_spans(text)
+    assert [text[s:e] for s, e in spans] == ["First one here.", "Second one?", "Third!"]
+    assert all(s < e for s, e in spans)
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
+
+
+def test_sentence_spans_gaps_between_sentences_are_whitespace_only() -> None:
+    text = 'Alpha rose. "Beta fell!" Gamma (stayed). Delta? Epsilon.'
+    spans = sentence_spans(text)
+    gaps = [text[a[1] : b[0]] for a, b in itertools.pairwise(spans)]
+    assert len(spans) == 5
+    assert all(gap.strip() == "" for gap in gaps)
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\n\t"])
+def test_sentence_spans_blank_text_returns_nothing(text: str) -> None:
+    assert sentence_spans(text) == []
+
+
+def test_split_sentences_no_end_punctuation_returns_whole_text() -> None:
+    assert split_sentences("a fragment without an end") == ["a fragment without an end"]

@@ -1,0 +1,104 @@
+"""One typed settings object with named profiles, overridable per call and from the environment."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+from verityrag.errors import InvalidInputError
+from verityrag.index.live import DENSE_BACKENDS, DenseBackend
+from verityrag.index.store import Durability
+from verityrag.retrieval.fusion import FUSION_MODES, FusionMode
+
+ProfileName = Literal["default", "fast", "strict"]
+PROFILES: tuple[str, ...] = get_args(ProfileName)
+Strictness = Literal["lenient", "balanced", "strict"]
+STRICTNESS_LEVELS: tuple[str, ...] = get_args(Strictness)
+ENV_PREFIX = "VERITYRAG_"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every tunable of the pipeline. ``Settings.profile("strict")`` and ``.replace(...)`` make variants."""
+
+    profile_name: ProfileName = "default"
+    # chunking
+    chunk_max_words: int = 128
+    chunk_overlap_sentences: int = 1
+    # retrieval
+    top_k: int = 5
+    candidates: int = 50
+    fusion: FusionMode = "rrf"
+    dense_backend: DenseBackend = "exact"
+    # limits on input
+    max_document_chars: int = 1_000_000
+    max_query_chars: int = 2_000
+    # durability of the SQLite store (when a data dir is set)
+    durability: Durability = "process"
+    # answering
+    verify: bool = True
+    strictness: Strictness = "balanced"
+    min_answer_support: float = 0.5
+
+    def __post_init__(self) -> None:
+        _check_choice("profile_name", self.profile_name, PROFILES)
+        _check_choice("fusion", self.fusion, FUSION_MODES)
+        _check_choice("dense_backend", self.dense_backend, DENSE_BACKENDS)
+        _check_choice("durability", self.durability, ("process", "power"))
+        _check_choice("strictness", self.strictness, STRICTNESS_LEVELS)
+        for name in ("chunk_max_words", "top_k", "candidates", "max_document_chars", "max_query_chars"):
+            if getattr(self, name) < 1:
+                raise InvalidInputError(name, "must be >= 1")
+        if self.chunk_overlap_sentences < 0:
+            raise InvalidInputError("chunk_overlap_sentences", "must be >= 0")
+        if not 0.0 <= self.min_answer_support <= 1.0:
+            raise InvalidInputError("min_answer_support", "must be within [0, 1]")
+
+    @classmethod
+    def profile(cls, name: str) -> Settings:
+        """``default`` (gates and verification on), ``fast`` (verification off), ``strict``."""
+        _check_choice("profile", name, PROFILES)
+        if name == "fast":
+            return cls(profile_name="fast", verify=False)
+        if name == "strict":
+            return cls(profile_name="strict", strictness="strict", min_answer_support=0.6)
+        return cls()
+
+    def replace(self, **changes: Any) -> Settings:
+        unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
+        if unknown:
+            raise InvalidInputError("settings", f"unknown setting(s): {', '.join(sorted(unknown))}")
+        return dataclasses.replace(self, **changes)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """The profile named by ``VERITYRAG_PROFILE``, then any ``VERITYRAG_<FIELD>`` override."""
+        env = os.environ if environ is None else environ
+        base = cls.profile(env.get(f"{ENV_PREFIX}PROFILE", "default"))
+        changes: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            raw = env.get(f"{ENV_PREFIX}{f.name.upper()}")
+            if raw is None or f.name == "profile_name":
+                continue
+            changes[f.name] = _parse(f.name, raw, type(getattr(base, f.name)))
+        return base.replace(**changes) if changes else base
+
+
+def _check_choice(field: str, value: object, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise InvalidInputError(field, f"{value!r} is not one of {', '.join(allowed)}")
+
+
+def _parse(name: str, raw: str, kind: type) -> Any:
+    try:
+        if kind is bool:
+            lowered = raw.strip().lower()
+            if lowered not in ("1", "0", "true", "false", "yes", "no"):
+                raise ValueError(raw)
+            return lowered in ("1", "true", "yes")
+        return kind(raw)
+    except ValueError as exc:
+        raise InvalidInputError(f"{ENV_PREFIX}{name.upper()}", f"cannot parse {raw!r}") from exc

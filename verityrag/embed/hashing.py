@@ -1,0 +1,77 @@
+"""A stateless hashed bag of word n-grams: the default embedder, no model to load."""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections import Counter
+from collections.abc import Sequence
+from functools import lru_cache
+
+import numpy as np
+
+from verityrag.embed.base import FloatMatrix, l2_normalise
+from verityrag.text.analyzer import DEFAULT_ANALYZER, Analyzer
+
+
+@lru_cache(maxsize=500_000)
+def _hash(feature: str) -> int:
+    # crc32 is stable across processes (Python's hash() is salted), so vectors
+    # stored on disk stay valid after a restart.
+    return zlib.crc32(feature.encode("utf-8"))
+
+
+class HashingEmbedder:
+    """Hashed, signed bag of analyzed word n-grams (stopwords removed), sublinear tf, L2-normalised.
+
+    Stateless: nothing to fit, identical output in every process. It is a
+    lexical signal with some robustness (stemming, bigrams), not a semantic one.
+    """
+
+    def __init__(
+        self,
+        dim: int = 384,
+        ngram_range: tuple[int, int] = (1, 2),
+        analyzer: Analyzer = DEFAULT_ANALYZER,
+    ) -> None:
+        if dim < 8:
+            raise ValueError("dim must be >= 8")
+        lo, hi = ngram_range
+        if not 1 <= lo <= hi:
+            raise ValueError("ngram_range must satisfy 1 <= min <= max")
+        self._dim = dim
+        self.ngram_range = ngram_range
+        self.analyzer = analyzer
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def fingerprint(self) -> str:
+        lo, hi = self.ngram_range
+        return f"hashing:v1:dim={self._dim}:ngrams={lo}-{hi}:{self.analyzer.fingerprint()}"
+
+    def _features(self, text: str) -> Counter[str]:
+        terms = self.analyzer.analyze(text)
+        lo, hi = self.ngram_range
+        feats: Counter[str] = Counter()
+        for n in range(lo, hi + 1):
+            if n == 1:
+                feats.update(terms)
+            else:
+                feats.update(" ".join(terms[i : i + n]) for i in range(len(terms) - n + 1))
+        return feats
+
+    def encode(self, texts: Sequence[str]) -> FloatMatrix:
+        out = np.zeros((len(texts), self._dim), dtype=np.float32)
+        dim = self._dim
+        for row, text in enumerate(texts):
+            vec = out[row]
+            for feat, tf in self._features(text).items():
+                h = _hash(feat)
+                sign = 1.0 if (h // dim) & 1 else -1.0
+                vec[h % dim] += sign * (1.0 + math.log(tf))
+        return l2_normalise(out)
+
+    def __repr__(self) -> str:
+        return f"HashingEmbedder(dim={self._dim}, ngram_range={self.ngram_range})"

@@ -1,0 +1,49 @@
+"""Exceptions raised by VerityRAG.
+
+An abstention is never an exception: it is a normal ``QueryResult`` with an
+``AbstainReason``. Exceptions are for things the caller must fix::
+
+    VerityRAGError
+    ├── InvalidInputError (ValueError)   bad input; the message names the field
+    ├── ModelLoadError                   a model could not load; says what was tried
+    ├── NotFittedError (ValueError)      a learned component used before fit()
+    ├── StorageError                     the durable store failed or is inconsistent
+    └── BackendUnavailableError          a remote backend (e.g. Elasticsearch) is down
+"""
+
+from __future__ import annotations
+
+
+class VerityRAGError(Exception):
+    """Base class of every error raised by VerityRAG."""
+
+
+class InvalidInputError(VerityRAGError, ValueError):
+    """Input that cannot be accepted. ``field`` names the offending field."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        self.field = field
+        self.problem = problem
+        super().__init__(f"{field}: {problem}")
+
+
+class ModelLoadError(VerityRAGError):
+    """A model could not be loaded. ``attempts`` lists what was tried and why it failed."""
+
+    def __init__(self, what: str, attempts: list[tuple[str, str]]) -> None:
+        self.what = what
+        self.attempts = attempts
+        tried = "; ".join(f"{source}: {reason}" for source, reason in attempts) or "nothing"
+        super().__init__(f"could not load {what}. Tried: {tried}")
+
+
+class NotFittedError(VerityRAGError, ValueError):
+    """A learned component was used before ``fit`` (scikit-learn convention)."""
+
+
+class StorageError(VerityRAGError):
+    """The durable document store failed or holds data this version cannot use."""
+
+
+class BackendUnavailableError(VerityRAGError):
+    """A remote index backend cannot be reached."""

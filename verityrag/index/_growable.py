@@ -1,0 +1,82 @@
+"""Append-only numpy buffers that readers can hold while a writer appends.
+
+A writer only ever writes past the published length, and growth copies into a
+new buffer, so a reader holding an old buffer reference keeps a valid view of
+everything that was published when it took the reference.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+
+class GrowableArray:
+    """A 1-D or 2-D (``width`` columns) array with amortised O(1) append."""
+
+    def __init__(
+        self, dtype: npt.DTypeLike, width: int | None = None, capacity: int = 1024, fill: Any = 0
+    ) -> None:
+        self.dtype = np.dtype(dtype)
+        self.width = width
+        self.fill = fill
+        self.size = 0
+        self.buf: npt.NDArray[Any] = self._alloc(max(capacity, 1))
+
+    def _alloc(self, capacity: int) -> npt.NDArray[Any]:
+        shape = (capacity,) if self.width is None else (capacity, self.width)
+        return np.full(shape, self.fill, dtype=self.dtype)
+
+    def reserve(self, extra: int) -> None:
+        needed = self.size + extra
+        if needed <= len(self.buf):
+            return
+        capacity = len(self.buf)
+        while capacity < needed:
+            capacity *= 2
+        new = self._alloc(capacity)
+        new[: self.size] = self.buf[: self.size]
+        # Swap the reference only when the copy is complete.
+        self.buf = new
+
+    def extend(self, values: npt.ArrayLike) -> int:
+        """Append rows; returns the index of the first appended row."""
+        arr = np.asarray(values, dtype=self.dtype)
+        count = len(arr)
+        self.reserve(count)
+        first = self.size
+        self.buf[first : first + count] = arr
+        self.size = first + count
+        return first
+
+
+class ColumnMatrix:
+    """Vectors stored column-wise, ``buf[:, slot]``: a sparse query touches only its nonzero rows.
+
+    Hashed bag-of-words queries have a few dozen nonzero dimensions, so exact
+    search reads ``nnz * n`` floats instead of ``dim * n``. Dense queries use
+    the whole matrix, at the same cost as row-major storage.
+    """
+
+    def __init__(self, dim: int, capacity: int = 1024) -> None:
+        self.dim = dim
+        self.size = 0
+        self.buf: npt.NDArray[np.float32] = np.zeros((dim, max(capacity, 1)), dtype=np.float32)
+
+    def extend(self, vectors: npt.NDArray[np.float32]) -> int:
+        """Append rows of ``vectors`` (shape [k, dim]) as columns; returns the first slot."""
+        count = len(vectors)
+        needed = self.size + count
+        capacity = self.buf.shape[1]
+        if needed > capacity:
+            while capacity < needed:
+                capacity *= 2
+            new = np.zeros((self.dim, capacity), dtype=np.float32)
+            new[:, : self.size] = self.buf[:, : self.size]
+            self.buf = new
+        first = self.size
+        self.buf[:, first:needed] = np.asarray(vectors, dtype=np.float32).T
+        self.size = needed
+        return first

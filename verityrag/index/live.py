@@ -1,0 +1,504 @@
+"""``LiveIndex``: incremental BM25 + dense vectors over one slot space, read through snapshots.
+
+How concurrency works (multi-version, single writer):
+
+* Every chunk gets a *slot*, an integer that only grows. Its postings, length
+  and vector are written at that slot before anything is published.
+* A write (add, replace, delete) takes the writer lock, appends, marks deleted
+  slots with the new version number in ``died``, then publishes a new frozen
+  :class:`IndexSnapshot` by one reference assignment.
+* A reader takes the current snapshot (no lock) and sees exactly the slots
+  ``< n_slots`` whose ``died`` is greater than its version: never half a write,
+  and it never waits for a writer.
+
+Adding or deleting a document touches only its own postings and the collection
+statistics (N, total length); document frequencies are counted from the
+postings at query time, so they are always those of the reader's snapshot.
+When more than half of the slots are dead the writer compacts: it rebuilds
+the postings without dead entries into a new segment (readers keep the old one).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from verityrag.errors import InvalidInputError
+from verityrag.index._growable import ColumnMatrix, GrowableArray
+from verityrag.text.analyzer import DEFAULT_ANALYZER, Analyzer
+from verityrag.types import Chunk
+
+logger = logging.getLogger(__name__)
+
+_ALIVE = np.iinfo(np.int64).max
+DenseBackend = Literal["exact", "hnsw"]
+DENSE_BACKENDS: tuple[str, ...] = ("exact", "hnsw")
+
+# One term's postings as published: (slots buffer, term-frequency buffer, length).
+_Posting = tuple[npt.NDArray[np.int32], npt.NDArray[np.float32], int]
+
+
+class Scored(NamedTuple):
+    chunk: Chunk
+    score: float
+
+
+@dataclass(eq=False)
+class _Segment:
+    """Storage for one generation of slots. Replaced wholesale only by compaction."""
+
+    dim: int
+    chunks: list[Chunk] = field(default_factory=list)
+    postings: dict[str, _Posting] = field(default_factory=dict)
+    died: GrowableArray = field(default_factory=lambda: GrowableArray(np.int64, fill=_ALIVE))
+    doc_len: GrowableArray = field(default_factory=lambda: GrowableArray(np.int32))
+    vectors: ColumnMatrix = field(init=False)
+    ann: _HnswIndex | None = None
+
+    def __post_init__(self) -> None:
+        self.vectors = ColumnMatrix(self.dim)
+
+
+@dataclass(frozen=True, eq=False)
+class IndexSnapshot:
+    """An immutable view of the index at one version. Obtain with ``LiveIndex.snapshot()``."""
+
+    segment: _Segment
+    version: int
+    n_slots: int
+    n_live: int
+    total_len: int
+    n_dead: int
+    died: npt.NDArray[np.int64]
+    doc_len: npt.NDArray[np.int32]
+    vectors: npt.NDArray[np.float32]  # column-major: vectors[:, slot]
+
+    @property
+    def avgdl(self) -> float:
+        return self.total_len / self.n_live if self.n_live else 0.0
+
+    def is_visible(self, slot: int) -> bool:
+        return slot < self.n_slots and int(self.died[slot]) > self.version
+
+    def visible_mask(self, slots: npt.NDArray[np.int32]) -> npt.NDArray[np.bool_]:
+        inside = slots < self.n_slots
+        if self.n_dead == 0:
+            return inside
+        return inside & (self.died[np.minimum(slots, self.n_slots - 1)] > self.version)
+
+    def live_slots(self) -> npt.NDArray[np.int64]:
+        return np.flatnonzero(self.died[: self.n_slots] > self.version)
+
+    def chunk(self, slot: int) -> Chunk:
+        return self.segment.chunks[slot]
+
+
+class _HnswIndex:
+    """Optional approximate dense search (``pip install hnswlib``); guarded by a lock."""
+
+    def __init__(self, dim: int, capacity: int = 1024) -> None:
+        try:
+            import hnswlib
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError(
+                "dense_backend='hnsw' needs hnswlib: pip install 'verityrag[ann]' (or hnswlib)"
+            ) from exc
+        self._lock = threading.Lock()
+        self._index = hnswlib.Index(space="ip", dim=dim)
+        self._index.init_index(max_elements=capacity, ef_construction=200, M=16)
+        self._index.set_ef(128)
+        self._capacity = capacity
+        self._n_live = 0
+
+    def add(self, vectors: npt.NDArray[np.float32], first_slot: int) -> None:
+        with self._lock:
+            needed = first_slot + len(vectors)
+            if needed > self._capacity:
+                while self._capacity < needed:
+                    self._capacity *= 2
+                self._index.resize_index(self._capacity)
+            self._index.add_items(vectors, np.arange(first_slot, needed), num_threads=1)
+            self._n_live += len(vectors)
+
+    def mark_deleted(self, slots: Iterable[int]) -> None:
+        with self._lock:
+            for slot in slots:
+                self._index.mark_deleted(int(slot))
+                self._n_live -= 1
+
+    def query(self, vector: npt.NDArray[np.float32], k: int) -> tuple[npt.NDArray[Any], Any]:
+        with self._lock:
+            k = min(k, self._n_live)
+            if k <= 0:
+                return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+            labels, distances = self._index.knn_query(vector, k=k, num_threads=1)
+        return labels[0], 1.0 - distances[0]
+
+
+class LiveIndex:
+    """Incremental Okapi BM25 and dense vectors over the same chunks, with snapshot reads.
+
+    BM25 follows ``rank_bm25.BM25Okapi`` exactly (k1, b, and the epsilon floor
+    for negative IDF), so scores can be checked against it.
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        analyzer: Analyzer = DEFAULT_ANALYZER,
+        k1: float = 1.5,
+        b: float = 0.75,
+        epsilon: float = 0.25,
+        dense_backend: DenseBackend = "exact",
+        compact_dead_fraction: float = 0.5,
+    ) -> None:
+        if dense_backend not in DENSE_BACKENDS:
+            raise InvalidInputError(
+                "dense_backend", f"{dense_backend!r} is not one of {', '.join(DENSE_BACKENDS)}"
+            )
+        self.dim = dim
+        self.analyzer = analyzer
+        self.k1 = k1
+        self.b = b
+        self.epsilon = epsilon
+        self.dense_backend = dense_backend
+        self.compact_dead_fraction = compact_dead_fraction
+        self._write_lock = threading.Lock()
+        self._df: Counter[str] = Counter()
+        self._doc_slots: dict[str, list[int]] = {}
+        self._slot_of_chunk: dict[str, int] = {}
+        self._avg_idf_cache: tuple[int, float] | None = None
+        segment = self._new_segment()
+        self._snapshot = IndexSnapshot(
+            segment, 0, 0, 0, 0, 0, segment.died.buf, segment.doc_len.buf, segment.vectors.buf
+        )
+
+    def _new_segment(self) -> _Segment:
+        segment = _Segment(self.dim)
+        if self.dense_backend == "hnsw":
+            segment.ann = _HnswIndex(self.dim)
+        return segment
+
+    def indexed_terms(self, chunk: Chunk) -> list[str]:
+        """The terms BM25 indexes for a chunk: its text and its document title."""
+        return self.analyzer.analyze(f"{chunk.title}\n{chunk.text}")
+
+    # ------------------------------------------------------------------ reads
+    def snapshot(self) -> IndexSnapshot:
+        return self._snapshot
+
+    def __len__(self) -> int:
+        """Number of live chunks."""
+        return self._snapshot.n_live
+
+    @property
+    def n_documents(self) -> int:
+        return len(self._doc_slots)
+
+    def doc_ids(self) -> list[str]:
+        return list(self._doc_slots)
+
+    def has_document(self, doc_id: str) -> bool:
+        return doc_id in self._doc_slots
+
+    def chunks_of(self, doc_id: str, snapshot: IndexSnapshot | None = None) -> list[Chunk]:
+        snap = snapshot or self._snapshot
+        slots = self._doc_slots.get(doc_id)
+        # Fast path: the document's latest slots, when this snapshot sees all of them in
+        # the current segment (then every earlier version of the document is dead in it).
+        if slots and snap.segment is self._snapshot.segment and all(snap.is_visible(s) for s in slots):
+            return [snap.chunk(s) for s in slots]
+        # A snapshot from before a replace, delete or compaction (or a write in flight):
+        # the slot map is newer than the snapshot, so scan what the snapshot sees.
+        return [c for c in (snap.chunk(int(s)) for s in snap.live_slots()) if c.doc_id == doc_id]
+
+    def get_chunk(self, chunk_id: str) -> Chunk | None:
+        snap = self._snapshot
+        slot = self._slot_of_chunk.get(chunk_id)
+        if slot is None or not snap.is_visible(slot):
+            return None
+        return snap.chunk(slot)
+
+    def live_chunks(self, snapshot: IndexSnapshot | None = None) -> list[Chunk]:
+        snap = snapshot or self._snapshot
+        return [snap.chunk(int(s)) for s in snap.live_slots()]
+
+    def document_frequency(self, term: str, snapshot: IndexSnapshot | None = None) -> int:
+        snap = snapshot or self._snapshot
+        entry = snap.segment.postings.get(term)
+        if entry is None:
+            return 0
+        slots, _, n = entry
+        return int(np.count_nonzero(snap.visible_mask(slots[:n])))
+
+    def idf(self, term: str, snapshot: IndexSnapshot | None = None) -> float:
+        """BM25Okapi IDF of ``term`` at the snapshot (0 for unseen terms)."""
+        snap = snapshot or self._snapshot
+        df = self.document_frequency(term, snap)
+        return self._idf_from_df(df, snap) if df else 0.0
+
+    def _idf_from_df(self, df: int, snap: IndexSnapshot) -> float:
+        idf = math.log(snap.n_live - df + 0.5) - math.log(df + 0.5)
+        if idf < 0:
+            return self.epsilon * self._average_idf(snap)
+        return idf
+
+    def _average_idf(self, snap: IndexSnapshot) -> float:
+        # Needed only for terms in more than half the chunks (rare once stopwords
+        # are gone). It averages over the whole vocabulary, whose document
+        # frequencies we keep only for the latest version. N and the frequencies are
+        # read together under the writer lock, so they always come from one version:
+        # exact for the latest snapshot; an older snapshot read during later writes
+        # gets the average of a newer version (never a mix, which can give NaN).
+        cached = self._avg_idf_cache
+        if cached is not None and cached[0] >= snap.version:
+            return cached[1]
+        with self._write_lock:
+            latest = self._snapshot
+            dfs = np.fromiter((v for v in self._df.values() if v > 0), dtype=np.float64)
+        if len(dfs) == 0:
+            return 0.0
+        n = float(latest.n_live)
+        value = float(np.mean(np.log(n - dfs + 0.5) - np.log(dfs + 0.5)))
+        self._avg_idf_cache = (latest.version, value)
+        return value
+
+    def _accumulate_bm25(
+        self, snap: IndexSnapshot, terms: Sequence[str]
+    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
+        """Scores over all slots of the snapshot, and the slots that any term touched."""
+        scores = np.zeros(snap.n_slots, dtype=np.float64)
+        touched: list[npt.NDArray[np.int32]] = []
+        if snap.n_live == 0:
+            return scores, np.empty(0, dtype=np.int64)
+        k1, b, avgdl = self.k1, self.b, snap.avgdl
+        postings = snap.segment.postings
+        for term, count in Counter(terms).items():
+            entry = postings.get(term)
+            if entry is None:
+                continue
+            slots_buf, tfs_buf, n = entry
+            slots, tfs = slots_buf[:n], tfs_buf[:n]
+            mask = snap.visible_mask(slots)
+            if not mask.all():
+                slots, tfs = slots[mask], tfs[mask]
+            if len(slots) == 0:
+                continue
+            idf = self._idf_from_df(len(slots), snap)
+            dl = snap.doc_len[slots]
+            denom = tfs + k1 * (1.0 - b + b * dl / avgdl)
+            # rank_bm25 adds a query term's contribution once per occurrence.
+            scores[slots] += count * idf * (tfs * (k1 + 1.0) / denom)
+            touched.append(slots)
+        if not touched:
+            return scores, np.empty(0, dtype=np.int64)
+        return scores, np.unique(np.concatenate(touched)).astype(np.int64)
+
+    def bm25_scores(
+        self, terms: Sequence[str], snapshot: IndexSnapshot | None = None
+    ) -> tuple[list[str], npt.NDArray[np.float64]]:
+        """BM25 score of every live chunk (chunk ids in ingest order), as ``rank_bm25.get_scores``."""
+        snap = snapshot or self._snapshot
+        scores, _ = self._accumulate_bm25(snap, terms)
+        live = snap.live_slots()
+        return [snap.chunk(int(s)).chunk_id for s in live], scores[live]
+
+    def search_lexical(
+        self, query: str | Sequence[str], k: int = 10, snapshot: IndexSnapshot | None = None
+    ) -> list[Scored]:
+        """Top-``k`` chunks by BM25. ``query`` is text (analyzed here) or analyzed terms."""
+        snap = snapshot or self._snapshot
+        terms = self.analyzer.analyze(query) if isinstance(query, str) else query
+        scores, touched = self._accumulate_bm25(snap, terms)
+        if len(touched) == 0 or k <= 0:
+            return []
+        cand = scores[touched]
+        top = np.argpartition(-cand, k - 1)[:k] if len(touched) > k else np.arange(len(touched))
+        # Stable order for ties: higher score first, then earlier slot.
+        order = sorted(top, key=lambda i: (-cand[i], touched[i]))
+        return [Scored(snap.chunk(int(touched[i])), float(cand[i])) for i in order]
+
+    def search_dense(
+        self, vector: npt.ArrayLike, k: int = 10, snapshot: IndexSnapshot | None = None
+    ) -> list[Scored]:
+        """Top-``k`` chunks by cosine similarity (vectors are unit length)."""
+        snap = snapshot or self._snapshot
+        if snap.n_live == 0 or k <= 0:
+            return []
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if query.shape[0] != self.dim:
+            raise InvalidInputError("vector", f"has dimension {query.shape[0]}, index has {self.dim}")
+        ann = snap.segment.ann
+        if ann is not None:
+            return self._search_ann(ann, snap, query, k)
+        nonzero = np.flatnonzero(query)
+        if len(nonzero) * 2 < self.dim:
+            # Sparse (hashed) query: only its nonzero rows of the column matrix matter.
+            sims = query[nonzero] @ snap.vectors[nonzero, : snap.n_slots]
+        else:
+            sims = query @ snap.vectors[:, : snap.n_slots]
+        if snap.n_dead:
+            sims[snap.died[: snap.n_slots] <= snap.version] = -np.inf
+        k = min(k, snap.n_live)
+        top = np.argpartition(-sims, k - 1)[:k] if len(sims) > k else np.arange(len(sims))
+        order = sorted(top, key=lambda i: (-sims[i], i))
+        return [Scored(snap.chunk(int(i)), float(sims[i])) for i in order]
+
+    def _search_ann(
+        self, ann: _HnswIndex, snap: IndexSnapshot, query: npt.NDArray[np.float32], k: int
+    ) -> list[Scored]:
+        labels, sims = ann.query(query, k + 16)
+        out: list[Scored] = []
+        for label, sim in zip(labels, sims, strict=True):
+            slot = int(label)
+            if snap.is_visible(slot):
+                out.append(Scored(snap.chunk(slot), float(sim)))
+                if len(out) == k:
+                    break
+        return out
+
+    # ----------------------------------------------------------------- writes
+    def upsert(
+        self,
+        doc_id: str,
+        chunks: Sequence[Chunk],
+        vectors: npt.NDArray[np.float32],
+    ) -> None:
+        """Add a document's chunks, replacing any earlier version of the document atomically."""
+        self.apply([(doc_id, chunks, vectors)], deletes=())
+
+    def delete(self, doc_id: str) -> bool:
+        """Remove a document's chunks. Returns False if the document was not indexed."""
+        if doc_id not in self._doc_slots:
+            return False
+        self.apply([], deletes=(doc_id,))
+        return True
+
+    def apply(
+        self,
+        upserts: Sequence[tuple[str, Sequence[Chunk], npt.NDArray[np.float32]]],
+        deletes: Iterable[str] = (),
+    ) -> None:
+        """Apply many upserts and deletes as ONE new version (bulk ingest, restore)."""
+        seen: set[str] = set()
+        for doc_id, chunks, vectors in upserts:
+            if doc_id in seen:
+                # A second upsert would orphan the first one's slots: live, but owned by no document.
+                raise InvalidInputError("doc_id", f"{doc_id!r} appears more than once in the batch")
+            seen.add(doc_id)
+            if vectors.shape != (len(chunks), self.dim):
+                raise InvalidInputError(
+                    "vectors", f"shape {vectors.shape} for {doc_id!r}, expected ({len(chunks)}, {self.dim})"
+                )
+        analyzed = [[Counter(self.indexed_terms(c)) for c in chunks] for _, chunks, _ in upserts]
+        with self._write_lock:
+            old = self._snapshot
+            version = old.version + 1
+            seg = old.segment
+            n_live, total_len, n_dead = old.n_live, old.total_len, old.n_dead
+            to_delete = [d for d in deletes] + [doc_id for doc_id, _, _ in upserts]
+            for doc_id in to_delete:
+                for slot in self._doc_slots.pop(doc_id, ()):
+                    if seg.died.buf[slot] != _ALIVE:
+                        continue
+                    seg.died.buf[slot] = version
+                    chunk = seg.chunks[slot]
+                    self._slot_of_chunk.pop(chunk.chunk_id, None)
+                    n_live -= 1
+                    n_dead += 1
+                    total_len -= int(seg.doc_len.buf[slot])
+                    self._df.subtract(set(self.indexed_terms(chunk)))
+                    if seg.ann is not None:
+                        seg.ann.mark_deleted([slot])
+            for (doc_id, chunks, vectors), counts in zip(upserts, analyzed, strict=True):
+                slots = self._append(seg, chunks, vectors, counts)
+                self._doc_slots[doc_id] = slots
+                n_live += len(slots)
+                total_len += sum(sum(c.values()) for c in counts)
+            self._publish(seg, version, n_live, total_len, n_dead)
+            if n_dead > 1024 and n_dead > self.compact_dead_fraction * seg.died.size:
+                self._compact()
+
+    def _append(
+        self,
+        seg: _Segment,
+        chunks: Sequence[Chunk],
+        vectors: npt.NDArray[np.float32],
+        counts: Sequence[Counter[str]],
+    ) -> list[int]:
+        first = seg.vectors.extend(vectors)
+        seg.died.reserve(len(chunks))
+        seg.died.size += len(chunks)
+        seg.doc_len.extend([sum(c.values()) for c in counts])
+        postings = seg.postings
+        slots: list[int] = []
+        for offset, (chunk, tf) in enumerate(zip(chunks, counts, strict=True)):
+            slot = first + offset
+            seg.chunks.append(chunk)
+            self._slot_of_chunk[chunk.chunk_id] = slot
+            slots.append(slot)
+            for term, freq in tf.items():
+                entry = postings.get(term)
+                if entry is None:
+                    sbuf = np.empty(4, dtype=np.int32)
+                    tbuf = np.empty(4, dtype=np.float32)
+                    n = 0
+                else:
+                    sbuf, tbuf, n = entry
+                    if n == len(sbuf):
+                        sbuf = np.concatenate([sbuf, np.empty(n, dtype=np.int32)])
+                        tbuf = np.concatenate([tbuf, np.empty(n, dtype=np.float32)])
+                sbuf[n] = slot
+                tbuf[n] = freq
+                postings[term] = (sbuf, tbuf, n + 1)
+            self._df.update(tf.keys())
+        if seg.ann is not None and len(chunks):
+            seg.ann.add(vectors, first)
+        return slots
+
+    def _publish(self, seg: _Segment, version: int, n_live: int, total_len: int, n_dead: int) -> None:
+        self._snapshot = IndexSnapshot(
+            segment=seg,
+            version=version,
+            n_slots=len(seg.chunks),
+            n_live=n_live,
+            total_len=total_len,
+            n_dead=n_dead,
+            died=seg.died.buf,
+            doc_len=seg.doc_len.buf,
+            vectors=seg.vectors.buf,
+        )
+
+    def _compact(self) -> None:
+        """Rebuild without dead slots (writer lock held). Readers keep their old segment."""
+        old = self._snapshot
+        live = old.live_slots()
+        logger.info("compacting index: %d live of %d slots", len(live), old.n_slots)
+        remap = np.full(old.n_slots, -1, dtype=np.int64)
+        remap[live] = np.arange(len(live))
+        seg = self._new_segment()
+        seg.chunks = [old.segment.chunks[int(s)] for s in live]
+        seg.vectors.extend(old.vectors[:, live].T)
+        seg.doc_len.extend(old.doc_len[live])
+        seg.died.reserve(len(live))
+        seg.died.size = len(live)
+        for term, (sbuf, tbuf, n) in old.segment.postings.items():
+            new_slots = remap[sbuf[:n]]
+            keep = new_slots >= 0
+            if keep.any():
+                postings_slots = new_slots[keep].astype(np.int32)
+                seg.postings[term] = (postings_slots, tbuf[:n][keep].copy(), len(postings_slots))
+        if seg.ann is not None and len(live):
+            seg.ann.add(np.ascontiguousarray(seg.vectors.buf[:, : len(live)].T), 0)
+        self._doc_slots = {d: [int(remap[s]) for s in slots] for d, slots in self._doc_slots.items()}
+        self._slot_of_chunk = {c.chunk_id: i for i, c in enumerate(seg.chunks)}
+        self._df = +self._df  # drop zero counts
+        self._publish(seg, old.version + 1, old.n_live, old.total_len, 0)

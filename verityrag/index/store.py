@@ -1,0 +1,187 @@
+"""The durable document store: SQLite in WAL mode, the source of truth for restarts.
+
+Documents, chunks and their vectors are written in one transaction per call;
+``put`` returns only after that transaction committed, so an acknowledged
+document survives the process being killed. ``synchronous=NORMAL`` (the
+default, ``durability="process"``) survives a process crash; ``"power"`` uses
+``synchronous=FULL`` to also survive power loss at the cost of an fsync per write.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from verityrag.errors import StorageError
+from verityrag.types import Chunk, Document
+
+Durability = Literal["process", "power"]
+SCHEMA_VERSION = "1"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS documents (
+    doc_id TEXT PRIMARY KEY,
+    title TEXT NOT NULL,
+    text TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    seq INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    chunk_id TEXT PRIMARY KEY,
+    doc_id TEXT NOT NULL REFERENCES documents(doc_id) ON DELETE CASCADE,
+    position INTEGER NOT NULL,
+    start INTEGER NOT NULL,
+    end INTEGER NOT NULL,
+    vector BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks(doc_id, position);
+CREATE INDEX IF NOT EXISTS documents_by_seq ON documents(seq);
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredDocument:
+    document: Document
+    chunks: list[Chunk]
+    vectors: npt.NDArray[np.float32]
+
+
+class SQLiteDocumentStore:
+    """Documents with their chunks and vectors. Thread-safe; one connection behind a lock."""
+
+    def __init__(self, path: str | Path, durability: Durability = "process") -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        try:
+            self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            sync = "FULL" if durability == "power" else "NORMAL"
+            self._conn.execute(f"PRAGMA synchronous={sync}")
+            self._conn.execute("PRAGMA foreign_keys=ON")
+            self._conn.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            raise StorageError(f"cannot open the document store at {self.path}: {exc}") from exc
+        stored = self.get_meta("schema_version")
+        if stored is None:
+            self.set_meta("schema_version", SCHEMA_VERSION)
+        elif stored != SCHEMA_VERSION:
+            raise StorageError(
+                f"{self.path} has schema version {stored}; this VerityRAG reads {SCHEMA_VERSION}"
+            )
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    # ------------------------------------------------------------------- meta
+    def get_meta(self, key: str) -> str | None:
+        with self._lock:
+            row = self._conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._lock:
+            self._conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
+
+    # ----------------------------------------------------------------- writes
+    def put_many(self, items: Sequence[tuple[Document, Sequence[Chunk], npt.NDArray[np.float32]]]) -> None:
+        """Insert or replace documents with their chunks and vectors, in one transaction."""
+        with self._lock:
+            conn = self._conn
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                (seq,) = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM documents").fetchone()
+                for doc, chunks, vectors in items:
+                    seq += 1
+                    conn.execute("DELETE FROM documents WHERE doc_id=?", (doc.doc_id,))
+                    conn.execute(
+                        "INSERT INTO documents(doc_id, title, text, metadata, seq) VALUES (?,?,?,?,?)",
+                        (doc.doc_id, doc.title, doc.text, json.dumps(doc.metadata), seq),
+                    )
+                    conn.executemany(
+                        "INSERT INTO chunks(chunk_id, doc_id, position, start, end, vector)"
+                        " VALUES (?,?,?,?,?,?)",
+                        [
+                            (c.chunk_id, doc.doc_id, c.position, c.start, c.end, vec.tobytes())
+                            for c, vec in zip(chunks, np.asarray(vectors, dtype=np.float32), strict=True)
+                        ],
+                    )
+                conn.execute("COMMIT")
+            except BaseException as exc:
+                conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise StorageError(f"writing to {self.path} failed: {exc}") from exc
+                raise
+
+    def delete(self, doc_id: str) -> bool:
+        with self._lock:
+            cur = self._conn.execute("DELETE FROM documents WHERE doc_id=?", (doc_id,))
+        return cur.rowcount > 0
+
+    def replace_vectors(
+        self, vectors_by_chunk: dict[str, npt.NDArray[np.float32]], meta: dict[str, str] | None = None
+    ) -> None:
+        """Overwrite stored vectors (after the embedder changed), with ``meta`` in the same transaction."""
+        with self._lock:
+            conn = self._conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.executemany(
+                    "UPDATE chunks SET vector=? WHERE chunk_id=?",
+                    [(v.astype(np.float32).tobytes(), cid) for cid, v in vectors_by_chunk.items()],
+                )
+                conn.executemany(
+                    "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", list((meta or {}).items())
+                )
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    # ------------------------------------------------------------------ reads
+    def count(self) -> int:
+        with self._lock:
+            (n,) = self._conn.execute("SELECT COUNT(*) FROM documents").fetchone()
+        return int(n)
+
+    def get(self, doc_id: str) -> Document | None:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT doc_id, title, text, metadata FROM documents WHERE doc_id=?", (doc_id,)
+            ).fetchone()
+        if row is None:
+            return None
+        return Document(row[0], row[1], row[2], json.loads(row[3]))
+
+    def iter_documents(self, dim: int, batch_size: int = 2000) -> Iterator[StoredDocument]:
+        """Every document in ingest order with its chunks and vectors (for restore)."""
+        with self._lock:
+            docs = self._conn.execute(
+                "SELECT doc_id, title, text, metadata FROM documents ORDER BY seq"
+            ).fetchall()
+            rows = self._conn.execute(
+                "SELECT c.doc_id, c.chunk_id, c.position, c.start, c.end, c.vector"
+                " FROM chunks c JOIN documents d ON d.doc_id = c.doc_id ORDER BY d.seq, c.position"
+            ).fetchall()
+        by_doc: dict[str, list[tuple[str, int, int, int, bytes]]] = {}
+        for doc_id, chunk_id, position, start, end, blob in rows:
+            by_doc.setdefault(doc_id, []).append((chunk_id, position, start, end, blob))
+        for doc_id, title, text, metadata in docs:
+            doc = Document(doc_id, title, text, json.loads(metadata))
+            entries = by_doc.get(doc_id, [])
+            chunks = [Chunk(cid, doc_id, title, text[s:e], pos, s, e) for cid, pos, s, e, _ in entries]
+            blob = b"".join(entry[4] for entry in entries)
+            vectors = np.frombuffer(blob, dtype=np.float32).reshape(len(entries), dim)
+            if vectors.size and vectors.shape[1] != dim:
+                raise StorageError(f"stored vectors of {doc_id!r} do not have dimension {dim}")
+            yield StoredDocument(doc, chunks, vectors)

@@ -1,0 +1,72 @@
+"""Hybrid retrieval: BM25 and dense search on one snapshot, fused, every score kept."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from verityrag.embed.base import Embedder
+from verityrag.index.live import IndexSnapshot, LiveIndex
+from verityrag.retrieval.fusion import FusionMode, check_fusion_mode, rrf, weighted
+from verityrag.types import Chunk, Hit
+
+logger = logging.getLogger(__name__)
+
+
+class HybridRetriever:
+    """``search(query, k) -> list[Hit]``: lexical + dense candidates fused by RRF or weights."""
+
+    def __init__(
+        self,
+        index: LiveIndex,
+        embedder: Embedder,
+        fusion: FusionMode = "rrf",
+        candidates: int = 50,
+        rrf_k: int = 60,
+        dense_weight: float = 0.5,
+    ) -> None:
+        self.index = index
+        self.embedder = embedder
+        self.fusion = check_fusion_mode(fusion)
+        self.candidates = candidates
+        self.rrf_k = rrf_k
+        self.dense_weight = dense_weight
+
+    def search(self, query: str, k: int = 10, snapshot: IndexSnapshot | None = None) -> list[Hit]:
+        snap = snapshot or self.index.snapshot()
+        n = max(k, self.candidates)
+        lexical = self.index.search_lexical(query, n, snap)
+        vector = self.embedder.encode([query])[0]
+        dense = self.index.search_dense(vector, n, snap) if np.any(vector) else []
+        chunks: dict[str, Chunk] = {}
+        bm25: dict[str, float] = {}
+        cos: dict[str, float] = {}
+        for scored in lexical:
+            chunks[scored.chunk.chunk_id] = scored.chunk
+            bm25[scored.chunk.chunk_id] = scored.score
+        for scored in dense:
+            chunks[scored.chunk.chunk_id] = scored.chunk
+            cos[scored.chunk.chunk_id] = scored.score
+        if self.fusion == "rrf":
+            fused = rrf([list(bm25), list(cos)], k=self.rrf_k)
+        else:
+            fused = weighted([bm25, cos], [1.0 - self.dense_weight, self.dense_weight])
+        bm25_rank = {cid: r for r, cid in enumerate(bm25, start=1)}
+        dense_rank = {cid: r for r, cid in enumerate(cos, start=1)}
+        ordered = sorted(fused, key=lambda cid: (-fused[cid], cid))[:k]
+        hits = [
+            Hit(
+                chunk=chunks[cid],
+                score=fused[cid],
+                bm25_score=bm25.get(cid, 0.0),
+                dense_score=cos.get(cid, 0.0),
+                bm25_rank=bm25_rank.get(cid),
+                dense_rank=dense_rank.get(cid),
+            )
+            for cid in ordered
+        ]
+        logger.debug(
+            "hybrid search %r: %d lexical, %d dense, %d fused", query, len(bm25), len(cos), len(hits)
+        )
+        return hits

@@ -1,0 +1,72 @@
+"""The one analyzer every lexical component uses.
+
+BM25, the hashing embedder, retrieval features and the grounding checker must
+agree on what a term is, so they all call :class:`Analyzer`.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable, Iterable
+from functools import lru_cache
+
+from verityrag.text.stopwords import ENGLISH_STOPWORDS
+
+# Letters and digits of any script (accents folded first); underscore is punctuation.
+_TOKEN_RE = re.compile(r"[^\W_]+")
+
+
+def _fold(text: str) -> str:
+    """Lowercase and strip accents (``Café`` -> ``cafe``); ASCII text takes the fast path."""
+    text = text.lower()
+    if text.isascii():
+        return text
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+@lru_cache(maxsize=1)
+def _snowball() -> Callable[[str], str]:
+    import snowballstemmer
+
+    stemmer = snowballstemmer.stemmer("english")
+    # Stemming dominates analysis time; terms repeat heavily, so cache them.
+    return lru_cache(maxsize=200_000)(stemmer.stemWord)
+
+
+class Analyzer:
+    """Regex tokens, lowercase, accents and punctuation stripped, stopwords removed, optional stemming.
+
+    ``analyze`` gives index terms; ``tokenize`` gives the raw lowercase tokens
+    (for n-gram features that want stopwords kept).
+    """
+
+    def __init__(
+        self,
+        stopwords: Iterable[str] = ENGLISH_STOPWORDS,
+        stem: bool = True,
+    ) -> None:
+        self.stopwords = frozenset(stopwords)
+        self.stem = stem
+
+    def tokenize(self, text: str) -> list[str]:
+        return _TOKEN_RE.findall(_fold(text))
+
+    def analyze(self, text: str) -> list[str]:
+        stop = self.stopwords
+        tokens = [tok for tok in _TOKEN_RE.findall(_fold(text)) if tok not in stop]
+        if not self.stem:
+            return tokens
+        stem = _snowball()
+        return [stem(tok) for tok in tokens]
+
+    def fingerprint(self) -> str:
+        """Identifies the analyzer's behaviour, so a store built with another one is detected."""
+        return f"analyzer:v1:stem={int(self.stem)}:stop={len(self.stopwords)}"
+
+    def __repr__(self) -> str:
+        return f"Analyzer(stem={self.stem}, stopwords={len(self.stopwords)})"
+
+
+DEFAULT_ANALYZER = Analyzer()

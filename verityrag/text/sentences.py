@@ -1,0 +1,54 @@
+"""Sentence splitting with character spans, so citations can point into the source text."""
+
+from __future__ import annotations
+
+import re
+
+# A boundary is end punctuation (optionally closed by a quote or bracket), then
+# whitespace, then something that can start a sentence.
+_BOUNDARY_RE = re.compile(r"""[.!?]["'\u201d\u2019)\]]*\s+(?=["'\u201c\u2018(\[]?[A-Z0-9])""")
+_ABBREVIATIONS = frozenset(
+    """mr mrs ms dr prof sr jr st mt ft vs etc inc ltd co corp no nos vol fig approx
+    jan feb mar apr jun jul aug sep sept oct nov dec gen col lt sgt rev gov sen rep
+    e.g i.e u.s u.k a.d b.c c.a ca""".split()
+)
+
+
+def _ends_with_abbreviation(text: str, end: int) -> bool:
+    """True when the period at ``text[end]`` closes an abbreviation or an initial."""
+    start = end
+    while start > 0 and not text[start - 1].isspace():
+        start -= 1
+    word = text[start:end].lower().lstrip("(\"'")
+    if word in _ABBREVIATIONS:
+        return True
+    # A single capital letter ("J. R. R. Tolkien") is an initial, not a sentence end.
+    return len(word) == 1 and word.isalpha()
+
+
+def sentence_spans(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` offsets of each sentence in ``text``, surrounding whitespace excluded."""
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for match in _BOUNDARY_RE.finditer(text):
+        punct = match.start()
+        if text[punct] == "." and _ends_with_abbreviation(text, punct):
+            continue
+        end = match.end()
+        _append_trimmed(text, start, end, spans)
+        start = end
+    _append_trimmed(text, start, len(text), spans)
+    return spans
+
+
+def _append_trimmed(text: str, start: int, end: int, spans: list[tuple[int, int]]) -> None:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    if end > start:
+        spans.append((start, end))
+
+
+def split_sentences(text: str) -> list[str]:
+    return [text[s:e] for s, e in sentence_spans(text)]

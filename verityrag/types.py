@@ -1,0 +1,151 @@
+"""Value objects passed between stages. Frozen, validated on construction."""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from verityrag.errors import InvalidInputError
+
+_DOC_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:\-/]{0,199}$")
+DOC_ID_RULE = "1-200 characters from letters, digits and . _ : - /, starting with a letter or digit"
+
+
+def validate_doc_id(doc_id: object) -> str:
+    if not isinstance(doc_id, str):
+        raise InvalidInputError("doc_id", f"must be a string, got {type(doc_id).__name__}")
+    if not _DOC_ID_RE.match(doc_id):
+        raise InvalidInputError("doc_id", f"{doc_id!r} is invalid: use {DOC_ID_RULE}")
+    return doc_id
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """A document as ingested. ``text`` must hold at least one word character."""
+
+    doc_id: str
+    title: str
+    text: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        validate_doc_id(self.doc_id)
+        if not isinstance(self.title, str):
+            raise InvalidInputError("title", f"must be a string, got {type(self.title).__name__}")
+        if not isinstance(self.text, str):
+            raise InvalidInputError("text", f"must be a string, got {type(self.text).__name__}")
+        if not any(ch.isalnum() for ch in self.text):
+            raise InvalidInputError("text", "is empty or has no word characters")
+        if not isinstance(self.metadata, dict):
+            raise InvalidInputError("metadata", "must be a dict")
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A passage of a document, the unit that is indexed and cited."""
+
+    chunk_id: str
+    doc_id: str
+    title: str
+    text: str
+    position: int
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A retrieved chunk with every score that led to it (kept for the trace and features)."""
+
+    chunk: Chunk
+    score: float
+    bm25_score: float = 0.0
+    dense_score: float = 0.0
+    bm25_rank: int | None = None
+    dense_rank: int | None = None
+    rerank_score: float | None = None
+
+    @property
+    def chunk_id(self) -> str:
+        return self.chunk.chunk_id
+
+
+class AbstainReason(enum.StrEnum):
+    """Why the system refused to answer. Recorded on every abstention."""
+
+    NO_EVIDENCE = "no_evidence"
+    SUFFICIENCY = "sufficiency"
+    ANSWERABILITY = "answerability"
+    GROUNDING = "grounding"
+    GUARD = "guard"
+    VERIFIER_ERROR = "verifier_error"
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    """Where an answer sentence comes from: a chunk, and the character span within its text."""
+
+    chunk_id: str
+    doc_id: str
+    title: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class CitedSentence:
+    text: str
+    citations: tuple[Citation, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimSupport:
+    """How well one claim of the answer is supported by the evidence it cites (0..1)."""
+
+    claim: str
+    support: float
+    details: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class GroundingReport:
+    """Overall score is the minimum over claims: an answer is only as grounded as its weakest claim."""
+
+    overall_score: float
+    claims: tuple[ClaimSupport, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TraceStep:
+    """One stage of answering a query: its name, duration and the figures it decided on."""
+
+    stage: str
+    duration_ms: float
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class QueryResult:
+    question: str
+    answer: str | None
+    abstained: bool
+    abstain_reason: AbstainReason | None
+    grounding: GroundingReport
+    confidence: float
+    sentences: tuple[CitedSentence, ...] = ()
+    evidence: tuple[Hit, ...] = ()
+    trace: tuple[TraceStep, ...] = ()
+
+    @property
+    def citations(self) -> tuple[Citation, ...]:
+        seen: dict[tuple[str, int, int], Citation] = {}
+        for sentence in self.sentences:
+            for cit in sentence.citations:
+                seen.setdefault((cit.chunk_id, cit.start, cit.end), cit)
+        return tuple(seen.values())
+
+    @property
+    def latency_ms(self) -> float:
+        return sum(step.duration_ms for step in self.trace)
