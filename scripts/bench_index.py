@@ -1,0 +1,318 @@
+"""Benchmark the live index: streaming and bulk ingest, hybrid retrieval, restore, memory.
+
+Prints a table and writes the figures to scripts/results/bench_index.json (the
+README's index table is generated from that file). Run on a quiet machine:
+
+    python scripts/bench_index.py            # 1k and 100k chunks (~3 min)
+    python scripts/bench_index.py --quick    # 1k and 10k chunks
+
+The large corpora are synthetic documents of ~150 words made by sampling real
+sentences of the SQuAD eval corpus (data/corpus.jsonl), so term statistics are
+realistic; each document also gets one unique token so it can be found.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import platform
+import random
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from verityrag import Document, Settings, VerityRAGPipeline  # noqa: E402
+from verityrag.embed.base import Embedder  # noqa: E402
+from verityrag.text import split_sentences  # noqa: E402
+
+CORPUS = ROOT / "data" / "corpus.jsonl"
+QUESTIONS = ROOT / "data" / "questions" / "test.jsonl"
+OUT = ROOT / "scripts" / "results" / "bench_index.json"
+
+
+def load_corpus() -> list[Document]:
+    with CORPUS.open(encoding="utf-8") as fh:
+        return [Document(d["doc_id"], d["title"], d["text"]) for d in map(json.loads, fh)]
+
+
+def load_questions() -> list[str]:
+    with QUESTIONS.open(encoding="utf-8") as fh:
+        return [json.loads(line)["question"] for line in fh]
+
+
+class SyntheticDocs:
+    """~150-word documents of real sentences sampled from the eval corpus."""
+
+    def __init__(self, corpus: list[Document], seed: int = 7) -> None:
+        self.sentences = [(d.title, s) for d in corpus for s in split_sentences(d.text)]
+        self.rng = random.Random(seed)
+        self.counter = 0
+
+    def make(self, words: int = 150) -> Document:
+        self.counter += 1
+        title, first = self.rng.choice(self.sentences)
+        parts = [first]
+        total = len(first.split())
+        while total < words:
+            _, sentence = self.rng.choice(self.sentences)
+            parts.append(sentence)
+            total += len(sentence.split())
+        parts.append(f"Reference code zq{self.counter:07d}.")
+        return Document(f"syn-{self.counter:07d}", title, " ".join(parts))
+
+
+def chunks_per_doc(pipeline: VerityRAGPipeline, docs: SyntheticDocs, n: int = 200) -> float:
+    return statistics.mean(len(pipeline._chunk(docs.make())) for _ in range(n))
+
+
+def grow_to(pipeline: VerityRAGPipeline, docs: SyntheticDocs, target_chunks: int) -> None:
+    per_doc = chunks_per_doc(pipeline, docs)
+    while len(pipeline.index) < target_chunks:
+        missing = target_chunks - len(pipeline.index)
+        batch = [docs.make() for _ in range(max(1, min(5000, int(missing / per_doc))))]
+        pipeline.ingest_documents(batch, progress=False)
+
+
+def timed(fn: Callable[[], Any], repeat: int) -> list[float]:
+    out = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - t0) * 1000)
+    return out
+
+
+def stream_p50(pipeline: VerityRAGPipeline, docs: SyntheticDocs, n: int = 300) -> dict[str, float]:
+    """Per-document latency of ingest_document (chunk + embed + index + publish)."""
+    new = [docs.make() for _ in range(n)]
+    times = []
+    for d in new:
+        t0 = time.perf_counter()
+        pipeline.ingest_document(d.doc_id, d.title, d.text)
+        times.append((time.perf_counter() - t0) * 1000)
+    # A streamed document is searchable at once: check the last one.
+    last = new[-1]
+    code = last.text.rsplit(" ", 1)[-1].strip(".")
+    hits = pipeline.index.search_lexical(code, 1)
+    if not hits or hits[0].chunk.doc_id != last.doc_id:
+        raise RuntimeError("a streamed document was not searchable right after ingest_document returned")
+    return {"p50_ms": float(np.percentile(times, 50)), "p95_ms": float(np.percentile(times, 95))}
+
+
+def query_p50(pipeline: VerityRAGPipeline, questions: list[str], k: int = 10) -> dict[str, float]:
+    for q in questions[:20]:  # warm caches
+        pipeline.retriever.search(q, k)
+    times = []
+    for q in questions:
+        t0 = time.perf_counter()
+        pipeline.retriever.search(q, k)
+        times.append((time.perf_counter() - t0) * 1000)
+    return {"p50_ms": float(np.percentile(times, 50)), "p95_ms": float(np.percentile(times, 95))}
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def bench_scale(
+    label: str, target: int, corpus: list[Document], questions: list[str], backend: str
+) -> dict[str, Any]:
+    docs = SyntheticDocs(corpus)
+    pipeline = VerityRAGPipeline(settings=Settings(dense_backend=backend))  # type: ignore[arg-type]
+    t0 = time.perf_counter()
+    grow_to(pipeline, docs, target)
+    build_s = time.perf_counter() - t0
+    result = {
+        "label": label,
+        "dense_backend": backend,
+        "chunks": len(pipeline.index),
+        "bulk_build_s": build_s,
+        "stream_ingest": stream_p50(pipeline, docs),
+        "hybrid_query_top10": query_p50(pipeline, questions),
+    }
+    del pipeline
+    gc.collect()
+    return result
+
+
+def bench_restore(target: int, corpus: list[Document]) -> dict[str, Any]:
+    docs = SyntheticDocs(corpus, seed=11)
+    with tempfile.TemporaryDirectory() as tmp:
+        writer = VerityRAGPipeline(data_dir=tmp)
+        t0 = time.perf_counter()
+        grow_to(writer, docs, target)
+        write_s = time.perf_counter() - t0
+        n = len(writer.index)
+        writer.store.close()  # type: ignore[union-attr]
+        del writer
+        gc.collect()
+        t0 = time.perf_counter()
+        reader = VerityRAGPipeline(data_dir=tmp)
+        restore_s = time.perf_counter() - t0
+        assert len(reader.index) == n
+        streamed = stream_p50(reader, docs, n=200)
+        return {
+            "chunks": n,
+            "bulk_write_s": write_s,
+            "restore_s": restore_s,
+            "durable_stream_ingest": streamed,
+        }
+
+
+def bench_eval_corpus_bulk(corpus: list[Document], embedder: Embedder | None = None) -> dict[str, float]:
+    pipeline = VerityRAGPipeline(embedder=embedder)
+    t0 = time.perf_counter()
+    pipeline.ingest_documents(corpus, progress=False)
+    return {"docs": len(corpus), "chunks": len(pipeline.index), "seconds": time.perf_counter() - t0}
+
+
+def bench_sentence_transformer(corpus: list[Document], questions: list[str]) -> dict[str, Any]:
+    from verityrag.embed import SentenceTransformerEmbedder
+
+    out: dict[str, Any] = {}
+    for backend in ("torch", "onnx-int8"):
+        emb = SentenceTransformerEmbedder(backend=backend)  # type: ignore[arg-type]
+        t0 = time.perf_counter()
+        emb.warm_up()
+        load_s = time.perf_counter() - t0
+        bulk = bench_eval_corpus_bulk(corpus, emb)
+        per_query = timed(lambda e=emb: [e.encode([x]) for x in questions[:100]], 1)[0] / 100
+        out[backend] = {
+            "load_s": load_s,
+            "bulk_docs_per_s": bulk["docs"] / bulk["seconds"],
+            "bulk_chunks_per_s": bulk["chunks"] / bulk["seconds"],
+            "query_embed_ms": per_query,
+        }
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="1k and 10k chunks instead of 1k and 100k")
+    parser.add_argument("--no-models", action="store_true", help="skip the sentence-transformer figures")
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args(argv)
+    big = 10_000 if args.quick else 100_000
+
+    corpus = load_corpus()
+    questions = load_questions()
+    results: dict[str, Any] = {
+        "python": platform.python_version(),
+        "machine": f"{platform.machine()}, {__import__('os').cpu_count()} cores",
+        "date": time.strftime("%Y-%m-%d"),
+        "quick": args.quick,
+    }
+    results["eval_corpus_bulk_hashing"] = bench_eval_corpus_bulk(corpus)
+    pipeline = VerityRAGPipeline()
+    pipeline.ingest_documents(corpus, progress=False)
+    results["eval_corpus_query_top10"] = {"chunks": len(pipeline.index), **query_p50(pipeline, questions)}
+    del pipeline
+    results["scale_small"] = bench_scale("1k", 1_000, corpus, questions, "exact")
+    results["scale_large"] = bench_scale(f"{big // 1000}k", big, corpus, questions, "exact")
+    results["peak_rss_mb_after_large"] = peak_rss_mb()
+    try:
+        results["scale_large_hnsw"] = bench_scale(f"{big // 1000}k", big, corpus, questions, "hnsw")
+    except ImportError as exc:
+        results["scale_large_hnsw"] = {"skipped": str(exc)}
+    results["stream_ratio_large_over_small"] = (
+        results["scale_large"]["stream_ingest"]["p50_ms"] / results["scale_small"]["stream_ingest"]["p50_ms"]
+    )
+    results["restore"] = bench_restore(big, corpus)
+    if not args.no_models:
+        try:
+            results["sentence_transformer"] = bench_sentence_transformer(corpus, questions)
+        except Exception as exc:  # report, don't hide, a model that cannot load
+            results["sentence_transformer"] = {"error": str(exc)}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    print(render_table(results))
+    print(f"\nwritten: {args.out}")
+    return 0
+
+
+def render_table(r: dict[str, Any]) -> str:
+    small, large, hnsw = r["scale_small"], r["scale_large"], r["scale_large_hnsw"]
+    rows = [
+        (
+            "bulk ingest, SQuAD eval corpus (HashingEmbedder)",
+            f"{r['eval_corpus_bulk_hashing']['seconds']:.3f} s for {r['eval_corpus_bulk_hashing']['chunks']} chunks",
+            "<= 0.5 s",
+        ),
+        (
+            f"hybrid query p50 top-10, {r['eval_corpus_query_top10']['chunks']} chunks",
+            f"{r['eval_corpus_query_top10']['p50_ms']:.2f} ms (p95 {r['eval_corpus_query_top10']['p95_ms']:.2f})",
+            "<= 3 ms",
+        ),
+        (
+            f"stream ingest p50, {small['chunks']:,} chunks",
+            f"{small['stream_ingest']['p50_ms']:.2f} ms",
+            "<= 2 ms",
+        ),
+        (
+            f"stream ingest p50, {large['chunks']:,} chunks",
+            f"{large['stream_ingest']['p50_ms']:.2f} ms",
+            "<= 2 ms",
+        ),
+        ("stream p50 ratio large / small", f"{r['stream_ratio_large_over_small']:.2f}", "<= 2"),
+        (
+            f"hybrid query p50 top-10, {large['chunks']:,} chunks (exact)",
+            f"{large['hybrid_query_top10']['p50_ms']:.2f} ms (p95 {large['hybrid_query_top10']['p95_ms']:.2f})",
+            "<= 15 ms",
+        ),
+    ]
+    if "hybrid_query_top10" in hnsw:
+        rows.append(
+            (
+                f"hybrid query p50 top-10, {hnsw['chunks']:,} chunks (hnsw)",
+                f"{hnsw['hybrid_query_top10']['p50_ms']:.2f} ms",
+                "(option)",
+            )
+        )
+    rows += [
+        (
+            f"restore {r['restore']['chunks']:,} chunks from SQLite",
+            f"{r['restore']['restore_s']:.2f} s",
+            "<= 10 s",
+        ),
+        (
+            "durable stream ingest p50 (SQLite WAL)",
+            f"{r['restore']['durable_stream_ingest']['p50_ms']:.2f} ms",
+            "(reported)",
+        ),
+        (
+            f"peak RSS after {large['chunks']:,} chunks",
+            f"{r['peak_rss_mb_after_large']:.0f} MB",
+            "(reported)",
+        ),
+    ]
+    st = r.get("sentence_transformer", {})
+    for backend, fig in st.items():
+        if isinstance(fig, dict):
+            rows.append(
+                (
+                    f"SentenceTransformer ({backend}): bulk docs/s, query embed ms",
+                    f"{fig['bulk_docs_per_s']:.0f} docs/s, {fig['query_embed_ms']:.1f} ms",
+                    "(reported)",
+                )
+            )
+    width = max(len(a) for a, _, _ in rows)
+    lines = [f"{'figure':<{width}}  {'measured':<32}  target", "-" * (width + 50)]
+    lines += [f"{a:<{width}}  {b:<32}  {c}" for a, b, c in rows]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,98 @@
+"""Regenerate the figures in README.md from eval_report*.json and scripts/results/*.json.
+
+Every number in README's results sections comes from here; none is typed by hand.
+Sections are delimited by ``<!-- NAME:start -->`` / ``<!-- NAME:end -->`` markers.
+
+    python scripts/update_readme_results.py          # rewrite README.md
+    python scripts/update_readme_results.py --check  # exit 1 if README is stale
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from verityrag.eval.report import headline_rows  # noqa: E402
+
+README = ROOT / "README.md"
+REPORTS = {
+    "HashingEmbedder (default)": ROOT / "eval_report.json",
+    "all-MiniLM-L6-v2 (--real-embeddings)": ROOT / "eval_report_real_embeddings.json",
+}
+BENCH = ROOT / "scripts" / "results" / "bench_index.json"
+
+
+def eval_section() -> str:
+    reports = {name: json.loads(p.read_text()) for name, p in REPORTS.items() if p.exists()}
+    if not reports:
+        return "_No eval_report.json yet: run `make eval`._"
+    names = list(reports)
+    rows = {name: dict(headline_rows(r)) for name, r in reports.items()}
+    figures = list(rows[names[0]])
+    lines = ["| figure | " + " | ".join(names) + " |", "| --- |" + " --- |" * len(names)]
+    for fig in figures:
+        lines.append(f"| {fig} | " + " | ".join(rows[n].get(fig, "n/a") for n in names) + " |")
+    first = reports[names[0]]
+    lines.append("")
+    lines.append(
+        f"Test split: {first['test']['questions']} questions ("
+        + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in sorted(first["test"]["by_kind"].items()))
+        + f"); corpus {first['corpus']['documents']} documents / {first['corpus']['chunks']} chunks; "
+        f"seed {first['seed']}; thresholds chosen on the calibration split only."
+        + (" **Partial sample.**" if first["partial_sample"] else "")
+    )
+    return "\n".join(lines)
+
+
+def bench_section() -> str:
+    if not BENCH.exists():
+        return "_No benchmark output yet: run `make bench`._"
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from bench_index import render_table
+
+    data: dict[str, Any] = json.loads(BENCH.read_text())
+    return (
+        f"Measured {data['date']} on {data['machine']}, Python {data['python']}"
+        + (" (quick mode)" if data.get("quick") else "")
+        + ":\n\n```\n"
+        + render_table(data)
+        + "\n```"
+    )
+
+
+def render(text: str) -> str:
+    for name, body in (("eval-results", eval_section()), ("bench-results", bench_section())):
+        pattern = re.compile(rf"(<!-- {name}:start -->\n).*?(\n<!-- {name}:end -->)", re.S)
+        if not pattern.search(text):
+            raise SystemExit(f"README.md lacks the <!-- {name}:start/end --> markers")
+        text = pattern.sub(lambda m, b=body: m.group(1) + b + m.group(2), text)
+    return text
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--check", action="store_true", help="fail if README.md is not up to date")
+    args = parser.parse_args(argv)
+    current = README.read_text(encoding="utf-8")
+    updated = render(current)
+    if args.check:
+        if updated != current:
+            print("README.md figures are stale: run `make readme-results`", file=sys.stderr)
+            return 1
+        return 0
+    README.write_text(updated, encoding="utf-8")
+    print("README.md results updated")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,132 @@
+"""End to end: ``python -m verityrag.eval`` on a small slice writes a complete, consistent report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from verityrag.eval.__main__ import main
+
+
+@pytest.fixture(scope="module")
+def report_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("eval")
+    code = main(["--max-test-questions", "45", "--no-progress", "--out", str(out / "eval_report.json")])
+    assert code == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def report(report_dir: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((report_dir / "eval_report.json").read_text())
+    return data
+
+
+def _in_unit_interval(x: float) -> bool:
+    return 0.0 <= x <= 1.0
+
+
+@pytest.mark.integration
+def test_eval_report_small_slice_has_schema_and_partial_flag(report: dict[str, Any]) -> None:
+    for key in (
+        "config",
+        "versions",
+        "seed",
+        "corpus",
+        "calibration",
+        "test",
+        "metrics",
+        "outcomes",
+        "plots",
+    ):
+        assert key in report
+    assert report["partial_sample"] is True
+    assert report["seed"] == 13
+    assert report["corpus"]["documents"] == 605
+    assert report["corpus"]["chunks"] > report["corpus"]["documents"]
+
+
+@pytest.mark.integration
+def test_eval_report_counts_add_up(report: dict[str, Any]) -> None:
+    outcomes = report["outcomes"]
+    by_kind = report["test"]["by_kind"]
+    assert sum(by_kind.values()) == report["test"]["questions"] == len(outcomes)
+    assert set(by_kind) == {"answerable", "held_out", "unanswerable_in_domain"}
+    abstained = [o for o in outcomes if not o["answered"]]
+    reasons = report["metrics"]["abstain_reasons"]
+    assert sum(sum(c.values()) for c in reasons.values()) == len(abstained)
+    answerable = [o for o in outcomes if o["kind"] == "answerable"]
+    coverage = sum(o["answered"] for o in answerable) / len(answerable)
+    assert report["metrics"]["coverage"] == pytest.approx(coverage)
+    assert all(not o["correct"] for o in outcomes if o["kind"] != "answerable")
+    assert all(o["answered"] for o in outcomes if o["correct"])
+
+
+@pytest.mark.integration
+def test_eval_report_every_figure_in_range(report: dict[str, Any]) -> None:
+    m = report["metrics"]
+    for key in ("coverage", "answered_and_correct", "accuracy_of_answered", "f1_answerable", "f1_answered"):
+        assert _in_unit_interval(m[key]), key
+    assert m["answered_and_correct"] <= m["coverage"]
+    assert all(_in_unit_interval(v) for v in m["correct_abstention"].values())
+    assert all(_in_unit_interval(v) for v in m["aurc"].values())
+    for curve in m["risk_coverage"].values():
+        assert all(_in_unit_interval(v) for v in curve["coverage"] + curve["risk"])
+    lat = m["latency_ms"]["per_question"]
+    assert 0 < lat["p50"] <= lat["p95"] <= lat["p99"]
+    assert "retrieve" in m["latency_ms"]["per_stage"]
+
+
+@pytest.mark.integration
+def test_eval_writes_markdown_and_plots(report_dir: Path, report: dict[str, Any]) -> None:
+    md = (report_dir / "eval_report.md").read_text()
+    assert "coverage" in md
+    assert "partial sample" in md
+    assert len(report["plots"]) == 3
+    for rel in report["plots"].values():
+        png = report_dir / rel
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.integration
+def test_eval_external_questions_file_is_evaluated_on_same_corpus(tmp_path: Path) -> None:
+    questions = tmp_path / "q.jsonl"
+    rows = [
+        {
+            "id": "a",
+            "question": "What BBC radio station will carry the game in the United Kingdom?",
+            "answers": ["BBC Radio 5 Live"],
+        },
+        {"id": "b", "question": "What is the airspeed velocity of an unladen swallow?", "answers": []},
+    ]
+    questions.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    out = tmp_path / "r.json"
+    assert main(["--questions", str(questions), "--no-progress", "--no-plots", "--out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["test"]["by_kind"] == {"answerable": 1, "unanswerable": 1}
+    assert data["config"]["questions_file"].endswith("q.jsonl")
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("flag", ["--guard", "--answerability", "--real-llm=gemini"])
+def test_eval_flag_without_component_exits_with_message(
+    flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main([flag])
+    assert exc.value.code == 2
+    assert "does not include yet" in capsys.readouterr().err
+
+
+@pytest.mark.unit
+def test_eval_missing_questions_file_reports_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(
+        ["--questions", str(tmp_path / "nope.jsonl"), "--no-progress", "--out", str(tmp_path / "r.json")]
+    )
+    assert code == 2
+    assert "does not exist" in capsys.readouterr().err

@@ -1,0 +1,218 @@
+"""Evaluation metrics: SQuAD answer matching, latency percentiles, risk-coverage.
+
+Pure functions, no state. ``normalize_answer``, ``token_f1`` and ``exact_match``
+follow the official SQuAD evaluation scripts.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import string
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "RiskCoverage",
+    "contains_gold",
+    "exact_match",
+    "max_token_f1",
+    "normalize_answer",
+    "percentiles",
+    "rate",
+    "risk_coverage_curve",
+    "selective_accuracy_at_coverage",
+    "token_f1",
+]
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
+_PUNCTUATION = frozenset(string.punctuation)
+
+
+def normalize_answer(s: str) -> str:
+    """Lowercase, drop punctuation and the articles a/an/the, collapse whitespace."""
+    text = s.lower()
+    text = "".join(ch for ch in text if ch not in _PUNCTUATION)
+    text = _ARTICLES.sub(" ", text)
+    return " ".join(text.split())
+
+
+def _tokens(s: str) -> list[str]:
+    return normalize_answer(s).split()
+
+
+def token_f1(prediction: str, gold: str) -> float:
+    """SQuAD token-overlap F1; 1.0 if both normalise to nothing (as SQuAD 2.0)."""
+    pred_tokens = _tokens(prediction)
+    gold_tokens = _tokens(gold)
+    if not pred_tokens or not gold_tokens:
+        return float(pred_tokens == gold_tokens)
+    common = Counter(pred_tokens) & Counter(gold_tokens)
+    num_same = sum(common.values())
+    if num_same == 0:
+        return 0.0
+    precision = num_same / len(pred_tokens)
+    recall = num_same / len(gold_tokens)
+    return 2.0 * precision * recall / (precision + recall)
+
+
+def max_token_f1(prediction: str, golds: Iterable[str]) -> float:
+    """Best ``token_f1`` over the gold answers; 0.0 when there are none."""
+    return max((token_f1(prediction, gold) for gold in golds), default=0.0)
+
+
+def exact_match(prediction: str, golds: Iterable[str]) -> bool:
+    """True if the normalised prediction equals any normalised gold answer."""
+    pred = normalize_answer(prediction)
+    return any(pred == normalize_answer(gold) for gold in golds)
+
+
+def contains_gold(prediction: str, golds: Iterable[str]) -> bool:
+    """True if a normalised gold answer occurs in the prediction as whole tokens.
+
+    Golds that normalise to nothing never match.
+    """
+    pred_tokens = _tokens(prediction)
+    for gold in golds:
+        gold_tokens = _tokens(gold)
+        width = len(gold_tokens)
+        if width == 0 or width > len(pred_tokens):
+            continue
+        for start in range(len(pred_tokens) - width + 1):
+            if pred_tokens[start : start + width] == gold_tokens:
+                return True
+    return False
+
+
+def _percentile_key(q: float) -> str:
+    return f"p{q:g}"
+
+
+def percentiles(
+    values: Sequence[float] | npt.NDArray[np.floating[Any]],
+    qs: Sequence[float] = (50, 95, 99),
+) -> dict[str, float]:
+    """Linear-interpolated percentiles keyed "p50", "p95", ...; 0.0 each if empty."""
+    for q in qs:
+        if not 0.0 <= q <= 100.0:
+            raise ValueError(f"percentile must be in [0, 100], got {q}")
+    if len(values) == 0:
+        return {_percentile_key(q): 0.0 for q in qs}
+    data = np.asarray(values, dtype=np.float64)
+    if not np.all(np.isfinite(data)):
+        raise ValueError("percentiles() needs finite values")
+    return {_percentile_key(q): float(np.percentile(data, q)) for q in qs}
+
+
+def rate(numerator: float, denominator: float) -> float:
+    """``numerator / denominator``, or 0.0 when the denominator is 0."""
+    if denominator == 0:
+        return 0.0
+    return float(numerator) / float(denominator)
+
+
+@dataclass(frozen=True)
+class RiskCoverage:
+    """A risk-coverage curve.
+
+    Point ``i`` is the operating point "answer when confidence >= thresholds[i]":
+    it answers the fraction ``coverage[i]`` of items, and ``risk[i]`` is the error
+    rate among them. Items with equal confidence are one group, so each point
+    ends a group and the curve does not depend on the input order. ``aurc`` is
+    the mean, over k = 1..n, of the risk of the top-k items. Inside a tie group
+    this risk is its expectation under a random order of the tied items.
+    """
+
+    coverage: tuple[float, ...]
+    risk: tuple[float, ...]
+    thresholds: tuple[float, ...]
+    aurc: float
+    n: int
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON-friendly view."""
+        return {
+            "coverage": list(self.coverage),
+            "risk": list(self.risk),
+            "thresholds": list(self.thresholds),
+            "aurc": self.aurc,
+            "n": self.n,
+        }
+
+
+def risk_coverage_curve(
+    confidences: Sequence[float] | npt.NDArray[np.floating[Any]],
+    correct: Sequence[bool] | npt.NDArray[np.bool_],
+) -> RiskCoverage:
+    """Risk-coverage curve and AURC from per-item confidence and correctness."""
+    if len(confidences) != len(correct):
+        raise ValueError(f"confidences and correct differ in length: {len(confidences)} != {len(correct)}")
+    n = len(confidences)
+    if n == 0:
+        return RiskCoverage(coverage=(), risk=(), thresholds=(), aurc=0.0, n=0)
+    conf = np.asarray(confidences, dtype=np.float64)
+    if not np.all(np.isfinite(conf)):
+        raise ValueError("confidences must be finite")
+    errors = 1.0 - np.asarray(correct, dtype=np.float64)
+
+    order = np.argsort(-conf, kind="stable")
+    conf_sorted = conf[order]
+    errors_sorted = errors[order]
+    # Group boundaries: indices where a new (lower) confidence starts.
+    starts = np.flatnonzero(np.r_[True, conf_sorted[1:] != conf_sorted[:-1]])
+    ends = np.r_[starts[1:], n]
+    cum_errors = np.r_[0.0, np.cumsum(errors_sorted)]
+
+    coverage: list[float] = []
+    risk: list[float] = []
+    thresholds: list[float] = []
+    expected_cum_errors = np.empty(n, dtype=np.float64)
+    for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+        before = float(cum_errors[start])
+        group_errors = float(cum_errors[end]) - before
+        size = end - start
+        steps = np.arange(1, size + 1, dtype=np.float64)
+        expected_cum_errors[start:end] = before + steps * (group_errors / size)
+        coverage.append(end / n)
+        risk.append((before + group_errors) / end)
+        thresholds.append(float(conf_sorted[start]))
+
+    k = np.arange(1, n + 1, dtype=np.float64)
+    aurc = float(np.mean(expected_cum_errors / k))
+    return RiskCoverage(
+        coverage=tuple(coverage),
+        risk=tuple(risk),
+        thresholds=tuple(thresholds),
+        aurc=aurc,
+        n=n,
+    )
+
+
+def selective_accuracy_at_coverage(curve: RiskCoverage, coverage: float) -> float:
+    """Accuracy of the top ``ceil(coverage * n)`` items (at least one).
+
+    Within a tie group the number of errors is interpolated linearly, which is
+    its expectation under a random order of the tied items. Returns 0.0 for an
+    empty curve.
+    """
+    if not 0.0 <= coverage <= 1.0:
+        raise ValueError(f"coverage must be in [0, 1], got {coverage}")
+    n = curve.n
+    if n == 0:
+        return 0.0
+    k = min(n, max(1, math.ceil(coverage * n - 1e-9)))
+    prev_count = 0
+    prev_errors = 0.0
+    for cov, rsk in zip(curve.coverage, curve.risk, strict=True):
+        count = round(cov * n)
+        errors = rsk * count
+        if k <= count:
+            expected = prev_errors + (k - prev_count) * (errors - prev_errors) / (count - prev_count)
+            return 1.0 - expected / k
+        prev_count, prev_errors = count, errors
+    return 1.0 - curve.risk[-1]

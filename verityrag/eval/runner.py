@@ -1,0 +1,255 @@
+"""Run the evaluation: ingest, calibrate on the calibration split only, answer the test split, score."""
+
+from __future__ import annotations
+
+import dataclasses
+import platform
+import subprocess
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from verityrag.config import Settings
+from verityrag.eval.dataset import (
+    ANSWERABLE,
+    DEFAULT_DATA_DIR,
+    EvalQuestion,
+    load_corpus,
+    load_questions,
+    stratified_sample,
+)
+from verityrag.eval.metrics import (
+    contains_gold,
+    max_token_f1,
+    percentiles,
+    rate,
+    risk_coverage_curve,
+)
+from verityrag.pipeline import VerityRAGPipeline
+from verityrag.types import QueryResult
+
+REPORT_SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class EvalOptions:
+    data_dir: Path = DEFAULT_DATA_DIR
+    questions: Path | None = None  # an external JSONL evaluated instead of the test split
+    real_embeddings: bool = False
+    max_test_questions: int | None = None
+    seed: int = 13
+    settings: Settings = field(default_factory=Settings)
+    progress: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionOutcome:
+    id: str
+    kind: str
+    answerable: bool
+    answered: bool
+    correct: bool
+    f1: float
+    confidence: float
+    abstain_reason: str | None
+    latency_ms: float
+    stage_ms: dict[str, float]
+    answer: str | None
+    gold_rank: int | None  # rank (from 1) of the first evidence chunk holding a gold answer
+
+    @classmethod
+    def of(cls, q: EvalQuestion, result: QueryResult, latency_ms: float) -> QuestionOutcome:
+        answer = result.answer if not result.abstained else None
+        correct = bool(answer) and q.answerable and contains_gold(answer or "", q.answers)
+        gold_rank = None
+        if q.answerable:
+            for rank, hit in enumerate(result.evidence, start=1):
+                if contains_gold(hit.chunk.text, q.answers):
+                    gold_rank = rank
+                    break
+        stages: dict[str, float] = {}
+        for step in result.trace:
+            stages[step.stage] = stages.get(step.stage, 0.0) + step.duration_ms
+        return cls(
+            id=q.id,
+            kind=q.kind,
+            answerable=q.answerable,
+            answered=not result.abstained,
+            correct=correct,
+            f1=max_token_f1(answer, q.answers) if answer and q.answerable else 0.0,
+            confidence=float(result.confidence),
+            abstain_reason=result.abstain_reason.value if result.abstain_reason else None,
+            latency_ms=latency_ms,
+            stage_ms=stages,
+            answer=answer,
+            gold_rank=gold_rank,
+        )
+
+
+def build_pipeline(options: EvalOptions) -> VerityRAGPipeline:
+    embedder = None
+    if options.real_embeddings:
+        from verityrag.embed import SentenceTransformerEmbedder
+
+        embedder = SentenceTransformerEmbedder()
+    return VerityRAGPipeline(embedder=embedder, settings=options.settings)
+
+
+def _progress(items: Sequence[Any], desc: str, enabled: bool) -> Any:
+    from tqdm.auto import tqdm
+
+    return tqdm(items, desc=desc, unit="q", disable=not enabled)
+
+
+def run_eval(options: EvalOptions) -> dict[str, Any]:
+    started = time.perf_counter()
+    corpus = load_corpus(options.data_dir / "corpus.jsonl")
+    calibration = load_questions(options.data_dir / "questions" / "calibration.jsonl")
+    test_path = options.questions or options.data_dir / "questions" / "test.jsonl"
+    test = load_questions(test_path)
+    partial = options.max_test_questions is not None and options.max_test_questions < len(test)
+    if options.max_test_questions is not None:
+        test = stratified_sample(test, options.max_test_questions, options.seed)
+        calibration = stratified_sample(calibration, options.max_test_questions, options.seed)
+
+    pipeline = build_pipeline(options)
+    t0 = time.perf_counter()
+    pipeline.ingest_documents(corpus, progress=options.progress)
+    ingest_s = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    pipeline.train_reranker()
+    train_s = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    calibration_result = pipeline.calibrate([(q.question, q.answers) for q in calibration])
+    calibrate_s = time.perf_counter() - t0
+
+    outcomes: list[QuestionOutcome] = []
+    for q in _progress(test, "eval", options.progress):
+        q0 = time.perf_counter()
+        result = pipeline.query(q.question)
+        outcomes.append(QuestionOutcome.of(q, result, (time.perf_counter() - q0) * 1000))
+
+    report = {
+        "schema_version": REPORT_SCHEMA_VERSION,
+        "config": _config(options, pipeline, test_path),
+        "versions": _versions(),
+        "seed": options.seed,
+        "partial_sample": partial,
+        "corpus": {
+            "documents": pipeline.index.n_documents,
+            "chunks": len(pipeline.index),
+            "words": sum(len(d.text.split()) for d in corpus),
+            "ingest_seconds": ingest_s,
+        },
+        "timings_seconds": {
+            "ingest": ingest_s,
+            "train_reranker": train_s,
+            "calibrate": calibrate_s,
+            "total": time.perf_counter() - started,
+        },
+        "calibration": {"questions": len(calibration), **calibration_result},
+        "test": {"questions": len(outcomes), "by_kind": dict(Counter(o.kind for o in outcomes))},
+        "metrics": summarise(outcomes),
+        "outcomes": [dataclasses.asdict(o) for o in outcomes],
+    }
+    return report
+
+
+def summarise(outcomes: Sequence[QuestionOutcome]) -> dict[str, Any]:
+    answerable = [o for o in outcomes if o.answerable]
+    answered = [o for o in answerable if o.answered]
+    kinds = sorted({o.kind for o in outcomes})
+    abstention = {
+        kind: rate(sum(not o.answered for o in outcomes if o.kind == kind), _count(outcomes, kind))
+        for kind in kinds
+        if kind != ANSWERABLE
+    }
+    reasons: dict[str, Counter[str]] = {}
+    for o in outcomes:
+        if o.abstain_reason:
+            reasons.setdefault(o.kind, Counter())[o.abstain_reason] += 1
+    stage_names = sorted({s for o in outcomes for s in o.stage_ms})
+    curve_all = risk_coverage_curve([o.confidence for o in outcomes], [o.correct for o in outcomes])
+    curve_ans = risk_coverage_curve([o.confidence for o in answerable], [o.correct for o in answerable])
+    return {
+        "coverage": rate(len(answered), len(answerable)),
+        "answered_and_correct": rate(sum(o.correct for o in answerable), len(answerable)),
+        "accuracy_of_answered": rate(sum(o.correct for o in answered), len(answered)),
+        "f1_answerable": rate(sum(o.f1 for o in answerable), len(answerable)),
+        "f1_answered": rate(sum(o.f1 for o in answered), len(answered)),
+        "correct_abstention": abstention,
+        "abstain_reasons": {k: dict(v) for k, v in reasons.items()},
+        "evidence_recall": {
+            f"at_{k}": rate(sum(1 for o in answerable if o.gold_rank and o.gold_rank <= k), len(answerable))
+            for k in (1, 3, 5)
+        },
+        "answered_share_of_all": rate(sum(o.answered for o in outcomes), len(outcomes)),
+        "risk_coverage": {
+            "all_questions": curve_all.as_dict(),
+            "answerable_only": curve_ans.as_dict(),
+        },
+        "aurc": {"all_questions": curve_all.aurc, "answerable_only": curve_ans.aurc},
+        "latency_ms": {
+            "per_question": percentiles([o.latency_ms for o in outcomes]),
+            "per_stage": {
+                s: percentiles([o.stage_ms[s] for o in outcomes if s in o.stage_ms]) for s in stage_names
+            },
+        },
+    }
+
+
+def _count(outcomes: Sequence[QuestionOutcome], kind: str) -> int:
+    return sum(1 for o in outcomes if o.kind == kind)
+
+
+def _config(options: EvalOptions, pipeline: VerityRAGPipeline, test_path: Path) -> dict[str, Any]:
+    return {
+        "settings": dataclasses.asdict(pipeline.settings),
+        "embedder": pipeline.embedder.fingerprint(),
+        "real_embeddings": options.real_embeddings,
+        "questions_file": _relative(test_path),
+        "max_test_questions": options.max_test_questions,
+    }
+
+
+def _relative(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(DEFAULT_DATA_DIR.parent))
+    except ValueError:
+        return str(path)
+
+
+def _versions() -> dict[str, str]:
+    import lightgbm
+    import numpy
+    import sklearn
+
+    import verityrag
+
+    versions = {
+        "verityrag": verityrag.__version__,
+        "python": platform.python_version(),
+        "numpy": numpy.__version__,
+        "lightgbm": lightgbm.__version__,
+        "scikit-learn": sklearn.__version__,
+        "machine": f"{platform.machine()} {platform.system()}",
+    }
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=DEFAULT_DATA_DIR.parent,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        ).stdout.strip()
+        if commit:
+            versions["git_commit"] = commit
+    except OSError:
+        pass
+    return versions
