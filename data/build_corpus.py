@@ -81,13 +81,16 @@ SELECTION_RULE = (
 )
 
 RESERVED_NOTE = (
-    "reserved_articles are ingested articles that also occur in SQuAD 2.0 dev. They "
-    "supply test questions for the main evaluation, so they must never be used to "
-    "train or calibrate any learned gate (answerability, sufficiency, guard, "
-    "reranker). Train those on split_a_titles of answerability_split.json (disjoint "
-    "from every ingested article) and/or the SQuAD 2.0 train prefix. split_a "
-    "articles also supply no question of this evaluation, because SQuAD 2.0 dev "
-    "contains their SQuAD 1.1 questions verbatim (same ids)."
+    "reserved_articles are ingested articles that also occur in SQuAD 2.0 dev and "
+    "supply the in-domain unanswerable test questions. No SQuAD 2.0 data of these "
+    "articles may train a learned model (answerability gate, guard, NLI verifier): "
+    "train those on split_a_titles of answerability_split.json (disjoint from every "
+    "ingested article) and/or the SQuAD 2.0 train prefix. The corpus-level models "
+    "(the sufficiency gate and thresholds) are fitted on this corpus's calibration "
+    "split only, which is question-disjoint from the test split; they do not use the "
+    "unanswerable_in_domain calibration questions. split_a articles supply no "
+    "question of this evaluation, because SQuAD 2.0 dev contains their SQuAD 1.1 "
+    "questions verbatim (same ids)."
 )
 
 Json = dict[str, Any]

@@ -136,10 +136,12 @@ class VerityRAGPipeline:
     def _commit(self, prepared: list[tuple[Document, list[Chunk], npt.NDArray[np.float32]]]) -> None:
         # Durable store first, then the index: once this returns the documents are
         # both persisted and searchable. One lock keeps store and index in the same order.
+        upserts = [(doc.doc_id, chunks, vecs) for doc, chunks, vecs in prepared]
+        counts = self.index.term_counts(upserts)  # analyzed once, for the store and the index
         with self._write_lock:
             if self.store is not None:
-                self.store.put_many(prepared)
-            self.index.apply([(doc.doc_id, chunks, vecs) for doc, chunks, vecs in prepared])
+                self.store.put_many(prepared, counts)
+            self.index.apply(upserts, term_counts=counts)
 
     def ingest_document(
         self, doc_id: str, title: str, text: str, metadata: dict[str, Any] | None = None
@@ -228,18 +230,30 @@ class VerityRAGPipeline:
             logger.warning("embedder changed (%s -> %s): re-embedding stored chunks", stored_fp, fingerprint)
         dim = self.embedder.dim if not reembed else int(store.get_meta("embedder_dim") or 0)
         batch: list[tuple[str, list[Chunk], npt.NDArray[np.float32]]] = []
+        counts: list[list[dict[str, int]]] | None = []
+        # Stored term counts are reusable only if the same analyzer made them.
+        same_analyzer = store.get_meta("analyzer") == self.analyzer.fingerprint()
         new_vectors: dict[str, npt.NDArray[np.float32]] = {}
         for stored in store.iter_documents(dim):
+            if counts is not None:
+                if same_analyzer and stored.term_counts is not None:
+                    counts.append(stored.term_counts)
+                else:
+                    counts = None
             vectors = stored.vectors
             if reembed:
                 vectors = self.embedder.encode([c.text for c in stored.chunks])
                 new_vectors.update(zip((c.chunk_id for c in stored.chunks), vectors, strict=True))
             batch.append((stored.document.doc_id, stored.chunks, vectors))
-        meta = {"embedder": fingerprint, "embedder_dim": str(self.embedder.dim)}
+        meta = {
+            "embedder": fingerprint,
+            "embedder_dim": str(self.embedder.dim),
+            "analyzer": self.analyzer.fingerprint(),
+        }
         # Every new vector and the fingerprint that describes them in ONE transaction: a
         # crash while re-embedding leaves the old store intact, never half old, half new.
         store.replace_vectors(new_vectors, meta=meta)
-        self.index.apply(batch)
+        self.index.apply(batch, term_counts=counts)
         logger.info(
             "restored %d documents (%d chunks) from %s in %.2fs",
             self.index.n_documents,

@@ -23,9 +23,10 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
@@ -39,6 +40,8 @@ from verityrag.types import Chunk
 logger = logging.getLogger(__name__)
 
 _ALIVE = np.iinfo(np.int64).max
+# Batches with at least this many chunks build postings with numpy grouping (bulk ingest, restore).
+_BULK_POSTINGS_MIN = 64
 DenseBackend = Literal["exact", "hnsw"]
 DENSE_BACKENDS: tuple[str, ...] = ("exact", "hnsw")
 
@@ -386,6 +389,7 @@ class LiveIndex:
         self,
         upserts: Sequence[tuple[str, Sequence[Chunk], npt.NDArray[np.float32]]],
         deletes: Iterable[str] = (),
+        term_counts: Sequence[Sequence[Mapping[str, int]]] | None = None,
     ) -> None:
         """Apply many upserts and deletes as ONE new version (bulk ingest, restore)."""
         seen: set[str] = set()
@@ -398,7 +402,8 @@ class LiveIndex:
                 raise InvalidInputError(
                     "vectors", f"shape {vectors.shape} for {doc_id!r}, expected ({len(chunks)}, {self.dim})"
                 )
-        analyzed = [[Counter(self.indexed_terms(c)) for c in chunks] for _, chunks, _ in upserts]
+        # term_counts lets a caller that already analyzed the chunks (ingest, restore) skip it.
+        analyzed = term_counts if term_counts is not None else self.term_counts(upserts)
         with self._write_lock:
             old = self._snapshot
             version = old.version + 1
@@ -418,8 +423,8 @@ class LiveIndex:
                     self._df.subtract(set(self.indexed_terms(chunk)))
                     if seg.ann is not None:
                         seg.ann.mark_deleted([slot])
-            for (doc_id, chunks, vectors), counts in zip(upserts, analyzed, strict=True):
-                slots = self._append(seg, chunks, vectors, counts)
+            slots_by_doc = self._append(seg, upserts, analyzed)
+            for (doc_id, _, _), counts, slots in zip(upserts, analyzed, slots_by_doc, strict=True):
                 self._doc_slots[doc_id] = slots
                 n_live += len(slots)
                 total_len += sum(sum(c.values()) for c in counts)
@@ -427,42 +432,101 @@ class LiveIndex:
             if n_dead > 1024 and n_dead > self.compact_dead_fraction * seg.died.size:
                 self._compact()
 
+    def term_counts(
+        self, upserts: Sequence[tuple[str, Sequence[Chunk], npt.NDArray[np.float32]]]
+    ) -> list[list[dict[str, int]]]:
+        """Indexed term frequencies of every chunk of ``upserts`` (what ``apply`` indexes)."""
+        return [[dict(Counter(self.indexed_terms(c))) for c in chunks] for _, chunks, _ in upserts]
+
+    def _add_postings_bulk(self, seg: _Segment, items: Sequence[tuple[int, Mapping[str, int]]]) -> None:
+        """Append many chunks' postings at once: group by term with numpy, one merge per term."""
+        if not items:
+            return
+        # Everything below runs in C-level loops (chain, map, fromiter): restoring 100k
+        # chunks is dominated by this function.
+        keys = list(chain.from_iterable(tf.keys() for _, tf in items))
+        if not keys:
+            return
+        lengths = np.fromiter((len(tf) for _, tf in items), dtype=np.int64, count=len(items))
+        slot_ids = np.fromiter((slot for slot, _ in items), dtype=np.int32, count=len(items))
+        freqs = np.fromiter(chain.from_iterable(tf.values() for _, tf in items), np.float32, len(keys))
+        vocab: defaultdict[str, int] = defaultdict()
+        vocab.default_factory = vocab.__len__  # first sight of a term gives it the next id
+        term_ids = np.fromiter(map(vocab.__getitem__, keys), dtype=np.int64, count=len(keys))
+        self._df.update(dict(zip(vocab, np.bincount(term_ids).tolist(), strict=True)))
+        order = np.argsort(term_ids, kind="stable")  # stable keeps slots ascending within a term
+        ids = term_ids[order]
+        slot_arr = np.repeat(slot_ids, lengths)[order]
+        tf_arr = freqs[order]
+        bounds = np.flatnonzero(np.diff(ids)) + 1
+        starts = np.concatenate([[0], bounds])
+        ends = np.concatenate([bounds, [len(ids)]])
+        terms = list(vocab)
+        postings = seg.postings
+        for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+            term = terms[ids[start]]
+            entry = postings.get(term)
+            if entry is None:
+                postings[term] = (slot_arr[start:end].copy(), tf_arr[start:end].copy(), end - start)
+                continue
+            sbuf, tbuf, n = entry
+            total = n + end - start
+            # New buffers: readers of the old entry keep theirs untouched.
+            new_s = np.empty(max(total, 2 * n), dtype=np.int32)
+            new_t = np.empty(max(total, 2 * n), dtype=np.float32)
+            new_s[:n], new_t[:n] = sbuf[:n], tbuf[:n]
+            new_s[n:total], new_t[n:total] = slot_arr[start:end], tf_arr[start:end]
+            postings[term] = (new_s, new_t, total)
+
     def _append(
         self,
         seg: _Segment,
-        chunks: Sequence[Chunk],
-        vectors: npt.NDArray[np.float32],
-        counts: Sequence[Counter[str]],
-    ) -> list[int]:
+        upserts: Sequence[tuple[str, Sequence[Chunk], npt.NDArray[np.float32]]],
+        counts: Sequence[Sequence[Mapping[str, int]]],
+    ) -> list[list[int]]:
+        """Write every chunk of the batch at new slots (not yet visible). Returns slots per document."""
+        chunks = [c for _, doc_chunks, _ in upserts for c in doc_chunks]
+        flat_counts = [tf for doc_counts in counts for tf in doc_counts]
+        if not chunks:
+            return [[] for _ in upserts]
+        vectors = np.concatenate([v for _, _, v in upserts]) if len(upserts) > 1 else upserts[0][2]
         first = seg.vectors.extend(vectors)
         seg.died.reserve(len(chunks))
         seg.died.size += len(chunks)
-        seg.doc_len.extend([sum(c.values()) for c in counts])
-        postings = seg.postings
-        slots: list[int] = []
-        for offset, (chunk, tf) in enumerate(zip(chunks, counts, strict=True)):
-            slot = first + offset
-            seg.chunks.append(chunk)
-            self._slot_of_chunk[chunk.chunk_id] = slot
-            slots.append(slot)
-            for term, freq in tf.items():
-                entry = postings.get(term)
-                if entry is None:
-                    sbuf = np.empty(4, dtype=np.int32)
-                    tbuf = np.empty(4, dtype=np.float32)
-                    n = 0
-                else:
-                    sbuf, tbuf, n = entry
-                    if n == len(sbuf):
-                        sbuf = np.concatenate([sbuf, np.empty(n, dtype=np.int32)])
-                        tbuf = np.concatenate([tbuf, np.empty(n, dtype=np.float32)])
-                sbuf[n] = slot
-                tbuf[n] = freq
-                postings[term] = (sbuf, tbuf, n + 1)
-            self._df.update(tf.keys())
-        if seg.ann is not None and len(chunks):
+        seg.doc_len.extend([sum(tf.values()) for tf in flat_counts])
+        seg.chunks.extend(chunks)
+        self._slot_of_chunk.update((c.chunk_id, first + i) for i, c in enumerate(chunks))
+        if len(chunks) >= _BULK_POSTINGS_MIN:
+            self._add_postings_bulk(seg, list(enumerate(flat_counts, start=first)))
+        else:
+            for offset, tf in enumerate(flat_counts):
+                self._add_postings(seg, first + offset, tf)
+        if seg.ann is not None:
             seg.ann.add(vectors, first)
-        return slots
+        slots_by_doc = []
+        slot = first
+        for _, doc_chunks, _ in upserts:
+            slots_by_doc.append(list(range(slot, slot + len(doc_chunks))))
+            slot += len(doc_chunks)
+        return slots_by_doc
+
+    def _add_postings(self, seg: _Segment, slot: int, tf: Mapping[str, int]) -> None:
+        postings = seg.postings
+        for term, freq in tf.items():
+            entry = postings.get(term)
+            if entry is None:
+                sbuf = np.empty(4, dtype=np.int32)
+                tbuf = np.empty(4, dtype=np.float32)
+                n = 0
+            else:
+                sbuf, tbuf, n = entry
+                if n == len(sbuf):
+                    sbuf = np.concatenate([sbuf, np.empty(n, dtype=np.int32)])
+                    tbuf = np.concatenate([tbuf, np.empty(n, dtype=np.float32)])
+            sbuf[n] = slot
+            tbuf[n] = freq
+            postings[term] = (sbuf, tbuf, n + 1)
+        self._df.update(tf.keys())
 
     def _publish(self, seg: _Segment, version: int, n_live: int, total_len: int, n_dead: int) -> None:
         self._snapshot = IndexSnapshot(

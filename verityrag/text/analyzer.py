@@ -15,6 +15,8 @@ from verityrag.text.stopwords import ENGLISH_STOPWORDS
 
 # Letters and digits of any script (accents folded first); underscore is punctuation.
 _TOKEN_RE = re.compile(r"[^\W_]+")
+# Combining marks left by NFKD decomposition ("é" -> "e" + U+0301); removing them folds accents.
+_COMBINING_RE = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]")
 
 
 def _fold(text: str) -> str:
@@ -22,8 +24,7 @@ def _fold(text: str) -> str:
     text = text.lower()
     if text.isascii():
         return text
-    decomposed = unicodedata.normalize("NFKD", text)
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    return _COMBINING_RE.sub("", unicodedata.normalize("NFKD", text))
 
 
 @lru_cache(maxsize=1)
