@@ -30,7 +30,7 @@ def test_profile_strict_is_strict_and_demands_more_support() -> None:
     assert settings.profile_name == "strict"
     assert settings.verify is True
     assert settings.strictness == "strict"
-    assert settings.min_answer_support > Settings().min_answer_support
+    assert settings.abstention_target > Settings().abstention_target
 
 
 def test_profile_unknown_name_lists_allowed_profiles() -> None:
@@ -64,8 +64,9 @@ def test_settings_bad_choice_lists_allowed_values(field: str, value: str, allowe
         ("max_document_chars", 0, "must be >= 1"),
         ("max_query_chars", 0, "must be >= 1"),
         ("chunk_overlap_sentences", -1, "must be >= 0"),
-        ("min_answer_support", 1.5, r"must be within \[0, 1\]"),
-        ("min_answer_support", -0.1, r"must be within \[0, 1\]"),
+        ("abstention_target", 1.5, r"must be within \[0, 1\]"),
+        ("dense_weight", -0.1, r"must be within \[0, 1\]"),
+        ("max_reformulations", -1, "must be >= 0"),
     ],
 )
 def test_settings_out_of_range_value_raises_naming_field(field: str, value: float, message: str) -> None:
@@ -107,8 +108,8 @@ def test_from_env_overrides_parse_each_type() -> None:
             "VERITYRAG_PROFILE": "strict",
             "VERITYRAG_TOP_K": "3",
             "VERITYRAG_VERIFY": "false",
-            "VERITYRAG_FUSION": "weighted",
-            "VERITYRAG_MIN_ANSWER_SUPPORT": "0.75",
+            "VERITYRAG_FUSION": "rrf",
+            "VERITYRAG_ABSTENTION_TARGET": "0.75",
             "VERITYRAG_DENSE_BACKEND": "hnsw",
             "UNRELATED": "ignored",
         }
@@ -117,8 +118,8 @@ def test_from_env_overrides_parse_each_type() -> None:
     assert settings.strictness == "strict"
     assert settings.top_k == 3
     assert settings.verify is False
-    assert settings.fusion == "weighted"
-    assert settings.min_answer_support == 0.75
+    assert settings.fusion == "rrf"
+    assert settings.abstention_target == 0.75
     assert settings.dense_backend == "hnsw"
 
 
@@ -143,7 +144,7 @@ def test_from_env_reads_os_environ_by_default(monkeypatch: pytest.MonkeyPatch) -
         ({"VERITYRAG_TOP_K": "three"}, "VERITYRAG_TOP_K", "cannot parse 'three'"),
         ({"VERITYRAG_TOP_K": "2.5"}, "VERITYRAG_TOP_K", "cannot parse '2.5'"),
         ({"VERITYRAG_VERIFY": "maybe"}, "VERITYRAG_VERIFY", "cannot parse 'maybe'"),
-        ({"VERITYRAG_MIN_ANSWER_SUPPORT": "high"}, "VERITYRAG_MIN_ANSWER_SUPPORT", "cannot parse 'high'"),
+        ({"VERITYRAG_ABSTENTION_TARGET": "high"}, "VERITYRAG_ABSTENTION_TARGET", "cannot parse 'high'"),
         ({"VERITYRAG_TOP_K": "0"}, "top_k", "must be >= 1"),
         ({"VERITYRAG_FUSION": "max"}, "fusion", "rrf, weighted"),
         ({"VERITYRAG_PROFILE": "turbo"}, "profile", "default, fast, strict"),

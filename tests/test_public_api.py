@@ -41,6 +41,7 @@ def test_design_snippet_runs_verbatim_and_answers_with_float_grounding() -> None
 @pytest.mark.unit
 def test_train_reranker_returns_pipeline_for_chaining() -> None:
     pipeline = verityrag.VerityRAGPipeline()
+    pipeline.ingest_document("d1", "Steam Engine", "The steam engine converts heat into mechanical work.")
     assert pipeline.train_reranker() is pipeline
 
 

@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         pipeline.ingest_documents(load_corpus(args.data_dir / "corpus.jsonl"))
     pipeline.train_reranker()
     calib = load_questions(args.data_dir / "questions" / "calibration.jsonl")
-    pipeline.calibrate([(q.question, q.answers) for q in calib])
+    pipeline.calibrate([(q.question, q.answers) for q in calib if q.kind != "unanswerable_in_domain"])
     stats = pipeline.stats()
     print(
         f"VerityRAG ready: {stats['documents']} documents, {stats['chunks']} chunks ({time.perf_counter() - t0:.1f} s)"

@@ -14,26 +14,24 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from verityrag.agent.controller import AgentController, AnswerabilityModel, AnswerGuard
+from verityrag.agent.reformulation import Reformulator, SalientTermExpansion, TitleAnchoredRewrite
+from verityrag.agent.sufficiency import SufficiencyGate
 from verityrag.config import Settings
 from verityrag.embed.base import Embedder
 from verityrag.embed.hashing import HashingEmbedder
 from verityrag.errors import InvalidInputError
-from verityrag.generation.extractive import ExtractiveGenerator
-from verityrag.index.live import LiveIndex
+from verityrag.generation.sentence_selector import SentenceSelector
+from verityrag.index.live import IndexSnapshot, LiveIndex
 from verityrag.index.store import SQLiteDocumentStore
+from verityrag.retrieval.features import ChunkTermCache, QueryTerms, feature_matrix
 from verityrag.retrieval.hybrid import HybridRetriever
+from verityrag.retrieval.reranker import LightGBMReranker, RankingData, ict_queries
 from verityrag.text.analyzer import DEFAULT_ANALYZER, Analyzer
 from verityrag.text.chunking import chunk_spans
-from verityrag.types import (
-    AbstainReason,
-    Chunk,
-    ClaimSupport,
-    Document,
-    GroundingReport,
-    Hit,
-    QueryResult,
-    TraceStep,
-)
+from verityrag.text.sentences import sentence_spans
+from verityrag.types import Chunk, Document, QueryResult
+from verityrag.verify.grounding import GroundingChecker
 
 logger = logging.getLogger(__name__)
 
@@ -85,9 +83,20 @@ class VerityRAGPipeline:
             dim=self.embedder.dim, analyzer=analyzer, dense_backend=self.settings.dense_backend
         )
         self.retriever = HybridRetriever(
-            self.index, self.embedder, fusion=self.settings.fusion, candidates=self.settings.candidates
+            self.index,
+            self.embedder,
+            fusion=self.settings.fusion,
+            candidates=max(self.settings.candidates, 50),
+            dense_weight=self.settings.dense_weight,
         )
-        self.generator = ExtractiveGenerator(analyzer)
+        self._chunk_terms = ChunkTermCache(analyzer)
+        self.reranker = LightGBMReranker()
+        self.use_reranker = True  # calibrate() turns it off when it does not help on labelled questions
+        self.grounding = GroundingChecker(analyzer)
+        self._selector: SentenceSelector | None = None
+        self._gate: SufficiencyGate | None = None
+        self.answer_guard: AnswerGuard | None = None
+        self.answerability: AnswerabilityModel | None = None
         self._write_lock = threading.Lock()
         resolved = data_dir if data_dir is not None else os.environ.get(DATA_DIR_ENV) or None
         self.data_dir = Path(resolved) if resolved else None
@@ -263,106 +272,230 @@ class VerityRAGPipeline:
         )
 
     # ------------------------------------------------------------------ query
-    def train_reranker(self) -> VerityRAGPipeline:
-        """Train the reranker on the current corpus. (The baseline ranks by fused score.)"""
+    @property
+    def selector(self) -> SentenceSelector:
+        """The learned sentence selector (the bundled default, loaded on first use)."""
+        if self._selector is None:
+            self._selector = SentenceSelector.default()
+        return self._selector
+
+    @property
+    def gate(self) -> SufficiencyGate:
+        """The sufficiency gate: the bundled default until ``calibrate`` fits one on your questions."""
+        if self._gate is None:
+            self._gate = SufficiencyGate.default()
+        return self._gate
+
+    def _controller(self, settings: Settings, with_gate: bool = True) -> AgentController:
+        reformulators: list[Reformulator] = [
+            SalientTermExpansion(self._chunk_terms, self.index.idf),
+            TitleAnchoredRewrite(),
+        ]
+        retriever = self.retriever
+        if (settings.fusion, settings.dense_weight) != (retriever.fusion, retriever.dense_weight):
+            retriever = HybridRetriever(
+                self.index,
+                self.embedder,
+                settings.fusion,
+                retriever.candidates,
+                dense_weight=settings.dense_weight,
+            )
+        return AgentController(
+            index=self.index,
+            retriever=retriever,
+            selector=self.selector,
+            gate=self.gate if with_gate else None,
+            grounding=self.grounding,
+            cache=self._chunk_terms,
+            reranker=self.reranker if self.reranker.is_fitted and self.use_reranker else None,
+            reformulators=reformulators,
+            answer_guard=self.answer_guard,
+            answerability=self.answerability,
+            max_reformulations=settings.max_reformulations,
+            candidates=settings.candidates,
+            top_k=settings.top_k,
+            strictness=settings.strictness,
+            verify=settings.verify,
+        )
+
+    def train_reranker(self, n_queries: int = 800, seed: int = 0) -> VerityRAGPipeline:
+        """Train the LightGBM reranker on the current corpus by inverse-cloze-task weak supervision.
+
+        Sentences of the corpus, each reduced to a random part of its words, are
+        the queries; the chunks that hold the sentence are the positives.
+        """
+        started = time.perf_counter()
+        snap = self.index.snapshot()
+        chunks = self.index.live_chunks(snap)
+        if not chunks:
+            raise InvalidInputError("corpus", "is empty: ingest documents before train_reranker()")
+        sentences = [(c.chunk_id, c.text[s:e]) for c in chunks for s, e in sentence_spans(c.text)]
+        rows: list[npt.NDArray[np.float64]] = []
+        labels: list[npt.NDArray[np.int32]] = []
+        groups: list[int] = []
+        for query, sentence in ict_queries(sentences, n_queries, seed):
+            hits = self.retriever.search(query, self.settings.candidates, snap)
+            y = np.asarray([int(sentence in h.chunk.text) for h in hits], dtype=np.int32)
+            if not hits or y.sum() == 0 or y.sum() == len(y):
+                continue
+            q = QueryTerms.build(
+                query,
+                self.analyzer,
+                lambda t: self.index.idf(t, snap),
+                lambda t: self.index.document_frequency(t, snap),
+            )
+            rows.append(feature_matrix(q, hits, self._chunk_terms))
+            labels.append(y)
+            groups.append(len(hits))
+        if not groups:
+            # A corpus this small has nothing to rerank; retrieval order stands.
+            logger.warning("corpus too small to train a reranker (no pseudo-query had negatives)")
+            return self
+        data = RankingData(np.vstack(rows), np.concatenate(labels), np.asarray(groups, dtype=np.int32))
+        self.reranker = LightGBMReranker(random_state=seed).fit(data)
+        logger.info("reranker trained on %d ICT queries in %.2fs", len(groups), time.perf_counter() - started)
         return self
 
-    def calibrate(self, questions: Iterable[tuple[str, Sequence[str]]]) -> dict[str, float]:
-        """Choose the answer threshold on labelled questions: ``(question, gold answers)``.
+    def calibrate(self, questions: Iterable[tuple[str, Sequence[str]]]) -> dict[str, Any]:
+        """Fit the sufficiency gate on labelled questions: ``(question, gold answers)``.
 
         An empty answer list means the corpus cannot answer the question. The
-        rule: maximise balanced accuracy, i.e. the mean of (answered and a gold
-        answer is in the answer) over answerable questions and (abstained) over
-        unanswerable ones. Returns the chosen threshold and its figures.
+        gate learns whether the answer the system would give is correct (a gold
+        answer is contained in it); its threshold follows ``Settings.abstention_target``
+        (see :class:`~verityrag.agent.sufficiency.SufficiencyGate`).
         """
         from verityrag.eval.metrics import contains_gold
 
         labelled = list(questions)
         if not labelled:
             raise InvalidInputError("questions", "need at least one labelled question")
-        scored: list[tuple[float, bool, bool]] = []  # (support, answerable, correct if answered)
+        reranker_check = self._check_reranker(labelled)
+        controller = self._controller(self.settings, with_gate=False)
+        snap = self.index.snapshot()
+        features, correct, must_abstain = [], [], []
         for question, answers in labelled:
-            result = self._answer(question, min_support=0.0)
-            text = result.answer or ""
-            scored.append((result.confidence, bool(answers), bool(answers) and contains_gold(text, answers)))
-        n_pos = sum(1 for _, a, _ in scored if a)
-        n_neg = len(scored) - n_pos
-        best_t, best_score = self.settings.min_answer_support, -1.0
-        for t in sorted({round(s, 6) for s, _, _ in scored} | {0.0, 1.0}):
-            good = sum(1 for s, a, c in scored if a and c and s >= t)
-            refused = sum(1 for s, a, _ in scored if not a and s < t)
-            score = (good / n_pos if n_pos else 0.0) + (refused / n_neg if n_neg else 0.0)
-            if score > best_score:
-                best_t, best_score = t, score
-        self.settings = self.settings.replace(min_answer_support=best_t)
-        logger.info("calibrated min_answer_support=%.4f (balanced score %.4f)", best_t, best_score / 2)
-        return {"min_answer_support": best_t, "balanced_accuracy": best_score / 2, "questions": len(scored)}
+            q = controller._query_terms(question, snap)
+            attempt = controller._attempt(q, question, "original", snap)
+            answer = attempt.sentences[0].sentence.text if attempt.sentences else ""
+            features.append(attempt.features)
+            if self.settings.gate_label == "answer":
+                correct.append(bool(answers) and contains_gold(answer, answers))
+            else:  # "evidence": a gold answer is in the evidence the generator reads
+                evidence = attempt.hits[: self.selector.max_hits]
+                correct.append(bool(answers) and any(contains_gold(h.chunk.text, answers) for h in evidence))
+            must_abstain.append(not answers)
+        gate = SufficiencyGate(abstention_target=self.settings.abstention_target).fit(
+            features, correct, must_abstain
+        )
+        self._gate = gate
+        summary: dict[str, Any] = {**gate.fit_summary_, "reranker": reranker_check}
+        if self.settings.max_reformulations > 0 and self.settings.gate_label == "evidence":
+            # The loop answers with the best of several attempts (more chances of a false
+            # accept), so the threshold is chosen again on that maximum, out of fold: each
+            # question is looped with a gate fitted without it.
+            probs, looped_correct = self._looped_oof(labelled, features, correct, must_abstain, snap)
+            gate.threshold_ = gate.choose_threshold(probs, looped_correct, np.asarray(must_abstain))
+            gate.fit_summary_["threshold_single_attempt"] = summary["threshold"]
+            gate.fit_summary_["threshold"] = gate.threshold_
+            summary["threshold_single_attempt"] = summary["threshold"]
+            summary["threshold"] = gate.threshold_
+        return summary
 
-    def query(self, question: str, k: int | None = None) -> QueryResult:
-        """Answer with the best evidence sentence and its citation, or abstain with a reason."""
-        return self._answer(question, k=k)
+    def _looped_oof(
+        self,
+        labelled: Sequence[tuple[str, Sequence[str]]],
+        features: Sequence[Sequence[float]],
+        correct: Sequence[bool],
+        must_abstain: Sequence[bool],
+        snap: IndexSnapshot,
+        folds: int = 5,
+    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
+        """Best-of-loop gate probabilities, each from a gate fitted on the other folds."""
+        from sklearn.model_selection import StratifiedKFold
 
-    def _answer(self, question: str, k: int | None = None, min_support: float | None = None) -> QueryResult:
+        from verityrag.eval.metrics import contains_gold
+
+        y = np.asarray(correct, dtype=np.int32)
+        x = np.asarray(features, dtype=np.float64)
+        neg = np.asarray(must_abstain, dtype=bool)
+        probs = np.zeros(len(y))
+        looped_correct = np.zeros(len(y), dtype=bool)
+        n_folds = min(folds, int(np.bincount(y, minlength=2).min()))
+        if n_folds < 2:
+            return self._gate.predict_proba(x) if self._gate else probs, y.astype(bool)
+        splitter = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=0)
+        for train_idx, test_idx in splitter.split(x, y):
+            fold_gate = SufficiencyGate(abstention_target=self.settings.abstention_target)
+            fold_gate.fit(x[train_idx], y[train_idx], neg[train_idx])
+            looped = self._controller(self.settings, with_gate=False)
+            looped.gate = fold_gate
+            for i in test_idx:
+                question, answers = labelled[i]
+                q = looped._query_terms(question, snap)
+                best = looped.search(q, snap, threshold=float("inf"), trace=[])
+                probs[i] = best.probability
+                evidence = best.hits[: self.selector.max_hits]
+                looped_correct[i] = bool(answers) and any(
+                    contains_gold(h.chunk.text, answers) for h in evidence
+                )
+        return probs, looped_correct
+
+    def _check_reranker(self, labelled: Sequence[tuple[str, Sequence[str]]]) -> dict[str, Any]:
+        """Keep the ICT reranker only if it ranks a gold-holding chunk first at least as often as
+        fusion alone does, on the answerable labelled questions (a stated, data-driven rule)."""
+        from verityrag.eval.metrics import contains_gold
+
+        if not self.reranker.is_fitted:
+            self.use_reranker = False
+            return {"trained": False, "used": False}
+        snap = self.index.snapshot()
+        fused_hits = reranked_hits = n = 0
+        for question, answers in labelled:
+            if not answers:
+                continue
+            hits = self.retriever.search(question, self.settings.candidates, snap)
+            if not hits:
+                continue
+            q = QueryTerms.build(
+                question,
+                self.analyzer,
+                lambda t: self.index.idf(t, snap),
+                lambda t: self.index.document_frequency(t, snap),
+            )
+            reranked = self.reranker.rerank(q, hits, self._chunk_terms)
+            n += 1
+            fused_hits += contains_gold(hits[0].chunk.text, answers)
+            reranked_hits += contains_gold(reranked[0].chunk.text, answers)
+        self.use_reranker = n > 0 and reranked_hits >= fused_hits
+        check = {
+            "trained": True,
+            "used": self.use_reranker,
+            "questions": n,
+            "gold_at_1_fused": fused_hits / n if n else 0.0,
+            "gold_at_1_reranked": reranked_hits / n if n else 0.0,
+        }
+        logger.info("reranker check on labelled questions: %s", check)
+        return check
+
+    def query(self, question: str, k: int | None = None, settings: Settings | None = None) -> QueryResult:
+        """Answer with a cited evidence sentence, or abstain with a recorded reason.
+
+        ``k`` is how many evidence chunks to keep (``Settings.top_k``); ``settings``
+        overrides the pipeline's settings for this call (e.g.
+        ``pipeline.settings.replace(strictness="strict")``).
+        """
+        s = settings or self.settings
+        if k is not None:
+            s = s.replace(top_k=k)
         if not isinstance(question, str):
             raise InvalidInputError("question", f"must be a string, got {type(question).__name__}")
         if not question.strip():
             raise InvalidInputError("question", "is empty")
-        if len(question) > self.settings.max_query_chars:
+        if len(question) > s.max_query_chars:
             raise InvalidInputError(
-                "question", f"is {len(question):,} characters; the limit is {self.settings.max_query_chars:,}"
+                "question", f"is {len(question):,} characters; the limit is {s.max_query_chars:,}"
             )
-        trace: list[TraceStep] = []
-        snap = self.index.snapshot()
-        t0 = time.perf_counter()
-        hits = self.retriever.search(question, k or self.settings.top_k, snap)
-        t1 = time.perf_counter()
-        trace.append(
-            TraceStep("retrieve", (t1 - t0) * 1000, {"hits": len(hits), "index_version": snap.version})
-        )
-        if not hits:
-            return _abstain(question, AbstainReason.NO_EVIDENCE, (), trace)
-        candidates = self.generator.candidates(question, hits, lambda t: self.index.idf(t, snap))
-        t2 = time.perf_counter()
-        best = candidates[0] if candidates else None
-        support = best.coverage if best else 0.0
-        trace.append(
-            TraceStep("generate", (t2 - t1) * 1000, {"sentences": len(candidates), "support": support})
-        )
-        threshold = self.settings.min_answer_support if min_support is None else min_support
-        if best is None or support < threshold:
-            return _abstain(question, AbstainReason.SUFFICIENCY, tuple(hits), trace, support)
-        grounding = GroundingReport(support, (ClaimSupport(best.sentence.text, support),))
-        return QueryResult(
-            question=question,
-            answer=best.sentence.text,
-            abstained=False,
-            abstain_reason=None,
-            grounding=grounding,
-            confidence=support,
-            sentences=(best.sentence,),
-            evidence=tuple(hits),
-            trace=tuple(trace),
-        )
-
-
-def _abstain(
-    question: str,
-    reason: AbstainReason,
-    hits: tuple[Hit, ...],
-    trace: list[TraceStep],
-    confidence: float = 0.0,
-) -> QueryResult:
-    logger.debug("abstain (%s) on %r at confidence %.3f", reason.value, question, confidence)
-    return QueryResult(
-        question=question,
-        answer=None,
-        abstained=True,
-        abstain_reason=reason,
-        grounding=GroundingReport(0.0),
-        confidence=confidence,
-        evidence=hits,
-        trace=tuple(trace),
-    )
+        return self._controller(s).run(question)
 
 
 def _progress(total: int, desc: str, unit: str, disable: bool) -> Any:

@@ -63,6 +63,9 @@ def render_markdown(report: dict[str, Any], plots: dict[str, str]) -> str:
     for kind, counts in sorted(m["abstain_reasons"].items()):
         for reason, count in sorted(counts.items()):
             lines.append(f"| {kind} | {reason} | {count} |")
+    lines += ["", "## Answerable questions: where they went", "", "| category | count |", "| --- | --- |"]
+    for name, count in m["answerable_failure_analysis"].items():
+        lines.append(f"| {name.replace('_', ' ')} | {count} |")
     lines += ["", "## Latency by stage (ms)", "", "| stage | p50 | p95 | p99 |", "| --- | --- | --- | --- |"]
     for stage, p in m["latency_ms"]["per_stage"].items():
         lines.append(f"| {stage} | {p['p50']:.3f} | {p['p95']:.3f} | {p['p99']:.3f} |")
@@ -105,10 +108,10 @@ def write_plots(report: dict[str, Any], plots_dir: Path, relative_to: Path) -> d
         by_kind.setdefault(o["kind"], []).append(o["confidence"])
     for kind, values in sorted(by_kind.items()):
         ax.hist(values, bins=30, range=(0, 1), alpha=0.5, label=f"{kind.replace('_', ' ')} ({len(values)})")
-    threshold = report["calibration"].get("min_answer_support")
+    threshold = report["calibration"].get("threshold")
     if threshold is not None:
         ax.axvline(threshold, color="black", linestyle="--", label=f"threshold {threshold:.2f}")
-    ax.set_xlabel("final confidence")
+    ax.set_xlabel("final confidence (calibrated P(correct answer))")
     ax.set_ylabel("questions")
     ax.set_title("Gate score: answerable vs questions to refuse")
     ax.legend()

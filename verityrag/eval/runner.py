@@ -72,7 +72,10 @@ class QuestionOutcome:
                     break
         stages: dict[str, float] = {}
         for step in result.trace:
-            stages[step.stage] = stages.get(step.stage, 0.0) + step.duration_ms
+            # An agent attempt carries its own stage timings (retrieve, rerank, select, gate).
+            parts = step.details.get("timings_ms") or {step.stage: step.duration_ms}
+            for stage, ms in parts.items():
+                stages[stage] = stages.get(stage, 0.0) + ms
         return cls(
             id=q.id,
             kind=q.kind,
@@ -124,8 +127,11 @@ def run_eval(options: EvalOptions) -> dict[str, Any]:
     pipeline.train_reranker()
     train_s = time.perf_counter() - t0
 
+    # The gate is fitted on answerable and held-out-topic calibration questions. The in-domain
+    # unanswerable ones stay out: that figure is reported, not fitted (data/corpus_manifest.json).
+    fit_on = [q for q in calibration if q.kind != "unanswerable_in_domain"]
     t0 = time.perf_counter()
-    calibration_result = pipeline.calibrate([(q.question, q.answers) for q in calibration])
+    calibration_result = pipeline.calibrate([(q.question, q.answers) for q in fit_on])
     calibrate_s = time.perf_counter() - t0
 
     outcomes: list[QuestionOutcome] = []
@@ -152,7 +158,11 @@ def run_eval(options: EvalOptions) -> dict[str, Any]:
             "calibrate": calibrate_s,
             "total": time.perf_counter() - started,
         },
-        "calibration": {"questions": len(calibration), **calibration_result},
+        "calibration": {
+            "questions": len(fit_on),
+            "excluded_kinds": ["unanswerable_in_domain"],
+            **calibration_result,
+        },
         "test": {"questions": len(outcomes), "by_kind": dict(Counter(o.kind for o in outcomes))},
         "metrics": summarise(outcomes),
         "outcomes": [dataclasses.asdict(o) for o in outcomes],
@@ -188,6 +198,7 @@ def summarise(outcomes: Sequence[QuestionOutcome]) -> dict[str, Any]:
             f"at_{k}": rate(sum(1 for o in answerable if o.gold_rank and o.gold_rank <= k), len(answerable))
             for k in (1, 3, 5)
         },
+        "answerable_failure_analysis": failure_categories(answerable),
         "answered_share_of_all": rate(sum(o.answered for o in outcomes), len(outcomes)),
         "risk_coverage": {
             "all_questions": curve_all.as_dict(),
@@ -201,6 +212,30 @@ def summarise(outcomes: Sequence[QuestionOutcome]) -> dict[str, Any]:
             },
         },
     }
+
+
+def failure_categories(answerable: Sequence[QuestionOutcome], evidence_k: int = 3) -> dict[str, int]:
+    """Where answerable questions go: answered right, or which stage lost them.
+
+    ``gold in evidence`` means a gold answer is in one of the top ``evidence_k``
+    chunks the answer was chosen from: a wrong answer then is a sentence-selection
+    error, an abstention a gate (or check) that was too strict.
+    """
+    out = {
+        "answered_correct": 0,
+        "answered_wrong_gold_in_evidence": 0,
+        "answered_wrong_gold_not_retrieved": 0,
+        "abstained_gold_in_evidence": 0,
+        "abstained_gold_not_retrieved": 0,
+    }
+    for o in answerable:
+        in_evidence = o.gold_rank is not None and o.gold_rank <= evidence_k
+        where = "gold_in_evidence" if in_evidence else "gold_not_retrieved"
+        if o.answered:
+            out["answered_correct" if o.correct else f"answered_wrong_{where}"] += 1
+        else:
+            out[f"abstained_{where}"] += 1
+    return out
 
 
 def _count(outcomes: Sequence[QuestionOutcome], kind: str) -> int:

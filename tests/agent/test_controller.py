@@ -1,0 +1,550 @@
+"""AgentController through a small real pipeline: the bounded loop, every abstain reason, the trace.
+
+One pipeline per module holds the first 150 documents of the committed SQuAD corpus
+(Super Bowl 50, Nikola Tesla, Oxygen) with the bundled sentence selector and
+sufficiency gate. Tests that need another gate, checker or model build their own
+controller from it and never change the shared pipeline.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from verityrag import AbstainReason, InvalidInputError, Settings, VerityRAGPipeline
+from verityrag.agent.controller import GROUNDING_THRESHOLDS, AgentController
+from verityrag.agent.sufficiency import GATE_FEATURES, SufficiencyGate
+from verityrag.errors import NotFittedError
+from verityrag.types import Chunk, CitedSentence, GroundingReport, QueryResult, TraceStep
+from verityrag.verify.grounding import GroundingChecker
+
+pytestmark = pytest.mark.integration
+
+N_DOCS = 150
+CALIBRATION = Path(__file__).resolve().parents[2] / "data" / "questions" / "calibration.jsonl"
+# Plainly covered by the corpus slice: the bundled gate answers them (one is enough).
+EASY = (
+    "What anniversary of the Pokémon franchise was celebrated during the Super Bowl?",
+    "Who did the Carolina Panthers beat in the 2015 NFC Championship game?",
+    "In 2011, who was the first player to be chosen in the NFL draft?",
+)
+# Covered, and without the title of its document (so both reformulations apply).
+REFORMULABLE = "What position does Jerricho Cotchery play?"
+UNRELATED = "Who won the 1998 chess championship in Moscow?"
+ANY_QUESTIONS = (REFORMULABLE, *EASY, UNRELATED, "Who was the Super Bowl 50 halftime show headliner?")
+ATTEMPT_DETAILS = {"query", "strategy", "probability", "top_chunks", "features", "timings_ms"}
+TIMINGS = {"retrieve", "rerank", "select", "gate"}
+
+
+# ---------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="module")
+def documents(corpus_slice: list[dict[str, str]]) -> list[dict[str, str]]:
+    return corpus_slice[:N_DOCS]
+
+
+@pytest.fixture(scope="module")
+def pipeline(documents: list[dict[str, str]]) -> VerityRAGPipeline:
+    p = VerityRAGPipeline(settings=Settings())
+    p.ingest_documents(documents)
+    return p
+
+
+@pytest.fixture(scope="module")
+def answered(pipeline: VerityRAGPipeline) -> QueryResult:
+    results = [pipeline.query(q) for q in EASY]
+    answers = [r for r in results if not r.abstained]
+    assert answers, f"the bundled gate refused every easy question: {[r.abstain_reason for r in results]}"
+    return answers[0]
+
+
+@pytest.fixture(scope="module")
+def calibration_questions(documents: list[dict[str, str]]) -> list[tuple[str, list[str]]]:
+    """Answerable questions about the slice, then questions no document of it answers."""
+    ids = {d["doc_id"] for d in documents}
+    with CALIBRATION.open(encoding="utf-8") as fh:
+        rows = [json.loads(line) for line in fh]
+    answerable: list[tuple[str, list[str]]] = [
+        (r["question"], r["answers"]) for r in rows if r["source_doc_id"] in ids and r["answers"]
+    ]
+    unanswerable: list[tuple[str, list[str]]] = [(r["question"], []) for r in rows if not r["answers"]]
+    return answerable[:40] + unanswerable[:25]
+
+
+# ------------------------------------------------------------------------- stubs
+
+
+class FixedGate(SufficiencyGate):
+    """A gate whose probability per attempt is given (the last one repeats) and whose threshold is set."""
+
+    def __init__(self, probabilities: Sequence[float], threshold: float) -> None:
+        super().__init__()
+        self.probabilities = list(probabilities)
+        self.threshold_ = threshold
+        self.rows: list[list[float]] = []
+
+    def predict_proba(self, features: npt.ArrayLike) -> npt.NDArray[np.float64]:
+        rows = np.atleast_2d(np.asarray(features, dtype=np.float64))
+        self.rows.extend(rows.tolist())
+        p = self.probabilities[min(len(self.rows), len(self.probabilities)) - 1]
+        return np.full(len(rows), p)
+
+
+class LowGrounding(GroundingChecker):
+    def check(self, sentences: Sequence[CitedSentence], evidence: Any) -> GroundingReport:
+        return GroundingReport(0.1)
+
+
+class ScoreStub:
+    """An answerability model or answer guard that always scores 0.0 against a 0.9 threshold."""
+
+    threshold = 0.9
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str]] = []
+
+    def score(self, first: str, second: str) -> float:
+        self.calls.append((first, second))
+        return 0.0
+
+
+PASSING = (0.95, 0.5)  # a gate that always answers: (probability, threshold)
+UNREACHABLE = (0.5, 1.1)  # probability above the signal floor, threshold never reached
+
+
+def controller(
+    pipeline: VerityRAGPipeline, gate: tuple[float, float] | None = None, **changes: Any
+) -> AgentController:
+    """The pipeline's own controller (its parts and reformulators) with some parts swapped."""
+    settings = pipeline.settings.replace(
+        **{k: changes.pop(k) for k in ("max_reformulations", "verify", "strictness") if k in changes}
+    )
+    ctrl = pipeline._controller(settings)
+    if gate is not None:
+        ctrl.gate = FixedGate([gate[0]], gate[1])
+    for name, value in changes.items():
+        assert hasattr(ctrl, name), name
+        setattr(ctrl, name, value)
+    return ctrl
+
+
+def attempts(result: QueryResult) -> list[TraceStep]:
+    return [s for s in result.trace if s.stage.startswith("attempt_")]
+
+
+def stages(result: QueryResult) -> list[str]:
+    return [s.stage for s in result.trace]
+
+
+# ------------------------------------------------------------------ bounded loop
+
+
+@pytest.mark.parametrize("max_reformulations", [0, 1, 2, 3])
+@pytest.mark.parametrize("question", ANY_QUESTIONS)
+def test_loop_max_reformulations_bounds_attempts(
+    pipeline: VerityRAGPipeline, question: str, max_reformulations: int
+) -> None:
+    ctrl = controller(pipeline, UNREACHABLE, max_reformulations=max_reformulations)
+    result = ctrl.run(question)
+    steps = attempts(result)
+    assert 1 <= len(steps) <= 1 + max_reformulations
+    assert [s.stage for s in steps] == [f"attempt_{i}" for i in range(len(steps))]
+    assert result.abstain_reason is AbstainReason.SUFFICIENCY
+    assert result.trace[-1].details["attempts"] == len(steps)
+
+
+@pytest.mark.parametrize(
+    ("max_reformulations", "strategies"),
+    [
+        (0, ["original"]),
+        (1, ["original", "salient_expansion"]),
+        (2, ["original", "salient_expansion", "title_anchored"]),
+        (5, ["original", "salient_expansion", "title_anchored"]),  # as many as there are reformulators
+    ],
+)
+def test_loop_some_signal_reformulates_and_records_strategies(
+    pipeline: VerityRAGPipeline, max_reformulations: int, strategies: list[str]
+) -> None:
+    result = controller(pipeline, UNREACHABLE, max_reformulations=max_reformulations).run(REFORMULABLE)
+    details = [s.details for s in attempts(result)]
+    assert [d["strategy"] for d in details] == strategies
+    queries = [d["query"] for d in details]
+    assert queries[0] == REFORMULABLE
+    assert len(set(queries)) == len(queries)  # every rewrite is new
+    if len(queries) > 1:
+        assert queries[1].startswith(REFORMULABLE)  # expansion appends
+        assert len(queries[1]) > len(REFORMULABLE)
+    if len(queries) > 2:
+        assert queries[2].endswith(f": {REFORMULABLE}")  # title anchoring prefixes the title
+
+
+def test_loop_gate_judges_the_original_question_on_every_attempt(pipeline: VerityRAGPipeline) -> None:
+    ctrl = controller(pipeline, UNREACHABLE, max_reformulations=2)
+    result = ctrl.run(REFORMULABLE)
+    assert isinstance(ctrl.gate, FixedGate)
+    assert len(ctrl.gate.rows) == len(attempts(result)) == 3
+    query_terms = GATE_FEATURES.index("query_terms")
+    assert {row[query_terms] for row in ctrl.gate.rows} == {
+        attempts(result)[0].details["features"]["query_terms"]
+    }
+
+
+@pytest.mark.parametrize("question", ANY_QUESTIONS)
+def test_loop_probability_below_signal_floor_makes_one_attempt(
+    pipeline: VerityRAGPipeline, question: str
+) -> None:
+    ctrl = controller(pipeline, max_reformulations=2)
+    ctrl.gate = FixedGate([ctrl.signal_floor / 2], 0.5)
+    result = ctrl.run(question)
+    assert stages(result) == ["attempt_0", "abstain"]
+    assert result.abstain_reason is AbstainReason.SUFFICIENCY
+
+
+def test_loop_probability_at_signal_floor_counts_as_signal(pipeline: VerityRAGPipeline) -> None:
+    ctrl = controller(pipeline, max_reformulations=2)
+    ctrl.gate = FixedGate([ctrl.signal_floor], 0.5)
+    assert len(attempts(ctrl.run(REFORMULABLE))) == 3
+
+
+class Echo:
+    """A reformulator that declines by returning the question unchanged, or None."""
+
+    name = "echo"
+
+    def __init__(self, same: bool) -> None:
+        self.same = same
+
+    def __call__(self, q: Any, hits: Any) -> str | None:
+        return q.text if self.same else None
+
+
+@pytest.mark.parametrize("same", [True, False])
+def test_loop_reformulator_without_new_query_stops(pipeline: VerityRAGPipeline, same: bool) -> None:
+    ctrl = controller(pipeline, UNREACHABLE, max_reformulations=2, reformulators=[Echo(same), Echo(same)])
+    assert stages(ctrl.run(REFORMULABLE)) == ["attempt_0", "abstain"]
+
+
+def test_loop_sufficient_first_attempt_stops(pipeline: VerityRAGPipeline) -> None:
+    result = controller(pipeline, PASSING, max_reformulations=2).run(REFORMULABLE)
+    assert len(attempts(result)) == 1
+    assert not result.abstained
+
+
+def test_loop_gate_unreachable_on_default_gate_question_never_exceeds_bound(
+    pipeline: VerityRAGPipeline,
+) -> None:
+    # The bundled gate with its threshold forced out of reach: the loop still ends.
+    ctrl = controller(pipeline, max_reformulations=2)
+    gate = SufficiencyGate.from_dict(pipeline.gate.to_dict())
+    gate.threshold_ = 1.1
+    ctrl.gate = gate
+    for question in ANY_QUESTIONS:
+        result = ctrl.run(question)
+        assert len(attempts(result)) <= 3
+        assert result.abstain_reason is AbstainReason.SUFFICIENCY
+
+
+def test_controller_negative_max_reformulations_raises(pipeline: VerityRAGPipeline) -> None:
+    ctrl = pipeline._controller(pipeline.settings)
+    with pytest.raises(ValueError, match="max_reformulations must be >= 0"):
+        AgentController(
+            ctrl.index,
+            ctrl.retriever,
+            ctrl.selector,
+            ctrl.gate,
+            ctrl.grounding,
+            ctrl.cache,
+            max_reformulations=-1,
+        )
+
+
+def test_controller_without_gate_raises_not_fitted(pipeline: VerityRAGPipeline) -> None:
+    with pytest.raises(NotFittedError, match="needs a fitted sufficiency gate"):
+        pipeline._controller(pipeline.settings, with_gate=False).run(REFORMULABLE)
+
+
+# ------------------------------------------------------------------ confidence
+
+
+def test_confidence_is_best_attempt_probability_and_evidence_its_hits(pipeline: VerityRAGPipeline) -> None:
+    ctrl = controller(pipeline, max_reformulations=2)
+    ctrl.gate = FixedGate([0.2, 0.6, 0.4], 1.1)
+    result = ctrl.run(REFORMULABLE)
+    steps = attempts(result)
+    assert [s.details["probability"] for s in steps] == [0.2, 0.6, 0.4]
+    assert result.confidence == pytest.approx(0.6)
+    assert [h.chunk_id for h in result.evidence[:3]] == steps[1].details["top_chunks"]
+    assert result.trace[-1].details["probability"] == pytest.approx(0.6)
+
+
+def test_confidence_answered_equals_max_attempt_probability(answered: QueryResult) -> None:
+    best = max(s.details["probability"] for s in attempts(answered))
+    assert answered.confidence == pytest.approx(best, abs=1e-4)
+
+
+# --------------------------------------------------------------- abstain reasons
+
+
+def _no_evidence(pipeline: VerityRAGPipeline) -> QueryResult:
+    return VerityRAGPipeline(settings=Settings()).query("Where do aardvarks live?")
+
+
+def _sufficiency(pipeline: VerityRAGPipeline) -> QueryResult:
+    return pipeline.query(UNRELATED)
+
+
+def _answerability(pipeline: VerityRAGPipeline) -> QueryResult:
+    return controller(pipeline, PASSING, answerability=ScoreStub()).run(REFORMULABLE)
+
+
+def _grounding(pipeline: VerityRAGPipeline) -> QueryResult:
+    return controller(pipeline, PASSING, grounding=LowGrounding()).run(REFORMULABLE)
+
+
+def _guard(pipeline: VerityRAGPipeline) -> QueryResult:
+    return controller(pipeline, PASSING, answer_guard=ScoreStub()).run(REFORMULABLE)
+
+
+SCENARIOS: dict[AbstainReason, Callable[[VerityRAGPipeline], QueryResult]] = {
+    AbstainReason.NO_EVIDENCE: _no_evidence,
+    AbstainReason.SUFFICIENCY: _sufficiency,
+    AbstainReason.ANSWERABILITY: _answerability,
+    AbstainReason.GROUNDING: _grounding,
+    AbstainReason.GUARD: _guard,
+}
+
+
+@pytest.mark.parametrize("reason", list(SCENARIOS), ids=str)
+def test_abstain_reason_is_reachable_and_recorded(pipeline: VerityRAGPipeline, reason: AbstainReason) -> None:
+    result = SCENARIOS[reason](pipeline)
+    assert result.abstained
+    assert result.abstain_reason is reason
+    assert result.answer is None
+    assert result.sentences == ()
+    last = result.trace[-1]
+    assert last.stage == "abstain"
+    assert last.details["reason"] == reason.value
+    assert {"probability", "threshold", "attempts", "snapshot_version"} <= set(last.details)
+
+
+def test_abstain_reasons_every_reason_but_verifier_error_has_a_scenario() -> None:
+    assert set(SCENARIOS) == set(AbstainReason) - {AbstainReason.VERIFIER_ERROR}
+    assert AbstainReason("verifier_error") is AbstainReason.VERIFIER_ERROR  # reserved, not emitted yet
+
+
+def test_abstain_no_evidence_records_empty_attempt() -> None:
+    result = VerityRAGPipeline(settings=Settings()).query("Where do aardvarks live?")
+    assert stages(result) == ["attempt_0", "abstain"]
+    details = result.trace[0].details
+    assert details["top_chunks"] == []
+    assert details["probability"] == 0.0
+    assert set(details["features"].values()) == {0.0}
+    assert result.evidence == ()
+    assert result.grounding.overall_score == 0.0
+
+
+def test_abstain_answerability_stage_records_score_and_threshold(pipeline: VerityRAGPipeline) -> None:
+    model = ScoreStub()
+    result = controller(pipeline, PASSING, answerability=model).run(REFORMULABLE)
+    assert stages(result)[-2:] == ["answerability", "abstain"]
+    assert result.trace[-2].details == {"score": 0.0, "threshold": 0.9}
+    ((question, evidence),) = model.calls
+    assert question == REFORMULABLE
+    assert evidence == " ".join(h.chunk.text for h in result.evidence[:3])
+
+
+def test_abstain_grounding_keeps_the_report_and_threshold(pipeline: VerityRAGPipeline) -> None:
+    result = controller(pipeline, PASSING, grounding=LowGrounding(), strictness="lenient").run(REFORMULABLE)
+    assert stages(result)[-2:] == ["grounding", "abstain"]
+    assert result.grounding.overall_score == 0.1
+    assert result.trace[-2].details["threshold"] == GROUNDING_THRESHOLDS["lenient"]
+
+
+@pytest.mark.parametrize("strictness", ["lenient", "balanced", "strict"])
+def test_abstain_grounding_threshold_follows_strictness(
+    pipeline: VerityRAGPipeline, monkeypatch: pytest.MonkeyPatch, strictness: str
+) -> None:
+    monkeypatch.setitem(GROUNDING_THRESHOLDS, strictness, 1.01)  # unreachable at this level only
+    result = controller(pipeline, PASSING, strictness=strictness).run(REFORMULABLE)
+    assert result.abstain_reason is AbstainReason.GROUNDING
+    assert result.trace[-2].details["threshold"] == 1.01
+
+
+def test_abstain_guard_scores_answer_against_its_cited_chunks(pipeline: VerityRAGPipeline) -> None:
+    guard = ScoreStub()
+    result = controller(pipeline, PASSING, answer_guard=guard).run(REFORMULABLE)
+    assert stages(result)[-3:] == ["grounding", "guard", "abstain"]
+    assert result.trace[-2].details == {"score": 0.0, "threshold": 0.9}
+    ((cited, answer),) = guard.calls
+    assert answer
+    assert answer in cited
+    assert result.grounding.overall_score >= GROUNDING_THRESHOLDS["balanced"]
+
+
+def test_guard_skipped_when_verify_off(pipeline: VerityRAGPipeline) -> None:
+    guard = ScoreStub()
+    result = controller(pipeline, PASSING, answer_guard=guard, verify=False).run(REFORMULABLE)
+    assert not result.abstained
+    assert guard.calls == []
+    assert "guard" not in stages(result)
+
+
+# ---------------------------------------------------------------------- trace
+
+
+def test_trace_answered_has_complete_attempt_and_grounding(
+    pipeline: VerityRAGPipeline, answered: QueryResult
+) -> None:
+    assert stages(answered)[-2:] == ["grounding", "answer"]
+    first = answered.trace[0]
+    assert first.stage == "attempt_0"
+    assert set(first.details) == ATTEMPT_DETAILS
+    assert first.details["query"] == answered.question
+    assert first.details["strategy"] == "original"
+    assert 0.0 <= first.details["probability"] <= 1.0
+    assert 1 <= len(first.details["top_chunks"]) <= 3
+    assert list(first.details["features"]) == list(GATE_FEATURES)
+    assert all(isinstance(v, float) for v in first.details["features"].values())
+    assert set(first.details["timings_ms"]) == TIMINGS
+    assert all(v >= 0.0 for v in first.details["timings_ms"].values())
+    assert first.duration_ms == pytest.approx(sum(first.details["timings_ms"].values()), abs=0.01)
+    grounding = answered.trace[-2].details
+    assert grounding["score"] == answered.grounding.overall_score
+    assert grounding["threshold"] == GROUNDING_THRESHOLDS[pipeline.settings.strictness]
+    assert grounding["score"] >= grounding["threshold"]
+    assert grounding["claims"] == len(answered.grounding.claims) >= 1
+
+
+def test_trace_answered_features_are_in_range(pipeline: VerityRAGPipeline, answered: QueryResult) -> None:
+    features = answered.trace[0].details["features"]
+    for name in ("sentence_cov_w", "sentence_cov", "top_cov_w", "top_title_cov", "oov_fraction"):
+        assert 0.0 <= features[name] <= 1.0, name
+    assert features["selector_margin"] >= 0.0  # the chosen sentence is the selector's best
+    assert features["oov_fraction"] == 0.0  # every term of an easy question is in the corpus
+    assert features["query_terms"] == len(set(pipeline.analyzer.analyze(answered.question)))
+    assert 1 <= features["distinct_docs_top5"] <= min(5, len(answered.evidence))
+
+
+def test_trace_every_attempt_has_the_same_details(pipeline: VerityRAGPipeline) -> None:
+    result = controller(pipeline, UNREACHABLE, max_reformulations=2).run(REFORMULABLE)
+    for step in attempts(result):
+        assert set(step.details) == ATTEMPT_DETAILS
+        assert list(step.details["features"]) == list(GATE_FEATURES)
+        assert set(step.details["timings_ms"]) == TIMINGS
+
+
+def test_trace_abstained_ends_with_reason_and_gate_threshold(pipeline: VerityRAGPipeline) -> None:
+    result = pipeline.query(UNRELATED)
+    assert result.abstain_reason is AbstainReason.SUFFICIENCY
+    last = result.trace[-1]
+    assert last.stage == "abstain"
+    assert last.details["reason"] == "sufficiency"
+    assert last.details["threshold"] == pipeline.gate.threshold_
+    assert last.details["probability"] < last.details["threshold"]
+    assert last.details["attempts"] == len(attempts(result))
+    assert "grounding" not in stages(result)
+
+
+def test_answer_citations_point_into_chunk_text(pipeline: VerityRAGPipeline, answered: QueryResult) -> None:
+    assert answered.answer
+    assert answered.citations
+    evidence_ids = {h.chunk_id for h in answered.evidence}
+    for citation in answered.citations:
+        chunk = pipeline.index.get_chunk(citation.chunk_id)
+        assert isinstance(chunk, Chunk)
+        assert citation.chunk_id in evidence_ids
+        assert (citation.doc_id, citation.title) == (chunk.doc_id, chunk.title)
+        assert chunk.text[citation.start : citation.end] == answered.answer
+
+
+def test_query_verify_off_has_no_grounding_step(pipeline: VerityRAGPipeline, answered: QueryResult) -> None:
+    result = pipeline.query(answered.question, settings=pipeline.settings.replace(verify=False))
+    assert "grounding" not in stages(result)
+    assert not result.abstained
+    assert result.answer == answered.answer
+    assert result.grounding.overall_score == 1.0
+
+
+def test_query_verify_off_abstention_has_no_grounding_step(pipeline: VerityRAGPipeline) -> None:
+    result = pipeline.query(UNRELATED, settings=pipeline.settings.replace(verify=False))
+    assert result.abstained
+    assert "grounding" not in stages(result)
+
+
+# ------------------------------------------------------------ calibrate, train
+
+
+@pytest.fixture(scope="module")
+def calibrated(
+    documents: list[dict[str, str]], calibration_questions: list[tuple[str, list[str]]]
+) -> tuple[VerityRAGPipeline, dict[str, Any]]:
+    p = VerityRAGPipeline(settings=Settings())
+    p.ingest_documents(documents)
+    p.train_reranker(n_queries=150)
+    return p, p.calibrate(calibration_questions)
+
+
+def test_calibrate_returns_threshold_and_reranker_check(
+    calibrated: tuple[VerityRAGPipeline, dict[str, Any]], calibration_questions: list[tuple[str, list[str]]]
+) -> None:
+    p, summary = calibrated
+    assert 0.0 <= summary["threshold"] <= 1.0 + 1e-9
+    assert summary["threshold"] == p.gate.threshold_
+    assert summary["examples"] == len(calibration_questions)
+    assert summary["must_abstain"] == sum(not answers for _, answers in calibration_questions)
+    check = summary["reranker"]
+    assert check["trained"] is True
+    assert check["used"] is p.use_reranker
+    assert check["used"] is (check["gold_at_1_reranked"] >= check["gold_at_1_fused"])  # the stated rule
+    assert check["questions"] == sum(bool(answers) for _, answers in calibration_questions)
+    assert 0.0 <= check["gold_at_1_fused"] <= 1.0
+    assert 0.0 <= check["gold_at_1_reranked"] <= 1.0
+
+
+def test_calibrate_then_query_uses_the_fitted_gate(
+    calibrated: tuple[VerityRAGPipeline, dict[str, Any]],
+) -> None:
+    p, summary = calibrated
+    for question in (*EASY, UNRELATED):
+        result = p.query(question)
+        assert 0.0 <= result.confidence <= 1.0
+        if result.abstained:
+            assert result.trace[-1].details["threshold"] == summary["threshold"]
+        else:
+            assert result.confidence >= summary["threshold"]
+            assert result.citations
+
+
+def test_calibrate_untrained_reranker_reports_not_used(
+    documents: list[dict[str, str]], calibration_questions: list[tuple[str, list[str]]]
+) -> None:
+    p = VerityRAGPipeline(settings=Settings())
+    p.ingest_documents(documents)
+    summary = p.calibrate(calibration_questions)
+    assert summary["reranker"] == {"trained": False, "used": False}
+    assert p.use_reranker is False
+
+
+def test_calibrate_no_questions_raises_invalid_input(pipeline: VerityRAGPipeline) -> None:
+    with pytest.raises(InvalidInputError, match="questions: need at least one labelled question"):
+        pipeline.calibrate([])
+
+
+def test_calibrate_only_unanswerable_questions_raises(documents: list[dict[str, str]]) -> None:
+    p = VerityRAGPipeline(settings=Settings())
+    p.ingest_documents(documents[:20])
+    with pytest.raises(InvalidInputError, match="both correct and incorrect"):
+        p.calibrate([(UNRELATED, []), ("What is the capital of Mongolia?", [])])
+
+
+def test_train_reranker_empty_pipeline_raises_naming_corpus() -> None:
+    with pytest.raises(InvalidInputError, match=r"corpus: is empty.*train_reranker") as err:
+        VerityRAGPipeline(settings=Settings()).train_reranker()
+    assert err.value.field == "corpus"

@@ -1,0 +1,307 @@
+"""``AgentController``: the bounded answer-or-abstain loop.
+
+    loop <= 1 + max_reformulations:
+        retrieve (hybrid) -> rerank (LightGBM) -> select sentence -> sufficiency gate
+        sufficient -> leave the loop
+        insufficient, some signal, retries left -> reformulate, loop again
+        otherwise -> ABSTAIN(sufficiency)
+    answerability gate (optional) -> generator's answer -> grounding check -> guard (optional)
+
+Every attempt and stage is recorded in the trace with its figures and timing.
+An abstention is a normal result with a reason, never an exception.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from verityrag.agent.reformulation import Reformulator
+from verityrag.agent.sufficiency import GATE_FEATURES, SELECTOR_FEATURES_FOR_GATE, SufficiencyGate
+from verityrag.config import Strictness
+from verityrag.errors import NotFittedError
+from verityrag.generation.sentence_selector import ScoredSentence, SentenceSelector
+from verityrag.index.live import IndexSnapshot, LiveIndex
+from verityrag.retrieval.features import ChunkTermCache, QueryTerms, chunk_features
+from verityrag.retrieval.hybrid import HybridRetriever
+from verityrag.retrieval.reranker import LightGBMReranker
+from verityrag.types import AbstainReason, GroundingReport, Hit, QueryResult, TraceStep
+from verityrag.verify.grounding import GroundingChecker
+
+logger = logging.getLogger(__name__)
+
+# Minimum grounding score per strictness level (claims are scored 0..1).
+GROUNDING_THRESHOLDS: dict[str, float] = {"lenient": 0.3, "balanced": 0.5, "strict": 0.7}
+
+
+class AnswerGuard(Protocol):
+    """A learned check of (evidence, answer): ``score`` is the probability the answer is supported."""
+
+    threshold: float
+
+    def score(self, evidence: str, answer: str) -> float: ...
+
+
+class AnswerabilityModel(Protocol):
+    """A learned check of (question, evidence): ``score`` is the probability it can be answered."""
+
+    threshold: float
+
+    def score(self, question: str, evidence: str) -> float: ...
+
+
+@dataclass
+class Attempt:
+    query: str
+    strategy: str
+    hits: list[Hit]
+    sentences: list[ScoredSentence]
+    probability: float
+    features: list[float]
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+    def trace_details(self) -> dict[str, Any]:
+        return {
+            "query": self.query,
+            "strategy": self.strategy,
+            "probability": round(self.probability, 4),
+            "top_chunks": [h.chunk_id for h in self.hits[:3]],
+            "features": dict(zip(GATE_FEATURES, (round(f, 4) for f in self.features), strict=True)),
+            "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
+        }
+
+
+def gate_features(
+    q: QueryTerms,
+    hits: Sequence[Hit],
+    sentences: Sequence[ScoredSentence],
+    cache: ChunkTermCache,
+    analyze: Callable[[str], list[str]],
+) -> list[float]:
+    """One row of :data:`GATE_FEATURES`."""
+    if not hits or not sentences:
+        return [0.0] * len(GATE_FEATURES)
+    top = hits[0]
+    top_row = chunk_features(q, top, cache.get(top.chunk))
+    best = sentences[0]
+    sentence_terms = frozenset(analyze(best.sentence.text))
+    second_score = sentences[1].score if len(sentences) > 1 else best.score - 1.0
+    return [
+        best.score,
+        best.score - second_score,
+        q.weighted_coverage(sentence_terms),
+        q.coverage(sentence_terms),
+        top_row[5],  # cov_w
+        top_row[7],  # title_cov
+        top_row[0],  # bm25_norm
+        top_row[1],  # dense
+        q.oov_fraction,
+        top_row[10],  # max_missing_idf
+        float(len(q.terms)),
+        float(len({h.chunk.doc_id for h in hits[:5]})),
+        *(best.feature(name) for name in SELECTOR_FEATURES_FOR_GATE),
+    ]
+
+
+class AgentController:
+    """Runs one question through the bounded loop and the checks after it."""
+
+    def __init__(
+        self,
+        index: LiveIndex,
+        retriever: HybridRetriever,
+        selector: SentenceSelector,
+        gate: SufficiencyGate | None,
+        grounding: GroundingChecker,
+        cache: ChunkTermCache,
+        reranker: LightGBMReranker | None = None,
+        reformulators: Sequence[Reformulator] = (),
+        answer_guard: AnswerGuard | None = None,
+        answerability: AnswerabilityModel | None = None,
+        max_reformulations: int = 2,
+        candidates: int = 20,
+        top_k: int = 5,
+        signal_floor: float = 0.05,
+        strictness: Strictness = "balanced",
+        verify: bool = True,
+    ) -> None:
+        if max_reformulations < 0:
+            raise ValueError("max_reformulations must be >= 0")
+        self.index = index
+        self.retriever = retriever
+        self.selector = selector
+        self.gate = gate
+        self.grounding = grounding
+        self.cache = cache
+        self.reranker = reranker
+        self.reformulators = list(reformulators)
+        self.answer_guard = answer_guard
+        self.answerability = answerability
+        self.max_reformulations = max_reformulations
+        self.candidates = candidates
+        self.top_k = top_k
+        self.signal_floor = signal_floor
+        self.strictness = strictness
+        self.verify = verify
+
+    def _attempt(self, q: QueryTerms, query: str, strategy: str, snap: IndexSnapshot) -> Attempt:
+        timings: dict[str, float] = {}
+        t0 = time.perf_counter()
+        hits = self.retriever.search(query, self.candidates, snap)
+        t1 = time.perf_counter()
+        timings["retrieve"] = (t1 - t0) * 1000
+        if self.reranker is not None and self.reranker.is_fitted and hits:
+            rq = q if query == q.text else self._query_terms(query, snap)
+            hits = self.reranker.rerank(rq, hits, self.cache)
+        t2 = time.perf_counter()
+        timings["rerank"] = (t2 - t1) * 1000
+        top = hits[: self.top_k]
+        idf = self._idf(snap)
+        sentences = self.selector.select(q.text, top, idf) if top else []
+        t3 = time.perf_counter()
+        timings["select"] = (t3 - t2) * 1000
+        features = gate_features(q, top, sentences, self.cache, self.index.analyzer.analyze)
+        probability = self.gate.decide(features).probability if top and self.gate is not None else 0.0
+        timings["gate"] = (time.perf_counter() - t3) * 1000
+        return Attempt(query, strategy, top, sentences, probability, features, timings)
+
+    def _idf(self, snap: IndexSnapshot) -> Callable[[str], float]:
+        return lambda term: self.index.idf(term, snap)
+
+    def _query_terms(self, text: str, snap: IndexSnapshot) -> QueryTerms:
+        return QueryTerms.build(
+            text,
+            self.index.analyzer,
+            self._idf(snap),
+            lambda term: self.index.document_frequency(term, snap),
+        )
+
+    def search(self, q: QueryTerms, snap: IndexSnapshot, threshold: float, trace: list[TraceStep]) -> Attempt:
+        """The bounded loop. Returns the attempt the gate trusts most; every attempt goes in ``trace``."""
+        attempts: list[Attempt] = []
+        query, strategy = q.text, "original"
+        for round_no in range(1 + self.max_reformulations):
+            attempt = self._attempt(q, query, strategy, snap)
+            attempts.append(attempt)
+            trace.append(
+                TraceStep(f"attempt_{round_no}", sum(attempt.timings_ms.values()), attempt.trace_details())
+            )
+            if attempt.probability >= threshold or not attempt.hits:
+                break
+            # Reformulate only when the gate sees some signal.
+            if attempt.probability < self.signal_floor or round_no >= min(
+                self.max_reformulations, len(self.reformulators)
+            ):
+                break
+            rewritten = self.reformulators[round_no](q, attempt.hits)
+            if rewritten is None or rewritten == query:
+                break
+            query, strategy = rewritten, self.reformulators[round_no].name
+        return max(attempts, key=lambda a: a.probability)
+
+    def run(self, question: str) -> QueryResult:
+        snap = self.index.snapshot()
+        trace: list[TraceStep] = []
+        started = time.perf_counter()
+        q = self._query_terms(question, snap)
+        if self.gate is None:
+            raise NotFittedError("AgentController.run needs a fitted sufficiency gate")
+        threshold = self.gate.threshold_
+        best = self.search(q, snap, threshold, trace)
+        attempts = [s for s in trace if s.stage.startswith("attempt_")]
+        base = {"snapshot_version": snap.version, "threshold": threshold, "attempts": len(attempts)}
+        if not best.hits:
+            return self._abstain(question, AbstainReason.NO_EVIDENCE, best, trace, started, base)
+        if best.probability < threshold:
+            return self._abstain(question, AbstainReason.SUFFICIENCY, best, trace, started, base)
+
+        evidence_text = " ".join(h.chunk.text for h in best.hits[:3])
+        if self.answerability is not None:
+            t0 = time.perf_counter()
+            score = self.answerability.score(question, evidence_text)
+            ok = score >= self.answerability.threshold
+            trace.append(
+                TraceStep(
+                    "answerability",
+                    (time.perf_counter() - t0) * 1000,
+                    {"score": score, "threshold": self.answerability.threshold},
+                )
+            )
+            if not ok:
+                return self._abstain(question, AbstainReason.ANSWERABILITY, best, trace, started, base)
+
+        chosen = best.sentences[0]
+        evidence = {h.chunk_id: h.chunk for h in best.hits}
+        report = GroundingReport(1.0)  # an extractive sentence is verbatim evidence when unverified
+        if self.verify:
+            t0 = time.perf_counter()
+            report = self.grounding.check([chosen.sentence], evidence)
+            g_threshold = GROUNDING_THRESHOLDS[self.strictness]
+            trace.append(
+                TraceStep(
+                    "grounding",
+                    (time.perf_counter() - t0) * 1000,
+                    {"score": report.overall_score, "threshold": g_threshold, "claims": len(report.claims)},
+                )
+            )
+            if report.overall_score < g_threshold:
+                return self._abstain(question, AbstainReason.GROUNDING, best, trace, started, base, report)
+
+        if self.verify and self.answer_guard is not None:
+            t0 = time.perf_counter()
+            cited = " ".join(
+                evidence[c.chunk_id].text for c in chosen.sentence.citations if c.chunk_id in evidence
+            )
+            score = self.answer_guard.score(cited, chosen.sentence.text)
+            ok = score >= self.answer_guard.threshold
+            trace.append(
+                TraceStep(
+                    "guard",
+                    (time.perf_counter() - t0) * 1000,
+                    {"score": score, "threshold": self.answer_guard.threshold},
+                )
+            )
+            if not ok:
+                return self._abstain(question, AbstainReason.GUARD, best, trace, started, base, report)
+
+        logger.debug("answer %r with p=%.3f >= %.3f", question, best.probability, threshold)
+        trace.append(TraceStep("answer", 0.0, {"probability": best.probability, **base}))
+        return QueryResult(
+            question=question,
+            answer=chosen.sentence.text,
+            abstained=False,
+            abstain_reason=None,
+            grounding=report,
+            confidence=best.probability,
+            sentences=(chosen.sentence,),
+            evidence=tuple(best.hits),
+            trace=tuple(trace),
+        )
+
+    def _abstain(
+        self,
+        question: str,
+        reason: AbstainReason,
+        best: Attempt,
+        trace: list[TraceStep],
+        started: float,
+        details: dict[str, Any],
+        report: GroundingReport | None = None,
+    ) -> QueryResult:
+        logger.debug("abstain (%s) on %r: p=%.3f", reason.value, question, best.probability)
+        trace.append(
+            TraceStep("abstain", 0.0, {"reason": reason.value, "probability": best.probability, **details})
+        )
+        return QueryResult(
+            question=question,
+            answer=None,
+            abstained=True,
+            abstain_reason=reason,
+            grounding=report or GroundingReport(0.0),
+            confidence=best.probability,
+            evidence=tuple(best.hits),
+            trace=tuple(trace),
+        )
