@@ -7,7 +7,7 @@ LINTED := verityrag tests scripts data
 REQS := requirements.txt requirements-dev.txt pyproject.toml
 STAMP := $(VENV)/.installed-$(shell cat $(REQS) | sha1sum | cut -c1-12)
 
-.PHONY: setup run test check lint format bench eval readme-results clean
+.PHONY: setup run test check lint format bench eval models readme-results clean
 
 $(STAMP): $(REQS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -40,7 +40,12 @@ bench: setup
 
 eval: setup
 	$(PY) -m verityrag.eval
+	$(PY) -m verityrag.eval --real-embeddings --out eval_report_real_embeddings.json --plots-dir docs/eval/real_embeddings
 	$(PY) scripts/update_readme_results.py
+
+models: setup
+	$(PY) scripts/train_sentence_selector.py
+	$(PY) scripts/train_default_gate.py
 
 readme-results: setup
 	$(PY) scripts/update_readme_results.py

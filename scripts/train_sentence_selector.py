@@ -11,7 +11,7 @@ Questions with no positive candidate are dropped from training.
 Reported: grouped-by-article cross-validation on the training articles (each
 fold holds out ~20% of the articles) and, for information only, the eval's
 calibration split (answerable questions over data/corpus.jsonl). Model vs the
-baseline coverage selector (ExtractiveGenerator), top-1 accuracy.
+baseline coverage selector (CoverageRanker), top-1 accuracy.
 
     python scripts/train_sentence_selector.py                 # train, report, write resources
     python scripts/train_sentence_selector.py --no-write      # report only
@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT))
 from verityrag import Settings, VerityRAGPipeline  # noqa: E402
 from verityrag.eval.dataset import load_corpus, load_questions  # noqa: E402
 from verityrag.eval.metrics import contains_gold  # noqa: E402
-from verityrag.generation.extractive import ExtractiveGenerator  # noqa: E402
+from verityrag.generation.extractive import CoverageRanker  # noqa: E402
 from verityrag.generation.sentence_selector import (  # noqa: E402
     FEATURE_NAMES,
     N_FEATURES,
@@ -175,7 +175,7 @@ def collect(
     from tqdm.auto import tqdm
 
     featurizer = SentenceSelector(max_hits=TOP_HITS, analyzer=pipeline.analyzer)
-    baseline = ExtractiveGenerator(pipeline.analyzer, max_hits=TOP_HITS)
+    baseline = CoverageRanker(pipeline.analyzer, max_hits=TOP_HITS)
     snap = pipeline.index.snapshot()
 
     def idf(term: str) -> float:

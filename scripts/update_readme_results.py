@@ -24,7 +24,7 @@ from verityrag.eval.report import headline_rows  # noqa: E402
 README = ROOT / "README.md"
 REPORTS = {
     "HashingEmbedder (default)": ROOT / "eval_report.json",
-    "all-MiniLM-L6-v2 (--real-embeddings)": ROOT / "eval_report_real_embeddings.json",
+    "all-MiniLM-L6-v2 int8 ONNX (--real-embeddings)": ROOT / "eval_report_real_embeddings.json",
 }
 BENCH = ROOT / "scripts" / "results" / "bench_index.json"
 
@@ -40,6 +40,13 @@ def eval_section() -> str:
     for fig in figures:
         lines.append(f"| {fig} | " + " | ".join(rows[n].get(fig, "n/a") for n in names) + " |")
     first = reports[names[0]]
+    lines += ["", "Where the answerable test questions went (failure analysis by category):", ""]
+    lines += ["| category | " + " | ".join(names) + " |", "| --- |" + " --- |" * len(names)]
+    for cat in first["metrics"]["answerable_failure_analysis"]:
+        counts = [
+            str(r["metrics"].get("answerable_failure_analysis", {}).get(cat, "n/a")) for r in reports.values()
+        ]
+        lines.append(f"| {cat.replace('_', ' ')} | " + " | ".join(counts) + " |")
     lines.append("")
     lines.append(
         f"Test split: {first['test']['questions']} questions ("
@@ -69,10 +76,10 @@ def bench_section() -> str:
 
 def render(text: str) -> str:
     for name, body in (("eval-results", eval_section()), ("bench-results", bench_section())):
-        pattern = re.compile(rf"(<!-- {name}:start -->\n).*?(\n<!-- {name}:end -->)", re.S)
+        pattern = re.compile(rf"(<!-- {name}:start -->).*?(<!-- {name}:end -->)", re.S)
         if not pattern.search(text):
             raise SystemExit(f"README.md lacks the <!-- {name}:start/end --> markers")
-        text = pattern.sub(lambda m, b=body: m.group(1) + b + m.group(2), text)
+        text = pattern.sub(lambda m, b=body: f"{m.group(1)}\n{b}\n{m.group(2)}", text)
     return text
 
 

@@ -47,6 +47,8 @@ class Settings:
     verify: bool = True
     strictness: Strictness = "balanced"
     max_reformulations: int = 2
+    # Reformulate only when the gate's probability is at least this ("some signal").
+    reformulation_signal_floor: float = 0.05
     # Share of unanswerable calibration questions the fitted gate must refuse.
     abstention_target: float = 0.97
     # What the sufficiency gate learns: "evidence" (a gold answer is in the evidence the

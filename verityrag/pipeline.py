@@ -21,6 +21,7 @@ from verityrag.config import Settings
 from verityrag.embed.base import Embedder
 from verityrag.embed.hashing import HashingEmbedder
 from verityrag.errors import InvalidInputError
+from verityrag.generation.extractive import ExtractiveGenerator
 from verityrag.generation.sentence_selector import SentenceSelector
 from verityrag.index.live import IndexSnapshot, LiveIndex
 from verityrag.index.store import SQLiteDocumentStore
@@ -92,8 +93,9 @@ class VerityRAGPipeline:
         self._chunk_terms = ChunkTermCache(analyzer)
         self.reranker = LightGBMReranker()
         self.use_reranker = True  # calibrate() turns it off when it does not help on labelled questions
+        self.reformulate = True  # likewise for reformulation
         self.grounding = GroundingChecker(analyzer)
-        self._selector: SentenceSelector | None = None
+        self.generator = ExtractiveGenerator()
         self._gate: SufficiencyGate | None = None
         self.answer_guard: AnswerGuard | None = None
         self.answerability: AnswerabilityModel | None = None
@@ -274,16 +276,16 @@ class VerityRAGPipeline:
     # ------------------------------------------------------------------ query
     @property
     def selector(self) -> SentenceSelector:
-        """The learned sentence selector (the bundled default, loaded on first use)."""
-        if self._selector is None:
-            self._selector = SentenceSelector.default()
-        return self._selector
+        """The generator's learned sentence selector (the bundled default, loaded on first use)."""
+        return self.generator.selector
 
     @property
     def gate(self) -> SufficiencyGate:
         """The sufficiency gate: the bundled default until ``calibrate`` fits one on your questions."""
         if self._gate is None:
             self._gate = SufficiencyGate.default()
+            # Its threshold was chosen with or without the reformulation loop: follow suit.
+            self.reformulate = bool(self._gate.fit_summary_.get("reformulation", {}).get("used", True))
         return self._gate
 
     def _controller(self, settings: Settings, with_gate: bool = True) -> AgentController:
@@ -303,7 +305,7 @@ class VerityRAGPipeline:
         return AgentController(
             index=self.index,
             retriever=retriever,
-            selector=self.selector,
+            generator=self.generator,
             gate=self.gate if with_gate else None,
             grounding=self.grounding,
             cache=self._chunk_terms,
@@ -311,7 +313,8 @@ class VerityRAGPipeline:
             reformulators=reformulators,
             answer_guard=self.answer_guard,
             answerability=self.answerability,
-            max_reformulations=settings.max_reformulations,
+            max_reformulations=settings.max_reformulations if self.reformulate else 0,
+            signal_floor=settings.reformulation_signal_floor,
             candidates=settings.candidates,
             top_k=settings.top_k,
             strictness=settings.strictness,
@@ -389,16 +392,30 @@ class VerityRAGPipeline:
         )
         self._gate = gate
         summary: dict[str, Any] = {**gate.fit_summary_, "reranker": reranker_check}
+        self.reformulate = True
         if self.settings.max_reformulations > 0 and self.settings.gate_label == "evidence":
             # The loop answers with the best of several attempts (more chances of a false
-            # accept), so the threshold is chosen again on that maximum, out of fold: each
-            # question is looped with a gate fitted without it.
+            # accept), so its threshold is chosen again on that maximum, out of fold: each
+            # question is looped with a gate fitted without it. Reformulation is kept only if
+            # the loop beats a single attempt on the rule's objective (correct answers at the
+            # abstention target), both measured out of fold.
+            neg = np.asarray(must_abstain)
+            _, single = gate.best_operating_point(gate.oof_probabilities_, np.asarray(correct), neg)
             probs, looped_correct = self._looped_oof(labelled, features, correct, must_abstain, snap)
-            gate.threshold_ = gate.choose_threshold(probs, looped_correct, np.asarray(must_abstain))
-            gate.fit_summary_["threshold_single_attempt"] = summary["threshold"]
-            gate.fit_summary_["threshold"] = gate.threshold_
-            summary["threshold_single_attempt"] = summary["threshold"]
-            summary["threshold"] = gate.threshold_
+            looped_threshold, looped = gate.best_operating_point(probs, looped_correct, neg)
+            self.reformulate = looped > single
+            summary["reformulation"] = {
+                "used": self.reformulate,
+                "objective_single": single,
+                "objective_loop": looped,
+            }
+            if self.reformulate:
+                gate.fit_summary_["threshold_single_attempt"] = summary["threshold"]
+                gate.threshold_ = gate.fit_summary_["threshold"] = looped_threshold
+                summary["threshold_single_attempt"] = summary["threshold"]
+                summary["threshold"] = gate.threshold_
+            gate.fit_summary_["reformulation"] = summary["reformulation"]
+            logger.info("reformulation check: %s", summary["reformulation"])
         return summary
 
     def _looped_oof(

@@ -127,6 +127,8 @@ def controller(
         **{k: changes.pop(k) for k in ("max_reformulations", "verify", "strictness") if k in changes}
     )
     ctrl = pipeline._controller(settings)
+    # These tests are about the loop itself, whatever calibrate() decided for this corpus.
+    ctrl.max_reformulations = settings.max_reformulations
     if gate is not None:
         ctrl.gate = FixedGate([gate[0]], gate[1])
     for name, value in changes.items():
@@ -506,6 +508,27 @@ def test_calibrate_returns_threshold_and_reranker_check(
     assert check["questions"] == sum(bool(answers) for _, answers in calibration_questions)
     assert 0.0 <= check["gold_at_1_fused"] <= 1.0
     assert 0.0 <= check["gold_at_1_reranked"] <= 1.0
+
+
+def test_calibrate_keeps_reformulation_only_when_the_loop_beats_one_attempt(
+    calibrated: tuple[VerityRAGPipeline, dict[str, Any]],
+) -> None:
+    p, summary = calibrated
+    check = summary["reformulation"]
+    assert check["used"] is p.reformulate
+    assert check["used"] is (check["objective_loop"] > check["objective_single"])  # the stated rule
+    loops = p._controller(p.settings).max_reformulations
+    assert loops == (p.settings.max_reformulations if check["used"] else 0)
+    if check["used"]:
+        assert summary["threshold_single_attempt"] <= 1.0 + 1e-9
+    else:
+        assert "threshold_single_attempt" not in summary
+
+
+def test_default_gate_sets_reformulation_as_it_was_fitted() -> None:
+    p = VerityRAGPipeline()
+    used = p.gate.fit_summary_["reformulation"]["used"]
+    assert p.reformulate is used
 
 
 def test_calibrate_then_query_uses_the_fitted_gate(

@@ -14,7 +14,7 @@ import pytest
 from verityrag import VerityRAGPipeline
 from verityrag.errors import InvalidInputError, ModelLoadError, NotFittedError
 from verityrag.eval.metrics import contains_gold
-from verityrag.generation.extractive import ExtractiveGenerator
+from verityrag.generation.extractive import CoverageRanker
 from verityrag.generation.sentence_selector import (
     FEATURE_NAMES,
     META_FILENAME,
@@ -132,7 +132,7 @@ def test_select_after_fit_ranks_answer_sentence_first_where_baseline_does_not(
         ranked = tiny_selector.select(question, hits, flat_idf)
         answer_text = hits[0].chunk.text[slice(*sentence_spans(hits[0].chunk.text)[answer])]
         assert ranked[0].sentence.text == answer_text
-        baseline = ExtractiveGenerator(tiny_selector.analyzer).candidates(question, hits, flat_idf)
+        baseline = CoverageRanker(tiny_selector.analyzer).candidates(question, hits, flat_idf)
         assert baseline[0].sentence.text != answer_text  # the case the model exists for
 
 
@@ -353,7 +353,7 @@ def test_default_loads_shipped_model_with_training_metadata() -> None:
 def test_default_picks_gold_sentence_at_least_as_often_as_baseline(eval_pipeline: VerityRAGPipeline) -> None:
     questions = [q for q in _read_jsonl(DATA_DIR / "questions" / "calibration.jsonl") if q["answers"]][:40]
     selector = SentenceSelector.default()
-    baseline = ExtractiveGenerator(eval_pipeline.analyzer)
+    baseline = CoverageRanker(eval_pipeline.analyzer)
     snap = eval_pipeline.index.snapshot()
 
     def idf(term: str) -> float:

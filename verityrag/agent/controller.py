@@ -23,6 +23,7 @@ from verityrag.agent.reformulation import Reformulator
 from verityrag.agent.sufficiency import GATE_FEATURES, SELECTOR_FEATURES_FOR_GATE, SufficiencyGate
 from verityrag.config import Strictness
 from verityrag.errors import NotFittedError
+from verityrag.generation.extractive import ExtractiveGenerator
 from verityrag.generation.sentence_selector import ScoredSentence, SentenceSelector
 from verityrag.index.live import IndexSnapshot, LiveIndex
 from verityrag.retrieval.features import ChunkTermCache, QueryTerms, chunk_features
@@ -113,7 +114,7 @@ class AgentController:
         self,
         index: LiveIndex,
         retriever: HybridRetriever,
-        selector: SentenceSelector,
+        generator: ExtractiveGenerator,
         gate: SufficiencyGate | None,
         grounding: GroundingChecker,
         cache: ChunkTermCache,
@@ -132,7 +133,7 @@ class AgentController:
             raise ValueError("max_reformulations must be >= 0")
         self.index = index
         self.retriever = retriever
-        self.selector = selector
+        self.generator = generator
         self.gate = gate
         self.grounding = grounding
         self.cache = cache
@@ -147,6 +148,10 @@ class AgentController:
         self.strictness = strictness
         self.verify = verify
 
+    @property
+    def selector(self) -> SentenceSelector:
+        return self.generator.selector
+
     def _attempt(self, q: QueryTerms, query: str, strategy: str, snap: IndexSnapshot) -> Attempt:
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
@@ -160,7 +165,7 @@ class AgentController:
         timings["rerank"] = (t2 - t1) * 1000
         top = hits[: self.top_k]
         idf = self._idf(snap)
-        sentences = self.selector.select(q.text, top, idf) if top else []
+        sentences = self.generator.generate(q.text, top, idf) if top else []
         t3 = time.perf_counter()
         timings["select"] = (t3 - t2) * 1000
         features = gate_features(q, top, sentences, self.cache, self.index.analyzer.analyze)

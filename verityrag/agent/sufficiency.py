@@ -155,9 +155,10 @@ class SufficiencyGate:
             oof = self._train(x, y).predict(x, num_threads=1)
         self.isotonic_ = IsotonicRegression(out_of_bounds="clip", y_min=0.0, y_max=1.0).fit(oof, y)
         calibrated = self.isotonic_.predict(oof)
+        self.oof_probabilities_ = calibrated
         self.booster_: Any = self._train(x, y)
         self.threshold_ = self.choose_threshold(calibrated, y.astype(bool), neg)
-        self.fit_summary_ = {
+        self.fit_summary_: dict[str, Any] = {
             "examples": len(y),
             "positives": int(y.sum()),
             "must_abstain": int(neg.sum()),
@@ -173,6 +174,13 @@ class SufficiencyGate:
         self, probs: npt.NDArray[np.float64], correct: npt.NDArray[np.bool_], neg: npt.NDArray[np.bool_]
     ) -> float:
         """The threshold the rule picks for these calibrated probabilities and labels."""
+        return self.best_operating_point(probs, correct, neg)[0]
+
+    def best_operating_point(
+        self, probs: npt.NDArray[np.float64], correct: npt.NDArray[np.bool_], neg: npt.NDArray[np.bool_]
+    ) -> tuple[float, float]:
+        """``(threshold, objective)``: the rule's threshold and the value of what it maximises
+        (the correct-answer rate at the abstention target, or the balanced accuracy)."""
         candidates = np.unique(np.concatenate([probs, [0.0, 1.0 + 1e-9]]))
         answerable = ~neg
         best_t, best = 1.0 + 1e-9, -1.0
@@ -186,7 +194,7 @@ class SufficiencyGate:
                 score = good if abstention >= self.abstention_target else -1.0
             if score > best:
                 best_t, best = float(t), score
-        return best_t
+        return best_t, best
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "booster_"):

@@ -39,6 +39,7 @@ class EvalOptions:
     data_dir: Path = DEFAULT_DATA_DIR
     questions: Path | None = None  # an external JSONL evaluated instead of the test split
     real_embeddings: bool = False
+    embedding_backend: str = "onnx-int8"  # for real embeddings: "onnx-int8" (faster queries) or "torch"
     max_test_questions: int | None = None
     seed: int = 13
     settings: Settings = field(default_factory=Settings)
@@ -97,7 +98,7 @@ def build_pipeline(options: EvalOptions) -> VerityRAGPipeline:
     if options.real_embeddings:
         from verityrag.embed import SentenceTransformerEmbedder
 
-        embedder = SentenceTransformerEmbedder()
+        embedder = SentenceTransformerEmbedder(backend=options.embedding_backend)  # type: ignore[arg-type]
     return VerityRAGPipeline(embedder=embedder, settings=options.settings)
 
 
@@ -247,6 +248,7 @@ def _config(options: EvalOptions, pipeline: VerityRAGPipeline, test_path: Path) 
         "settings": dataclasses.asdict(pipeline.settings),
         "embedder": pipeline.embedder.fingerprint(),
         "real_embeddings": options.real_embeddings,
+        "embedding_backend": options.embedding_backend if options.real_embeddings else None,
         "questions_file": _relative(test_path),
         "max_test_questions": options.max_test_questions,
     }

@@ -1,8 +1,9 @@
-"""Extractive answers: the evidence sentence that best covers the question, cited.
+"""Extractive answers: a verbatim evidence sentence, cited. Grounded by construction.
 
-Grounded by construction: the answer is a verbatim sentence of a retrieved chunk.
-This is the baseline selector (IDF-weighted coverage of the question's terms);
-a learned sentence selector can replace ``score_sentence``.
+``ExtractiveGenerator`` answers with the sentence the learned
+:class:`~verityrag.generation.sentence_selector.SentenceSelector` ranks first.
+``CoverageRanker`` is the baseline it is measured against: IDF-weighted
+coverage of the question's terms.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from verityrag.generation.sentence_selector import ScoredSentence, SentenceSelector
 from verityrag.text.analyzer import Analyzer
 from verityrag.text.sentences import sentence_spans
 from verityrag.types import Citation, CitedSentence, Hit
@@ -23,7 +25,34 @@ class SentenceCandidate:
 
 
 class ExtractiveGenerator:
-    """Picks the best-covering sentence among the top ``max_hits`` hits."""
+    """Ranks the sentences of the top hits with the learned selector; the answer is the first.
+
+    The selector loads lazily (the bundled default unless one is given).
+    """
+
+    def __init__(self, selector: SentenceSelector | None = None) -> None:
+        self._selector = selector
+
+    @property
+    def selector(self) -> SentenceSelector:
+        if self._selector is None:
+            self._selector = SentenceSelector.default()
+        return self._selector
+
+    @property
+    def max_hits(self) -> int:
+        """How many of the top hits the answer may come from."""
+        return self.selector.max_hits
+
+    def generate(
+        self, question: str, hits: Sequence[Hit], idf: Callable[[str], float]
+    ) -> list[ScoredSentence]:
+        """Every sentence of the top hits, best first, each with its citation and score."""
+        return self.selector.select(question, hits, idf)
+
+
+class CoverageRanker:
+    """Baseline: ranks the sentences of the top ``max_hits`` hits by IDF-weighted question coverage."""
 
     def __init__(self, analyzer: Analyzer, max_hits: int = 3) -> None:
         self.analyzer = analyzer

@@ -1,6 +1,6 @@
 """A learned sentence selector: which sentence of the retrieved chunks answers the question.
 
-The baseline (:class:`~verityrag.generation.extractive.ExtractiveGenerator`) ranks
+The baseline (:class:`~verityrag.generation.extractive.CoverageRanker`) ranks
 sentences by IDF-weighted coverage of the question's terms. Retrieval usually
 finds the right chunk, but the sentence that covers the question best is often
 not the one holding the answer (the answer sentence must *add* something: a

@@ -1,0 +1,32 @@
+"""README figures are generated from the reports, never typed: the committed README must match."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.unit
+def test_readme_results_match_the_committed_reports() -> None:
+    spec = importlib.util.spec_from_file_location(
+        "update_readme_results", ROOT / "scripts" / "update_readme_results.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert module.render(readme) == readme, "README figures are stale: run `make readme-results`"
+
+
+@pytest.mark.unit
+def test_readme_starts_with_the_two_setup_commands() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    head = readme.split("## ", 1)[0]
+    assert "make run" in head
+    assert "make test" in head
+    assert "make test" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
