@@ -31,7 +31,7 @@ from verityrag.retrieval.reranker import LightGBMReranker, RankingData, ict_quer
 from verityrag.text.analyzer import DEFAULT_ANALYZER, Analyzer
 from verityrag.text.chunking import chunk_spans
 from verityrag.text.sentences import sentence_spans
-from verityrag.types import Chunk, Document, QueryResult
+from verityrag.types import Chunk, Document, Hit, QueryResult
 from verityrag.verify.grounding import GroundingChecker
 
 logger = logging.getLogger(__name__)
@@ -341,12 +341,7 @@ class VerityRAGPipeline:
             y = np.asarray([int(sentence in h.chunk.text) for h in hits], dtype=np.int32)
             if not hits or y.sum() == 0 or y.sum() == len(y):
                 continue
-            q = QueryTerms.build(
-                query,
-                self.analyzer,
-                lambda t: self.index.idf(t, snap),
-                lambda t: self.index.document_frequency(t, snap),
-            )
+            q = QueryTerms.from_index(query, self.index, snap)
             rows.append(feature_matrix(q, hits, self._chunk_terms))
             labels.append(y)
             groups.append(len(hits))
@@ -384,8 +379,7 @@ class VerityRAGPipeline:
             if self.settings.gate_label == "answer":
                 correct.append(bool(answers) and contains_gold(answer, answers))
             else:  # "evidence": a gold answer is in the evidence the generator reads
-                evidence = attempt.hits[: self.selector.max_hits]
-                correct.append(bool(answers) and any(contains_gold(h.chunk.text, answers) for h in evidence))
+                correct.append(bool(answers) and _gold_in(attempt.hits[: self.generator.max_hits], answers))
             must_abstain.append(not answers)
         gate = SufficiencyGate(abstention_target=self.settings.abstention_target).fit(
             features, correct, must_abstain
@@ -430,8 +424,6 @@ class VerityRAGPipeline:
         """Best-of-loop gate probabilities, each from a gate fitted on the other folds."""
         from sklearn.model_selection import StratifiedKFold
 
-        from verityrag.eval.metrics import contains_gold
-
         y = np.asarray(correct, dtype=np.int32)
         x = np.asarray(features, dtype=np.float64)
         neg = np.asarray(must_abstain, dtype=bool)
@@ -451,17 +443,12 @@ class VerityRAGPipeline:
                 q = looped._query_terms(question, snap)
                 best = looped.search(q, snap, threshold=float("inf"), trace=[])
                 probs[i] = best.probability
-                evidence = best.hits[: self.selector.max_hits]
-                looped_correct[i] = bool(answers) and any(
-                    contains_gold(h.chunk.text, answers) for h in evidence
-                )
+                looped_correct[i] = bool(answers) and _gold_in(best.hits[: self.generator.max_hits], answers)
         return probs, looped_correct
 
     def _check_reranker(self, labelled: Sequence[tuple[str, Sequence[str]]]) -> dict[str, Any]:
         """Keep the ICT reranker only if it ranks a gold-holding chunk first at least as often as
         fusion alone does, on the answerable labelled questions (a stated, data-driven rule)."""
-        from verityrag.eval.metrics import contains_gold
-
         if not self.reranker.is_fitted:
             self.use_reranker = False
             return {"trained": False, "used": False}
@@ -473,16 +460,11 @@ class VerityRAGPipeline:
             hits = self.retriever.search(question, self.settings.candidates, snap)
             if not hits:
                 continue
-            q = QueryTerms.build(
-                question,
-                self.analyzer,
-                lambda t: self.index.idf(t, snap),
-                lambda t: self.index.document_frequency(t, snap),
-            )
+            q = QueryTerms.from_index(question, self.index, snap)
             reranked = self.reranker.rerank(q, hits, self._chunk_terms)
             n += 1
-            fused_hits += contains_gold(hits[0].chunk.text, answers)
-            reranked_hits += contains_gold(reranked[0].chunk.text, answers)
+            fused_hits += _gold_in(hits[:1], answers)
+            reranked_hits += _gold_in(reranked[:1], answers)
         self.use_reranker = n > 0 and reranked_hits >= fused_hits
         check = {
             "trained": True,
@@ -513,6 +495,13 @@ class VerityRAGPipeline:
                 "question", f"is {len(question):,} characters; the limit is {s.max_query_chars:,}"
             )
         return self._controller(s).run(question)
+
+
+def _gold_in(hits: Sequence[Hit], answers: Sequence[str]) -> bool:
+    """A gold answer (SQuAD-normalised, whole tokens) is in one of these hits' text."""
+    from verityrag.eval.metrics import contains_gold
+
+    return any(contains_gold(h.chunk.text, answers) for h in hits)
 
 
 def _progress(total: int, desc: str, unit: str, disable: bool) -> Any:

@@ -177,12 +177,7 @@ class AgentController:
         return lambda term: self.index.idf(term, snap)
 
     def _query_terms(self, text: str, snap: IndexSnapshot) -> QueryTerms:
-        return QueryTerms.build(
-            text,
-            self.index.analyzer,
-            self._idf(snap),
-            lambda term: self.index.document_frequency(term, snap),
-        )
+        return QueryTerms.from_index(text, self.index, snap)
 
     def search(self, q: QueryTerms, snap: IndexSnapshot, threshold: float, trace: list[TraceStep]) -> Attempt:
         """The bounded loop. Returns the attempt the gate trusts most; every attempt goes in ``trace``."""

@@ -98,8 +98,6 @@ class LiveDocumentStream:
         if self.source is not None:
             try:
                 for doc in self.source:
-                    if self._stopping.is_set() and self._queue.qsize() == 0:
-                        pass
                     self._ingest(doc)
             except Exception as exc:  # the source itself failed
                 logger.error("stream: source failed: %s", exc)

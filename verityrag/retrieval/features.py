@@ -15,6 +15,7 @@ from itertools import pairwise
 import numpy as np
 import numpy.typing as npt
 
+from verityrag.index.live import IndexSnapshot, LiveIndex
 from verityrag.text.analyzer import Analyzer
 from verityrag.text.sentences import sentence_spans
 from verityrag.types import Chunk, Hit
@@ -103,6 +104,16 @@ class QueryTerms:
             bigrams=_bigrams(ordered),
             max_idf=max(max(weights.values(), default=1.0), 1e-3),
             oov_fraction=len(oov) / len(unique) if unique else 1.0,
+        )
+
+    @classmethod
+    def from_index(cls, text: str, index: LiveIndex, snapshot: IndexSnapshot) -> QueryTerms:
+        """Terms and weights of ``text`` at one snapshot of ``index``, with its analyzer."""
+        return cls.build(
+            text,
+            index.analyzer,
+            lambda term: index.idf(term, snapshot),
+            lambda term: index.document_frequency(term, snapshot),
         )
 
     @property
