@@ -355,6 +355,19 @@ class LiveIndex:
         order = sorted(top, key=lambda i: (-sims[i], i))
         return [Scored(snap.chunk(int(i)), float(sims[i])) for i in order]
 
+    def cosines(
+        self, vector: npt.ArrayLike, chunk_ids: Sequence[str], snapshot: IndexSnapshot | None = None
+    ) -> list[float]:
+        """Cosine of ``vector`` with each chunk (0.0 for a chunk the snapshot does not hold)."""
+        snap = snapshot or self._snapshot
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        out = []
+        for chunk_id in chunk_ids:
+            slot = self._slot_of_chunk.get(chunk_id)
+            ok = slot is not None and slot < snap.n_slots and snap.chunk(slot).chunk_id == chunk_id
+            out.append(float(query @ snap.vectors[:, slot]) if ok else 0.0)
+        return out
+
     def _search_ann(
         self, ann: _HnswIndex, snap: IndexSnapshot, query: npt.NDArray[np.float32], k: int
     ) -> list[Scored]:

@@ -55,6 +55,11 @@ class HybridRetriever:
         bm25_rank = {cid: r for r, cid in enumerate(bm25, start=1)}
         dense_rank = {cid: r for r, cid in enumerate(cos, start=1)}
         ordered = sorted(fused, key=lambda cid: (-fused[cid], cid))[:k]
+        # A chunk found only lexically still has a cosine: fill it in, so every hit's
+        # dense_score means the same thing (it is a feature of the models downstream).
+        missing = [cid for cid in ordered if cid not in cos]
+        if missing and np.any(vector):
+            cos.update(zip(missing, self.index.cosines(vector, missing, snap), strict=True))
         hits = [
             Hit(
                 chunk=chunks[cid],
