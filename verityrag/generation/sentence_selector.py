@@ -387,7 +387,10 @@ def extract_features(
         cov_chunk = q.coverage(chunk_terms)
         cov_title = q.coverage(title_terms)
         bm25_norm = hit.bm25_score / q.idf_mass if q.idf_mass > 0 else 0.0
-        rerank = hit.rerank_score if hit.rerank_score is not None else 0.0
+        # Always 0: the shipped model was trained without a reranker, and a per-corpus
+        # reranker's scores would be out of its training distribution. The slot stays so
+        # the feature layout (and the shipped model) does not change.
+        rerank = 0.0
         n = len(spans)
         for i, ((start, end), text, term_list, terms) in enumerate(
             zip(spans, texts, term_lists, term_sets, strict=True)
