@@ -15,8 +15,10 @@ Measured here (2 CPU cores, AMD EPYC with AVX-512 VNNI; 500 Wikipedia sentences 
     torch       4.8-5.9 s               148        112        107
     onnx-int8   0.4-0.5 s               134        115        120
 
-Throughput is a tie within run-to-run noise (+-30 % on this shared VM); onnx-int8
-is not faster at encoding here, but it is ready ~10x sooner and needs no torch.
+Throughput in batches is a tie within run-to-run noise (+-30 % on this shared VM),
+but a single short query is ~3x faster with onnx-int8 (4.2 vs 12.0 ms in
+``scripts/bench_index.py``), and it is ready ~10x sooner and needs no torch: the
+eval's ``--real-embeddings`` uses it.
 Both backends give the same vectors to within 0.0008 cosine (max 1 - cos over the
 500 sentences; mean 0.00045).
 """
