@@ -1,0 +1,405 @@
+"""The REST API: ``uvicorn verityrag.api:app``, or ``create_app(pipeline)`` to serve a pipeline you built.
+
+Thin by design: every endpoint calls the pipeline (in a worker thread, so the
+event loop keeps serving) and translates its result or error; no logic of its own.
+
+Environment, read when the app is created:
+
+- ``VERITYRAG_DATA_DIR``: where the pipeline persists its documents (in memory without it);
+- ``VERITYRAG_API_KEY``: when set, write endpoints need the header ``X-API-Key``;
+- every other ``VERITYRAG_*`` setting, through ``Settings.from_env()``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import logging
+import math
+import os
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+from fastapi import Body, Depends, FastAPI, Request, Security
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.security import APIKeyHeader
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from verityrag import __version__
+from verityrag.api.metrics import CONTENT_TYPE, ApiMetrics
+from verityrag.api.middleware import BodySizeLimitMiddleware, RequestMetricsMiddleware
+from verityrag.api.models import (
+    INGEST_EXAMPLES,
+    UNION_TAGS,
+    CitationOut,
+    ClaimOut,
+    DeletedOut,
+    DocumentBatchIn,
+    DocumentIn,
+    DocumentOut,
+    DocumentsIn,
+    ErrorOut,
+    GroundingOut,
+    HealthOut,
+    IngestedDocument,
+    IngestOut,
+    QueryIn,
+    QueryOut,
+    StatsOut,
+    TraceStepOut,
+)
+from verityrag.errors import InvalidInputError, VerityRAGError
+from verityrag.pipeline import VerityRAGPipeline
+from verityrag.types import Document, QueryResult
+
+logger = logging.getLogger(__name__)
+
+API_KEY_ENV = "VERITYRAG_API_KEY"
+API_KEY_HEADER = "X-API-Key"
+MAX_BODY_BYTES = 2 * 1024 * 1024
+
+
+class ApiError(Exception):
+    """An error response the API chooses: status, the field at fault (or None) and a message."""
+
+    def __init__(self, status: int, field: str | None, message: str) -> None:
+        self.status = status
+        self.field = field
+        self.message = message
+        super().__init__(message)
+
+
+def _error(
+    status: int, field: str | None, message: str, headers: Mapping[str, str] | None = None
+) -> JSONResponse:
+    return JSONResponse(
+        {"error": {"field": field, "message": message}}, status_code=status, headers=dict(headers or {})
+    )
+
+
+class PipelineHolder:
+    """The app's pipeline: given, or created on first need (lifespan or first request).
+
+    If creating it fails (an unreadable data dir, a store this version cannot use),
+    requests get 503 with the reason and the next request tries again.
+    """
+
+    def __init__(self, pipeline: VerityRAGPipeline | None, factory: Callable[[], VerityRAGPipeline]) -> None:
+        self.pipeline = pipeline
+        self.factory = factory
+        self.failure: str | None = None
+        self._lock = asyncio.Lock()
+
+    async def get(self) -> VerityRAGPipeline:
+        if self.pipeline is not None:
+            return self.pipeline
+        async with self._lock:
+            if self.pipeline is None:
+                try:
+                    self.pipeline = await run_in_threadpool(self.factory)
+                    self.failure = None
+                except Exception as exc:
+                    self.failure = f"{type(exc).__name__}: {exc}"
+                    logger.exception("could not create the pipeline")
+                    raise ApiError(503, None, f"the pipeline is unavailable ({self.failure})") from exc
+        return self.pipeline
+
+
+_ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    422: {"model": ErrorOut, "description": "Invalid input; `error.field` names it."},
+    413: {"model": ErrorOut, "description": "Request body over the limit."},
+    503: {"model": ErrorOut, "description": "A model or backend is unavailable; `error.message` says why."},
+}
+_WRITE_RESPONSES: dict[int | str, dict[str, Any]] = {
+    **_ERROR_RESPONSES,
+    401: {
+        "model": ErrorOut,
+        "description": f"Missing or wrong `{API_KEY_HEADER}` (when the server has a key).",
+    },
+}
+_NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorOut, "description": "No such document."}}
+
+
+# Dependencies live at module level: with postponed annotations FastAPI resolves
+# ``Annotated[...]`` in this module's namespace.
+async def _pipeline(request: Request) -> VerityRAGPipeline:
+    holder: PipelineHolder = request.app.state.pipeline_holder
+    return await holder.get()
+
+
+PipelineDep = Annotated[VerityRAGPipeline, Depends(_pipeline)]
+_KEY_HEADER = APIKeyHeader(
+    name=API_KEY_HEADER, auto_error=False, description="Needed on writes if the server has a key."
+)
+
+
+async def require_api_key(request: Request, given: Annotated[str | None, Security(_KEY_HEADER)]) -> None:
+    key: str | None = request.app.state.api_key
+    if key is not None and (given is None or not hmac.compare_digest(given.encode(), key.encode())):
+        raise ApiError(401, API_KEY_HEADER, f"write endpoints need a valid {API_KEY_HEADER} header")
+
+
+def create_app(
+    pipeline: VerityRAGPipeline | None = None,
+    api_key: str | None = None,
+    *,
+    max_body_bytes: int = MAX_BODY_BYTES,
+) -> FastAPI:
+    """Build the API around ``pipeline`` (created lazily from the environment when None).
+
+    ``api_key=None`` reads ``VERITYRAG_API_KEY``; an empty string turns the key off.
+    """
+    key = os.environ.get(API_KEY_ENV) if api_key is None else api_key
+    key = key or None
+    holder = PipelineHolder(pipeline, VerityRAGPipeline)
+    api_metrics = ApiMetrics()
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        # Restore a persisted index before the first request, not during it. A failure is
+        # logged; /health says why, and requests try again.
+        with contextlib.suppress(ApiError):
+            await holder.get()
+        yield
+
+    app = FastAPI(
+        title="VerityRAG",
+        version=__version__,
+        summary="Answers questions over live documents, or abstains with a recorded reason.",
+        lifespan=lifespan,
+    )
+    app.state.pipeline_holder = holder
+    app.state.api_key = key
+    app.state.metrics = api_metrics
+    app.add_middleware(BodySizeLimitMiddleware, max_bytes=max_body_bytes)
+    app.add_middleware(RequestMetricsMiddleware, metrics=api_metrics)  # outermost: counts 413s too
+    _install_error_handlers(app)
+
+    @app.get("/health", response_model=HealthOut, responses={503: {"model": HealthOut}}, tags=["service"])
+    async def health() -> Any:
+        """Liveness and readiness: 200 when the pipeline is up, 503 with the reason when not."""
+        try:
+            p = await holder.get()
+        except ApiError:
+            out = HealthOut(status="unavailable", version=__version__, documents=None, reason=holder.failure)
+            return JSONResponse(out.model_dump(), status_code=503)
+        return HealthOut(status="ok", version=__version__, documents=p.index.n_documents)
+
+    @app.post(
+        "/documents",
+        response_model=IngestOut,
+        responses=_WRITE_RESPONSES,
+        dependencies=[Depends(require_api_key)],
+        tags=["documents"],
+    )
+    async def ingest(
+        body: Annotated[DocumentsIn, Body(openapi_examples=INGEST_EXAMPLES)], p: PipelineDep
+    ) -> IngestOut:
+        """Add one document, or a batch as `{"documents": [...]}`. Re-posting a doc_id replaces it.
+
+        A batch is validated in full before anything is written; the error names the
+        document (`documents[3].text`). Searchable when the response arrives.
+        """
+        if isinstance(body, DocumentIn):
+            result = await run_in_threadpool(
+                p.ingest_document, body.doc_id, body.title, body.text, body.metadata
+            )
+            return IngestOut(
+                documents=[IngestedDocument(**_fields(result, "doc_id", "n_chunks", "replaced"))]
+            )
+        return IngestOut(documents=await run_in_threadpool(_ingest_batch, p, body))
+
+    @app.get(
+        "/documents/{doc_id:path}",
+        response_model=DocumentOut,
+        responses={**_NOT_FOUND, 422: _ERROR_RESPONSES[422], 503: _ERROR_RESPONSES[503]},
+        tags=["documents"],
+    )
+    async def get_document(doc_id: str, p: PipelineDep) -> DocumentOut:
+        """A stored document, with the number of chunks it was split into."""
+        doc = await run_in_threadpool(p.get_document, doc_id)
+        if doc is None:
+            raise ApiError(404, "doc_id", f"no document {doc_id!r}")
+        return DocumentOut(
+            doc_id=doc.doc_id,
+            title=doc.title,
+            text=doc.text,
+            metadata=doc.metadata,
+            n_chunks=len(p.index.chunks_of(doc_id)),
+        )
+
+    @app.delete(
+        "/documents/{doc_id:path}",
+        response_model=DeletedOut,
+        responses={**_WRITE_RESPONSES, **_NOT_FOUND},
+        dependencies=[Depends(require_api_key)],
+        tags=["documents"],
+    )
+    async def delete_document(doc_id: str, p: PipelineDep) -> DeletedOut:
+        """Remove a document from the store and both indexes."""
+        if not await run_in_threadpool(p.delete_document, doc_id):
+            raise ApiError(404, "doc_id", f"no document {doc_id!r}")
+        return DeletedOut(doc_id=doc_id, deleted=True)
+
+    @app.post("/query", response_model=QueryOut, responses=_ERROR_RESPONSES, tags=["query"])
+    async def query(body: QueryIn, p: PipelineDep) -> QueryOut:
+        """Answer with cited evidence, or abstain with a reason (both are 200).
+
+        `verify` and `strictness` override the pipeline's settings for this request only.
+        """
+        changes = {
+            name: getattr(body, name) for name in ("verify", "strictness") if getattr(body, name) is not None
+        }
+        settings = p.settings.replace(**changes) if changes else None
+        started = time.perf_counter()
+        result = await run_in_threadpool(p.query, body.question, body.k, settings)
+        elapsed = time.perf_counter() - started
+        api_metrics.record_query(elapsed, result.abstain_reason.value if result.abstain_reason else None)
+        return _query_out(result)
+
+    @app.get("/stats", response_model=StatsOut, responses={503: _ERROR_RESPONSES[503]}, tags=["service"])
+    async def stats(p: PipelineDep) -> StatsOut:
+        """Documents, chunks, index version, embedder and data dir."""
+        return StatsOut(**p.stats())
+
+    @app.get(
+        "/metrics",
+        response_class=PlainTextResponse,
+        responses={200: {"content": {CONTENT_TYPE: {"example": "verityrag_documents 605\n"}}}},
+        tags=["service"],
+    )
+    async def metrics() -> PlainTextResponse:
+        """Prometheus text format: requests, query latency histogram, abstentions by reason, corpus gauges."""
+        p = holder.pipeline
+        documents = p.index.n_documents if p is not None else None
+        chunks = p.index.snapshot().n_live if p is not None else None
+        return PlainTextResponse(api_metrics.render(documents, chunks), media_type=CONTENT_TYPE)
+
+    return app
+
+
+def _fields(obj: object, *names: str) -> dict[str, Any]:
+    return {name: getattr(obj, name) for name in names}
+
+
+def _ingest_batch(p: VerityRAGPipeline, body: DocumentBatchIn) -> list[IngestedDocument]:
+    docs: list[Document] = []
+    limit = p.settings.max_document_chars
+    for i, d in enumerate(body.documents):
+        # Checked here only to name the document at fault; the pipeline checks the same again.
+        try:
+            docs.append(Document(d.doc_id, d.title, d.text, d.metadata))
+            if len(d.text) > limit:
+                raise InvalidInputError(
+                    "text", f"is {len(d.text):,} characters; the limit is {limit:,} (max_document_chars)"
+                )
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"documents[{i}].{exc.field}", exc.problem) from exc
+    replaced = [p.index.has_document(d.doc_id) for d in docs]
+    p.ingest_documents(docs, progress=False)
+    return [
+        IngestedDocument(doc_id=d.doc_id, n_chunks=len(p.index.chunks_of(d.doc_id)), replaced=r)
+        for d, r in zip(docs, replaced, strict=True)
+    ]
+
+
+def _plain(value: Any) -> Any:
+    """Trace details as JSON: numpy scalars to Python, non-finite floats to null."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if hasattr(value, "item") and callable(value.item) and not isinstance(value, str | bytes):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)
+
+
+def _query_out(result: QueryResult) -> QueryOut:
+    return QueryOut(
+        question=result.question,
+        answer=result.answer,
+        abstained=result.abstained,
+        abstain_reason=result.abstain_reason.value if result.abstain_reason else None,
+        confidence=result.confidence,
+        grounding=GroundingOut(
+            overall_score=result.grounding.overall_score,
+            claims=[ClaimOut(claim=c.claim, support=c.support) for c in result.grounding.claims],
+        ),
+        citations=[
+            CitationOut(**_fields(c, "chunk_id", "doc_id", "title", "start", "end")) for c in result.citations
+        ],
+        trace=[
+            TraceStepOut(stage=t.stage, duration_ms=t.duration_ms, details=_plain(t.details))
+            for t in result.trace
+        ],
+        latency_ms=result.latency_ms,
+    )
+
+
+# ----------------------------------------------------------------- errors
+
+
+def _field_path(loc: Sequence[int | str]) -> str | None:
+    parts = list(loc)
+    if parts and parts[0] in ("body", "query", "path", "header"):
+        parts = parts[1:]
+    path = ""
+    for part in parts:
+        if part in UNION_TAGS:
+            continue
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path or "body"
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(RequestValidationError)
+    async def on_validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = exc.errors()
+        first: dict[str, Any] = (
+            dict(errors[0]) if errors else {"loc": (), "msg": "invalid request", "type": ""}
+        )
+        field: str | None
+        if first.get("type") == "json_invalid":
+            ctx = first.get("ctx") or {}
+            field, problem = "body", f"is not valid JSON ({ctx.get('error', first['msg'])})"
+        else:
+            field = _field_path(first.get("loc", ()))
+            problem = str(first["msg"])
+        more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+        return _error(422, field, f"{field}: {problem}{more}")
+
+    @app.exception_handler(InvalidInputError)
+    async def on_invalid_input(_: Request, exc: InvalidInputError) -> JSONResponse:
+        return _error(422, exc.field, str(exc))
+
+    @app.exception_handler(VerityRAGError)
+    async def on_unavailable(_: Request, exc: VerityRAGError) -> JSONResponse:
+        # ModelLoadError, StorageError, BackendUnavailableError, NotFittedError: the
+        # request was fine, a model or backend is not; retrying later may work.
+        logger.error("503 %s: %s", type(exc).__name__, exc)
+        return _error(503, None, f"{type(exc).__name__}: {exc}", headers={"Retry-After": "5"})
+
+    @app.exception_handler(ApiError)
+    async def on_api_error(_: Request, exc: ApiError) -> JSONResponse:
+        return _error(exc.status, exc.field, exc.message)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def on_http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return _error(exc.status_code, None, str(exc.detail), headers=exc.headers)
+
+    @app.exception_handler(Exception)
+    async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
+        logger.error("unexpected error on %s %s", request.method, request.url.path, exc_info=exc)
+        return _error(500, None, f"internal error ({type(exc).__name__}); it has been logged")
+
+
+app = create_app()

@@ -1,0 +1,121 @@
+"""Pure ASGI middleware: a request body limit (413) and request counting for /metrics."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from verityrag.api.metrics import ApiMetrics
+
+logger = logging.getLogger(__name__)
+
+
+def error_body(field: str | None, message: str) -> bytes:
+    return json.dumps({"error": {"field": field, "message": message}}).encode("utf-8")
+
+
+async def send_json(
+    send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *(headers or []),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+class BodySizeLimitMiddleware:
+    """Refuse a request body above ``max_bytes`` with 413, by Content-Length or while it streams in.
+
+    The body is read here (it is at most ``max_bytes``) and replayed to the app, so a
+    chunked upload without Content-Length is held to the same limit.
+    """
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    def _too_large(self, size: str) -> bytes:
+        return error_body("body", f"request body is {size}; the limit is {self.max_bytes:,} bytes")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        declared = headers.get(b"content-length")
+        if declared is not None:
+            try:
+                length = int(declared)
+            except ValueError:
+                await send_json(send, 400, error_body("Content-Length", "is not an integer"))
+                return
+            if length > self.max_bytes:
+                await send_json(send, 413, self._too_large(f"{length:,} bytes"), [(b"connection", b"close")])
+                return
+        chunks: list[bytes] = []
+        size = 0
+        more = True
+        while more:
+            message = await receive()
+            if message["type"] != "http.request":  # client went away
+                await self.app(scope, _replay([], message, receive), send)
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_bytes:
+                await send_json(send, 413, self._too_large("over the limit"), [(b"connection", b"close")])
+                return
+            chunks.append(chunk)
+            more = message.get("more_body", False)
+        await self.app(scope, _replay(chunks, None, receive), send)
+
+
+def _replay(chunks: list[bytes], pending: Message | None, receive: Receive) -> Receive:
+    state: dict[str, Any] = {"sent": False}
+
+    async def replay() -> Message:
+        if not state["sent"]:
+            state["sent"] = True
+            if pending is not None:
+                return pending
+            return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+        return await receive()
+
+    return replay
+
+
+class RequestMetricsMiddleware:
+    """Count every HTTP response by method, route template (not the raw path) and status."""
+
+    def __init__(self, app: ASGIApp, metrics: ApiMetrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        status = {"code": 500}
+
+        async def send_wrapper(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status["code"] = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_wrapper)
+        finally:
+            route = scope.get("route")
+            endpoint = getattr(route, "path_format", None) or getattr(route, "path", None) or "unmatched"
+            self.metrics.record_request(scope["method"], endpoint, status["code"])

@@ -1,0 +1,258 @@
+"""Request and response bodies of the REST API (pydantic), each with an example for the OpenAPI page."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+
+from verityrag.config import Strictness
+from verityrag.types import DOC_ID_RULE
+
+_DOC_EXAMPLE: dict[str, Any] = {
+    "doc_id": "steam-engine",
+    "title": "Steam Engine",
+    "text": "The steam engine converts heat into mechanical work. James Watt improved it in 1776.",
+    "metadata": {"source": "encyclopedia"},
+}
+
+
+class DocumentIn(BaseModel):
+    """One document to add, or to replace if its ``doc_id`` is already there."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [_DOC_EXAMPLE]})
+
+    doc_id: str = Field(
+        description=f"Stable id; posting the same id again replaces the document. {DOC_ID_RULE}."
+    )
+    title: str = Field(default="", description="Shown with citations.")
+    text: str = Field(description="The document text (limit: the pipeline's max_document_chars).")
+    metadata: dict[str, Any] = Field(default_factory=dict, description="Free-form, stored with the document.")
+
+
+class DocumentBatchIn(BaseModel):
+    """Several documents in one call. Every one is validated before any is written."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"documents": [_DOC_EXAMPLE]}]})
+
+    documents: list[DocumentIn] = Field(min_length=1, max_length=10_000)
+
+
+def _document_form(value: Any) -> str:
+    return "batch" if isinstance(value, dict) and "documents" in value else "single"
+
+
+# Tags that pydantic puts into an error's location; the API strips them so the field path reads as sent.
+UNION_TAGS = frozenset({"single", "batch"})
+
+DocumentsIn = Annotated[
+    Annotated[DocumentIn, Tag("single")] | Annotated[DocumentBatchIn, Tag("batch")],
+    Discriminator(_document_form),
+]
+
+
+INGEST_EXAMPLES: dict[str, Any] = {
+    "one": {"summary": "One document", "value": _DOC_EXAMPLE},
+    "batch": {
+        "summary": "A batch",
+        "value": {
+            "documents": [
+                _DOC_EXAMPLE,
+                {"doc_id": "watt", "title": "James Watt", "text": "Watt was a Scottish engineer."},
+            ]
+        },
+    },
+}
+
+
+class IngestedDocument(BaseModel):
+    doc_id: str
+    n_chunks: int = Field(description="Chunks the document was split into (each is indexed and citable).")
+    replaced: bool = Field(description="True if a document with this id was there before and was replaced.")
+
+
+class IngestOut(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"documents": [{"doc_id": "steam-engine", "n_chunks": 1, "replaced": False}]}]
+        }
+    )
+
+    documents: list[IngestedDocument]
+
+
+class DocumentOut(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{**_DOC_EXAMPLE, "n_chunks": 1}]})
+
+    doc_id: str
+    title: str
+    text: str
+    metadata: dict[str, Any]
+    n_chunks: int
+
+
+class DeletedOut(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"doc_id": "steam-engine", "deleted": True}]})
+
+    doc_id: str
+    deleted: bool
+
+
+class QueryIn(BaseModel):
+    """A question, with optional per-request overrides of the pipeline's settings."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"question": "Who improved the steam engine?"},
+                {
+                    "question": "Who improved the steam engine?",
+                    "k": 3,
+                    "verify": True,
+                    "strictness": "strict",
+                },
+            ]
+        },
+    )
+
+    question: str = Field(description="The question (limit: the pipeline's max_query_chars).")
+    k: int | None = Field(default=None, ge=1, le=100, description="Evidence chunks to keep (top_k).")
+    verify: bool | None = Field(default=None, description="Run verification for this request.")
+    strictness: Strictness | None = Field(default=None, description="How strictly answers must be grounded.")
+
+
+class ClaimOut(BaseModel):
+    claim: str
+    support: float = Field(ge=0.0, le=1.0)
+
+
+class GroundingOut(BaseModel):
+    overall_score: float = Field(description="The minimum over claims: as grounded as the weakest claim.")
+    claims: list[ClaimOut]
+
+
+class CitationOut(BaseModel):
+    chunk_id: str
+    doc_id: str
+    title: str
+    start: int = Field(description="Start of the cited span within the chunk's text.")
+    end: int = Field(description="End (exclusive) of the cited span within the chunk's text.")
+
+
+class TraceStepOut(BaseModel):
+    stage: str
+    duration_ms: float
+    details: dict[str, Any]
+
+
+_ANSWER_EXAMPLE: dict[str, Any] = {
+    "question": "Who improved the steam engine?",
+    "answer": "James Watt improved it in 1776.",
+    "abstained": False,
+    "abstain_reason": None,
+    "confidence": 0.93,
+    "grounding": {
+        "overall_score": 0.91,
+        "claims": [{"claim": "James Watt improved it in 1776.", "support": 0.91}],
+    },
+    "citations": [
+        {
+            "chunk_id": "steam-engine#0",
+            "doc_id": "steam-engine",
+            "title": "Steam Engine",
+            "start": 53,
+            "end": 84,
+        }
+    ],
+    "trace": [
+        {"stage": "attempt_0", "duration_ms": 0.8, "details": {"strategy": "original", "probability": 0.93}},
+        {"stage": "grounding", "duration_ms": 0.1, "details": {"score": 0.91, "threshold": 0.5}},
+        {"stage": "answer", "duration_ms": 0.0, "details": {"probability": 0.93}},
+    ],
+    "latency_ms": 0.9,
+}
+_ABSTAIN_EXAMPLE: dict[str, Any] = {
+    **_ANSWER_EXAMPLE,
+    "question": "What is the capital of Mongolia?",
+    "answer": None,
+    "abstained": True,
+    "abstain_reason": "sufficiency",
+    "confidence": 0.0,
+    "grounding": {"overall_score": 0.0, "claims": []},
+    "citations": [],
+    "trace": [
+        {"stage": "attempt_0", "duration_ms": 0.7, "details": {"strategy": "original", "probability": 0.01}},
+        {"stage": "abstain", "duration_ms": 0.0, "details": {"reason": "sufficiency", "probability": 0.01}},
+    ],
+}
+
+
+class QueryOut(BaseModel):
+    """An answer with its evidence, or an abstention with its reason. Both are a 200."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [_ANSWER_EXAMPLE, _ABSTAIN_EXAMPLE]})
+
+    question: str
+    answer: str | None
+    abstained: bool
+    abstain_reason: str | None = Field(
+        description="Why it abstained: no_evidence, sufficiency, answerability, grounding, guard, verifier_error."
+    )
+    confidence: float
+    grounding: GroundingOut
+    citations: list[CitationOut]
+    trace: list[TraceStepOut]
+    latency_ms: float
+
+
+class HealthOut(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"status": "ok", "version": "0.1.0", "documents": 605, "reason": None}]
+        }
+    )
+
+    status: Literal["ok", "unavailable"]
+    version: str
+    documents: int | None
+    reason: str | None = Field(default=None, description="Why the pipeline is unavailable, when it is.")
+
+
+class StatsOut(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "documents": 605,
+                    "chunks": 847,
+                    "index_version": 2,
+                    "embedder": "hashing-v1-d1024",
+                    "data_dir": "/var/lib/verityrag",
+                }
+            ]
+        }
+    )
+
+    documents: int
+    chunks: int
+    index_version: int
+    embedder: str
+    data_dir: str | None
+
+
+class ErrorDetail(BaseModel):
+    field: str | None = Field(
+        description="The offending field (dotted path), or null when no field is at fault."
+    )
+    message: str
+
+
+class ErrorOut(BaseModel):
+    """Every 4xx and 5xx response has this body."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"error": {"field": "strictness", "message": "Input should be ..."}}]}
+    )
+
+    error: ErrorDetail
