@@ -26,6 +26,7 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from verityrag._lightgbm import lightgbm_params
 from verityrag.errors import InvalidInputError, NotFittedError
 
 logger = logging.getLogger(__name__)
@@ -101,16 +102,13 @@ class SufficiencyGate:
         self.random_state = random_state
 
     def _params(self) -> dict[str, Any]:
-        return {
-            "objective": "binary",
-            "num_leaves": self.num_leaves,
-            "learning_rate": self.learning_rate,
-            "min_child_samples": self.min_child_samples,
-            "seed": self.random_state,
-            "deterministic": True,
-            "num_threads": 1,
-            "verbose": -1,
-        }
+        return lightgbm_params(
+            "binary",
+            num_leaves=self.num_leaves,
+            learning_rate=self.learning_rate,
+            min_child_samples=self.min_child_samples,
+            seed=self.random_state,
+        )
 
     def _train(self, x: npt.NDArray[np.float64], y: npt.NDArray[np.int32]) -> Any:
         import lightgbm as lgb

@@ -41,6 +41,7 @@ from typing import Any, Literal, NamedTuple, get_args
 import numpy as np
 import numpy.typing as npt
 
+from verityrag._lightgbm import lightgbm_params
 from verityrag.errors import InvalidInputError, ModelLoadError, NotFittedError
 from verityrag.text.analyzer import DEFAULT_ANALYZER, Analyzer
 from verityrag.text.sentences import sentence_spans
@@ -518,17 +519,14 @@ class SentenceSelector:
     def _params(self) -> dict[str, Any]:
         if self.objective not in OBJECTIVES:
             raise InvalidInputError("objective", f"{self.objective!r} is not one of {', '.join(OBJECTIVES)}")
-        params: dict[str, Any] = {
-            "objective": self.objective,
-            "num_leaves": self.num_leaves,
-            "learning_rate": self.learning_rate,
-            "min_data_in_leaf": self.min_child_samples,
-            "seed": self.random_state,
-            "deterministic": True,
-            "force_row_wise": True,
-            "num_threads": 1,
-            "verbosity": -1,
-        }
+        params = lightgbm_params(
+            self.objective,
+            num_leaves=self.num_leaves,
+            learning_rate=self.learning_rate,
+            min_child_samples=self.min_child_samples,
+            seed=self.random_state,
+            force_row_wise=True,
+        )
         if self.objective == "lambdarank":
             params["lambdarank_truncation_level"] = 10
         return params

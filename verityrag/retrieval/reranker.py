@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from verityrag._lightgbm import lightgbm_params
 from verityrag.errors import InvalidInputError, NotFittedError
 from verityrag.retrieval.features import CHUNK_FEATURES, ChunkTermCache, QueryTerms, feature_matrix
 from verityrag.types import Hit
@@ -55,16 +56,13 @@ class LightGBMReranker:
         import lightgbm as lgb
 
         _check_width(data.features)
-        params = {
-            "objective": "lambdarank",
-            "num_leaves": self.num_leaves,
-            "learning_rate": self.learning_rate,
-            "min_child_samples": self.min_child_samples,
-            "seed": self.random_state,
-            "deterministic": True,
-            "num_threads": 1,
-            "verbose": -1,
-        }
+        params = lightgbm_params(
+            "lambdarank",
+            num_leaves=self.num_leaves,
+            learning_rate=self.learning_rate,
+            min_child_samples=self.min_child_samples,
+            seed=self.random_state,
+        )
         train = lgb.Dataset(
             data.features, label=data.labels, group=data.groups, feature_name=list(CHUNK_FEATURES)
         )
