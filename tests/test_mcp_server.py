@@ -1,0 +1,153 @@
+"""``python -m verityrag.mcp_server`` driven by the official MCP client over stdio, as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+MAX_DOCS = 50  # the first 50 bundled documents: all about Super Bowl 50
+
+pytestmark = [pytest.mark.integration, pytest.mark.anyio, pytest.mark.timeout(60)]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@asynccontextmanager
+async def mcp_session(tmp_path: Path) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "verityrag.mcp_server"],
+        env={"VERITYRAG_DATA_DIR": str(tmp_path / "data"), "VERITYRAG_MCP_MAX_DOCS": str(MAX_DOCS)},
+        cwd=REPO_ROOT,
+    )
+    with (tmp_path / "server.log").open("w") as errlog:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            yield session
+
+
+async def call(session: ClientSession, tool: str, **arguments: Any) -> dict[str, Any]:
+    result = await session.call_tool(tool, arguments)
+    assert not result.is_error, result.content
+    if result.structured_content is not None:
+        return dict(result.structured_content)
+    text = result.content[0]
+    assert text.type == "text"
+    return dict(json.loads(text.text))
+
+
+async def test_list_tools_names_query_ingest_verify_with_input_schemas(tmp_path: Path) -> None:
+    async with mcp_session(tmp_path) as session:
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+    assert set(tools) == {"query", "ingest", "verify"}
+    assert set(tools["query"].input_schema["properties"]) == {"question", "strictness"}
+    assert tools["query"].input_schema["required"] == ["question"]
+    assert set(tools["ingest"].input_schema["required"]) == {"doc_id", "title", "text"}
+    assert tools["verify"].input_schema["properties"]["evidence"]["type"] == "array"
+    assert "ingested 50 bundled documents" in (tmp_path / "server.log").read_text()
+
+
+async def test_query_answers_from_bundled_docs_and_abstains_off_topic(tmp_path: Path) -> None:
+    async with mcp_session(tmp_path) as session:
+        answered = await call(session, "query", question="Which team won Super Bowl 50?")
+        refused = await call(session, "query", question="What is the largest bone in the human body?")
+        strict = await call(session, "query", question="Which team won Super Bowl 50?", strictness="strict")
+    assert not answered["abstained"]
+    assert answered["answer"]
+    assert answered["citations"]
+    assert answered["citations"][0]["chunk_id"].startswith("squad-super-bowl-50-")
+    assert answered["citations"][0]["title"] == "Super Bowl 50"
+    assert 0.0 < answered["grounding_score"] <= 1.0
+    assert refused["abstained"]
+    assert refused["answer"] is None
+    assert refused["abstain_reason"] in {"no_evidence", "sufficiency", "answerability", "grounding", "guard"}
+    assert isinstance(strict["abstained"], bool)
+
+
+async def test_ingest_then_query_answers_from_the_new_document(tmp_path: Path) -> None:
+    question = "Who designed the Zanthor lighthouse?"
+    text = (
+        "The Zanthor lighthouse stands on the northern cliffs of Vellmark island. "
+        "It was designed by the engineer Ottoline Brask in 1887 and first lit in 1889. "
+        "Its lamp can be seen from forty kilometres away on a clear night."
+    )
+    async with mcp_session(tmp_path) as session:
+        before = await call(session, "query", question=question)
+        first = await call(session, "ingest", doc_id="zanthor", title="Zanthor lighthouse", text=text)
+        again = await call(session, "ingest", doc_id="zanthor", title="Zanthor lighthouse", text=text)
+        after = await call(session, "query", question=question)
+    assert before["abstained"]
+    assert first == {"doc_id": "zanthor", "n_chunks": 1, "replaced": False}
+    assert again["replaced"] is True
+    assert not after["abstained"], after
+    assert "Ottoline Brask" in after["answer"]
+    assert {c["doc_id"] for c in after["citations"]} == {"zanthor"}
+
+
+async def test_verify_scores_supported_answer_above_unsupported(tmp_path: Path) -> None:
+    evidence = [
+        "The Denver Broncos defeated the Carolina Panthers 24-10 in Super Bowl 50.",
+        "The game was played on February 7, 2016, at Levi's Stadium in Santa Clara.",
+    ]
+    async with mcp_session(tmp_path) as session:
+        supported = await call(
+            session,
+            "verify",
+            answer="The Denver Broncos won Super Bowl 50 on February 7, 2016.",
+            evidence=evidence,
+        )
+        unsupported = await call(
+            session, "verify", answer="Tesla invented the telephone in Paris in 1850.", evidence=evidence
+        )
+    assert supported["overall_score"] > 0.7 > unsupported["overall_score"]
+    assert supported["claims"]
+    assert all(0.0 <= c["support"] <= 1.0 for c in supported["claims"])
+    assert supported["overall_score"] == min(c["support"] for c in supported["claims"])
+
+
+async def test_bad_input_returns_tool_error_naming_the_field(tmp_path: Path) -> None:
+    async with mcp_session(tmp_path) as session:
+        empty_question = await session.call_tool("query", {"question": "   "})
+        bad_strictness = await session.call_tool("query", {"question": "Who won?", "strictness": "wild"})
+        bad_doc_id = await session.call_tool(
+            "ingest", {"doc_id": "../etc", "title": "t", "text": "Some text."}
+        )
+        no_evidence = await session.call_tool("verify", {"answer": "Broncos won.", "evidence": []})
+        missing_arg = await session.call_tool("ingest", {"doc_id": "a", "title": "t"})
+    expected = {
+        "question": empty_question,
+        "strictness": bad_strictness,
+        "doc_id": bad_doc_id,
+        "evidence": no_evidence,
+        "text": missing_arg,
+    }
+    for field, result in expected.items():
+        assert result.is_error, field
+        message = result.content[0].text if result.content[0].type == "text" else ""
+        assert field in message, (field, message)
+
+
+async def test_restart_on_same_data_dir_keeps_ingested_doc_and_skips_corpus_load(tmp_path: Path) -> None:
+    text = "The Quellmoor observatory was founded by the astronomer Idris Halvane in 1904."
+    async with mcp_session(tmp_path) as session:
+        await call(session, "ingest", doc_id="quellmoor", title="Quellmoor observatory", text=text)
+    async with mcp_session(tmp_path) as session:
+        after = await call(session, "query", question="Who founded the Quellmoor observatory?")
+    assert not after["abstained"]
+    assert "Idris Halvane" in after["answer"]
+    assert "bundled corpus not loaded" in (tmp_path / "server.log").read_text()

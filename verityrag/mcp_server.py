@@ -1,0 +1,203 @@
+"""``python -m verityrag.mcp_server``: VerityRAG as an MCP server over stdio.
+
+Tools (built on the official ``mcp`` package, ``MCPServer``):
+
+- ``query(question, strictness=None)``: the pipeline's cited answer, or its abstention and why;
+- ``ingest(doc_id, title, text)``: add or replace a document, searchable when the call returns;
+- ``verify(answer, evidence)``: claim-level grounding of ``answer`` against evidence texts.
+
+State lives in ``VERITYRAG_DATA_DIR`` (or ``--data-dir``) when set, else in memory. On start,
+an empty index is filled with the bundled corpus (``data/corpus.jsonl``; ``--max-docs`` or
+``VERITYRAG_MCP_MAX_DOCS`` keeps only the first N documents) so ``query`` works at once.
+Logs go to stderr: stdout carries the protocol.
+
+Bad input is returned as an MCP tool error (``isError``) that names the field.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+from verityrag.errors import InvalidInputError
+from verityrag.eval.dataset import DEFAULT_DATA_DIR, load_corpus
+from verityrag.pipeline import VerityRAGPipeline
+from verityrag.types import Chunk, Citation, CitedSentence, QueryResult
+from verityrag.verify.grounding import GroundingChecker
+
+logger = logging.getLogger(__name__)
+
+MAX_DOCS_ENV = "VERITYRAG_MCP_MAX_DOCS"
+SERVER_NAME = "verityrag"
+MAX_EVIDENCE_ITEMS = 50
+
+
+# ------------------------------------------------------------------ tool bodies
+# Plain functions over a pipeline, so they can be tested without the protocol.
+
+
+def run_query(pipeline: VerityRAGPipeline, question: str, strictness: str | None = None) -> dict[str, Any]:
+    """Answer ``question`` or abstain; ``strictness`` overrides the pipeline's for this call."""
+    settings = None
+    if strictness is not None:
+        settings = pipeline.settings.replace(strictness=strictness)  # validated: names the allowed levels
+    result = pipeline.query(question, settings=settings)
+    return query_result_dict(result)
+
+
+def query_result_dict(result: QueryResult) -> dict[str, Any]:
+    return {
+        "question": result.question,
+        "answer": result.answer,
+        "abstained": result.abstained,
+        "abstain_reason": result.abstain_reason.value if result.abstain_reason else None,
+        "confidence": result.confidence,
+        "grounding_score": result.grounding.overall_score,
+        "citations": [
+            {"chunk_id": c.chunk_id, "doc_id": c.doc_id, "title": c.title, "start": c.start, "end": c.end}
+            for c in result.citations
+        ],
+        "latency_ms": result.latency_ms,
+    }
+
+
+def run_ingest(pipeline: VerityRAGPipeline, doc_id: str, title: str, text: str) -> dict[str, Any]:
+    """Add or replace one document."""
+    res = pipeline.ingest_document(doc_id, title, text)
+    return {"doc_id": res.doc_id, "n_chunks": res.n_chunks, "replaced": res.replaced}
+
+
+def run_verify(checker: GroundingChecker, answer: str, evidence: Sequence[str]) -> dict[str, Any]:
+    """Score every claim of ``answer`` against all of ``evidence`` (each text a throwaway chunk)."""
+    if not isinstance(answer, str) or not answer.strip():
+        raise InvalidInputError("answer", "is empty")
+    if not evidence:
+        raise InvalidInputError("evidence", "is empty: give at least one evidence text")
+    if len(evidence) > MAX_EVIDENCE_ITEMS:
+        raise InvalidInputError("evidence", f"has {len(evidence)} items; the limit is {MAX_EVIDENCE_ITEMS}")
+    chunks: dict[str, Chunk] = {}
+    for i, text in enumerate(evidence):
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidInputError(f"evidence[{i}]", "is empty")
+        chunk_id = f"evidence#{i}"
+        chunks[chunk_id] = Chunk(chunk_id, "evidence", "", text, i, 0, len(text))
+    citations = tuple(Citation(c.chunk_id, c.doc_id, c.title, c.start, c.end) for c in chunks.values())
+    report = checker.check([CitedSentence(answer, citations)], chunks)
+    return {
+        "overall_score": report.overall_score,
+        "claims": [
+            {"claim": c.claim, "support": c.support, "details": dict(c.details)} for c in report.claims
+        ],
+    }
+
+
+# ---------------------------------------------------------------------- server
+
+
+def load_bundled_corpus(pipeline: VerityRAGPipeline, max_docs: int | None = None) -> int:
+    """Ingest data/corpus.jsonl (its first ``max_docs`` documents) if the index is empty."""
+    if pipeline.index.n_documents > 0:
+        logger.info("index holds %d documents: bundled corpus not loaded", pipeline.index.n_documents)
+        return 0
+    started = time.perf_counter()
+    docs = load_corpus(DEFAULT_DATA_DIR / "corpus.jsonl")
+    if max_docs is not None:
+        docs = docs[:max_docs]
+    n = pipeline.ingest_documents(docs, progress=False)
+    logger.info("ingested %d bundled documents in %.2fs", n, time.perf_counter() - started)
+    return n
+
+
+def build_server(pipeline: VerityRAGPipeline) -> MCPServer[Any]:
+    """An ``MCPServer`` exposing query, ingest and verify over ``pipeline``."""
+    server: MCPServer[Any] = MCPServer(
+        SERVER_NAME,
+        instructions=(
+            "VerityRAG answers only from its indexed documents, with citations, or abstains "
+            "with a reason. Ingest documents with `ingest`, ask with `query`, and check any "
+            "answer against evidence texts with `verify`."
+        ),
+    )
+
+    def tool_error(exc: InvalidInputError) -> ToolError:
+        return ToolError(f"invalid input: {exc.field}: {exc.problem}")
+
+    @server.tool()
+    def query(question: str, strictness: str | None = None) -> dict[str, Any]:
+        """Answer a question from the indexed documents with citations, or abstain with a reason.
+
+        strictness: one of lenient, balanced, strict (default: the server's setting).
+        """
+        try:
+            return run_query(pipeline, question, strictness)
+        except InvalidInputError as exc:
+            raise tool_error(exc) from exc
+
+    @server.tool()
+    def ingest(doc_id: str, title: str, text: str) -> dict[str, Any]:
+        """Add a document, or replace the one with this doc_id; searchable when this returns."""
+        try:
+            return run_ingest(pipeline, doc_id, title, text)
+        except InvalidInputError as exc:
+            raise tool_error(exc) from exc
+
+    @server.tool()
+    def verify(answer: str, evidence: list[str]) -> dict[str, Any]:
+        """Score each claim of an answer against evidence texts (0..1); overall = weakest claim."""
+        try:
+            return run_verify(pipeline.grounding, answer, evidence)
+        except InvalidInputError as exc:
+            raise tool_error(exc) from exc
+
+    return server
+
+
+def _max_docs_from_env() -> int | None:
+    raw = os.environ.get(MAX_DOCS_ENV)
+    if not raw:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise InvalidInputError(MAX_DOCS_ENV, f"must be a positive integer, got {raw!r}") from None
+    if value < 1:
+        raise InvalidInputError(MAX_DOCS_ENV, f"must be a positive integer, got {raw!r}")
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m verityrag.mcp_server", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="persist state here (default: VERITYRAG_DATA_DIR or memory)",
+    )
+    parser.add_argument(
+        "--max-docs", type=int, default=None, help=f"load only the first N bundled documents ({MAX_DOCS_ENV})"
+    )
+    args = parser.parse_args(argv)
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    max_docs = args.max_docs if args.max_docs is not None else _max_docs_from_env()
+    if max_docs is not None and max_docs < 1:
+        parser.error("--max-docs must be a positive integer")
+    pipeline = VerityRAGPipeline(data_dir=args.data_dir)
+    load_bundled_corpus(pipeline, max_docs)
+    logger.info("VerityRAG MCP server ready on stdio: %s", pipeline.stats())
+    build_server(pipeline).run("stdio")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
