@@ -13,13 +13,12 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 from fastapi import FastAPI
 
 from verityrag import AbstainReason, ModelLoadError, Settings, VerityRAGPipeline
@@ -28,52 +27,26 @@ from verityrag.api import MAX_BODY_BYTES, create_app
 
 pytestmark = pytest.mark.integration
 
-CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus.jsonl"
 API_KEY = "test-key-123"
 MAX_DOCUMENT_CHARS = 20_000  # small, so a too-long document fits well inside the body limit
 ANSWERABLE = "Which team did the Denver Broncos defeat in Super Bowl 50?"
 OUT_OF_DOMAIN = "What is the capital city of Mongolia?"
-
-
-@contextmanager
-def serve(app: FastAPI) -> Iterator[str]:
-    """Run ``app`` on a real uvicorn server in a thread, on a free loopback port; yield its URL."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 15
-    while not server.started:  # set once the lifespan has run and the socket listens
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the API server did not come up")
-        time.sleep(0.02)
-    try:
-        yield url
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
+Serve = Callable[[FastAPI], AbstractContextManager[str]]  # the ``serve`` fixture (conftest.py)
 
 
 @pytest.fixture(scope="module")
-def pipeline(tmp_path_factory: pytest.TempPathFactory) -> VerityRAGPipeline:
+def pipeline(tmp_path_factory: pytest.TempPathFactory, squad_docs: list[dict[str, str]]) -> VerityRAGPipeline:
     """Persisted in a data dir, as a deployment would be (and so metadata round-trips)."""
-    with CORPUS.open(encoding="utf-8") as fh:
-        docs = [json.loads(line) for _, line in zip(range(60), fh, strict=False)]
     p = VerityRAGPipeline(
         data_dir=tmp_path_factory.mktemp("api-data"),
         settings=Settings().replace(max_document_chars=MAX_DOCUMENT_CHARS),
     )
-    p.ingest_documents(docs, progress=False)
+    p.ingest_documents(squad_docs, progress=False)
     return p
 
 
 @pytest.fixture(scope="module")
-def base_url(pipeline: VerityRAGPipeline) -> Iterator[str]:
+def base_url(pipeline: VerityRAGPipeline, serve: Serve) -> Iterator[str]:
     with serve(create_app(pipeline, api_key=API_KEY)) as url:
         yield url
 
@@ -337,7 +310,7 @@ def test_writes_without_valid_key_are_401_and_reads_stay_open(anonymous: httpx.C
     assert anonymous.get("/stats").status_code == 200
 
 
-def test_server_without_key_accepts_writes(pipeline: VerityRAGPipeline) -> None:
+def test_server_without_key_accepts_writes(pipeline: VerityRAGPipeline, serve: Serve) -> None:
     with serve(create_app(pipeline, api_key="")) as url:
         assert httpx.post(f"{url}/documents", json=_doc("api-open")).status_code == 200
         assert httpx.delete(f"{url}/documents/api-open").status_code == 200
@@ -347,7 +320,7 @@ def test_server_without_key_accepts_writes(pipeline: VerityRAGPipeline) -> None:
 
 
 def test_app_without_pipeline_opens_data_dir_and_state_persists(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, serve: Serve
 ) -> None:
     monkeypatch.setenv("VERITYRAG_DATA_DIR", str(tmp_path))
     with serve(create_app(api_key="")) as url:
@@ -357,7 +330,9 @@ def test_app_without_pipeline_opens_data_dir_and_state_persists(
         assert httpx.get(f"{url}/stats").json()["data_dir"] == str(tmp_path)
 
 
-def test_unusable_data_dir_gives_503_with_reason(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unusable_data_dir_gives_503_with_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, serve: Serve
+) -> None:
     not_a_dir = tmp_path / "file"
     not_a_dir.write_text("not a directory")
     monkeypatch.setenv("VERITYRAG_DATA_DIR", str(not_a_dir))
@@ -447,6 +422,7 @@ def test_openapi_lists_every_path_with_examples(anonymous: httpx.Client) -> None
         "/documents",
         "/documents/{doc_id}",
         "/query",
+        "/chat/stream",
         "/stats",
         "/metrics",
     }

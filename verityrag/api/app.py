@@ -25,7 +25,7 @@ from typing import Annotated, Any
 
 from fastapi import Body, Depends, FastAPI, Request, Security
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 from fastapi.security import APIKeyHeader
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -53,6 +53,9 @@ from verityrag.api.models import (
     StatsOut,
     TraceStepOut,
 )
+from verityrag.api.streaming import EXAMPLE as STREAM_EXAMPLE
+from verityrag.api.streaming import MEDIA_TYPE as STREAM_MEDIA_TYPE
+from verityrag.api.streaming import query_events
 from verityrag.errors import InvalidInputError, VerityRAGError
 from verityrag.pipeline import VerityRAGPipeline
 from verityrag.types import Document, QueryResult
@@ -246,12 +249,7 @@ def create_app(
             raise ApiError(404, "doc_id", f"no document {doc_id!r}")
         return DeletedOut(doc_id=doc_id, deleted=True)
 
-    @app.post("/query", response_model=QueryOut, responses=_ERROR_RESPONSES, tags=["query"])
-    async def query(body: QueryIn, p: PipelineDep) -> QueryOut:
-        """Answer with cited evidence, or abstain with a reason (both are 200).
-
-        `verify` and `strictness` override the pipeline's settings for this request only.
-        """
+    async def run_query(body: QueryIn, p: VerityRAGPipeline) -> QueryResult:
         changes = {
             name: getattr(body, name) for name in ("verify", "strictness") if getattr(body, name) is not None
         }
@@ -260,7 +258,50 @@ def create_app(
         result = await run_in_threadpool(p.query, body.question, body.k, settings)
         elapsed = time.perf_counter() - started
         api_metrics.record_query(elapsed, result.abstain_reason.value if result.abstain_reason else None)
-        return _query_out(result)
+        return result
+
+    @app.post("/query", response_model=QueryOut, responses=_ERROR_RESPONSES, tags=["query"])
+    async def query(body: QueryIn, p: PipelineDep) -> QueryOut:
+        """Answer with cited evidence, or abstain with a reason (both are 200).
+
+        `verify` and `strictness` override the pipeline's settings for this request only.
+        """
+        return _query_out(await run_query(body, p))
+
+    @app.post(
+        "/chat/stream",
+        response_class=StreamingResponse,
+        responses={
+            200: {
+                "description": "A Server-Sent Events stream: `stage` events, `sentence` events, a `report`.",
+                "content": {STREAM_MEDIA_TYPE: {"schema": {"type": "string"}, "example": STREAM_EXAMPLE}},
+            },
+            **_ERROR_RESPONSES,
+        },
+        tags=["query"],
+    )
+    async def chat_stream(body: QueryIn, p: PipelineDep) -> StreamingResponse:
+        """The same query as `POST /query` (same body), answered as Server-Sent Events.
+
+        Events, in order: one `stage` per trace step (`stage`, `duration_ms`, `details` with
+        the step's figures); when answered, one `sentence` per answer sentence that passed
+        grounding (`index`, `text`, `citations`, `support`); last, one `report` whose data is
+        exactly the `POST /query` response. An abstention sends the stages, then the report
+        (`abstained`, `abstain_reason`). Each event's data is one line of JSON.
+
+        Input is checked and the query run before the stream starts, so a bad input or an
+        unavailable model gets the same 4xx/503 JSON error as `POST /query`, not a stream.
+        """
+        result = await run_query(body, p)
+        sentences = [
+            {"text": s.text, "citations": [_fields(c, *_CITATION_FIELDS) for c in s.citations]}
+            for s in result.sentences
+        ]
+        return StreamingResponse(
+            query_events(_query_out(result), sentences),
+            media_type=STREAM_MEDIA_TYPE,
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
 
     @app.get("/stats", response_model=StatsOut, responses={503: _ERROR_RESPONSES[503]}, tags=["service"])
     async def stats(p: PipelineDep) -> StatsOut:
@@ -281,6 +322,9 @@ def create_app(
         return PlainTextResponse(api_metrics.render(documents, chunks), media_type=CONTENT_TYPE)
 
     return app
+
+
+_CITATION_FIELDS = ("chunk_id", "doc_id", "title", "start", "end")
 
 
 def _fields(obj: object, *names: str) -> dict[str, Any]:
@@ -334,9 +378,7 @@ def _query_out(result: QueryResult) -> QueryOut:
             overall_score=result.grounding.overall_score,
             claims=[ClaimOut(claim=c.claim, support=c.support) for c in result.grounding.claims],
         ),
-        citations=[
-            CitationOut(**_fields(c, "chunk_id", "doc_id", "title", "start", "end")) for c in result.citations
-        ],
+        citations=[CitationOut(**_fields(c, *_CITATION_FIELDS)) for c in result.citations],
         trace=[
             TraceStepOut(stage=t.stage, duration_ms=t.duration_ms, details=_plain(t.details))
             for t in result.trace

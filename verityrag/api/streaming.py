@@ -1,0 +1,46 @@
+"""Server-Sent Events for ``POST /chat/stream``: a finished query result, as a stream of events.
+
+Formatting only. The order is fixed: one ``stage`` event per trace step, then (when
+answered) one ``sentence`` event per answer sentence, each one that passed grounding,
+then one ``report`` event whose data is exactly ``POST /query``'s response body.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from verityrag.api.models import QueryOut
+
+MEDIA_TYPE = "text/event-stream"
+EVENTS = ("stage", "sentence", "report")
+
+EXAMPLE = (
+    'event: stage\ndata: {"stage": "attempt_0", "duration_ms": 0.8, '
+    '"details": {"strategy": "original", "probability": 0.93}}\n\n'
+    'event: stage\ndata: {"stage": "answer", "duration_ms": 0.0, "details": {"probability": 0.93}}\n\n'
+    'event: sentence\ndata: {"index": 0, "text": "James Watt improved it in 1776.", "support": 0.91, '
+    '"citations": [{"chunk_id": "steam-engine#0", "doc_id": "steam-engine", "title": "Steam Engine", '
+    '"start": 53, "end": 84}]}\n\n'
+    'event: report\ndata: {"question": "Who improved the steam engine?", "answer": "...", ...}\n\n'
+)
+
+
+def sse_event(event: str, data: Any) -> str:
+    """One SSE frame; the data is one line of JSON (no newlines inside, so no splitting)."""
+    return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'), allow_nan=False)}\n\n"
+
+
+def query_events(report: QueryOut, sentences: list[dict[str, Any]]) -> Iterator[str]:
+    """The stream for one answered or abstained query.
+
+    ``sentences`` are the answer's sentences (text and citations); none when it abstained.
+    """
+    for step in report.trace:
+        yield sse_event("stage", step.model_dump(mode="json"))
+    if not report.abstained:
+        support = {claim.claim: claim.support for claim in report.grounding.claims}
+        for i, sentence in enumerate(sentences):
+            yield sse_event("sentence", {"index": i, **sentence, "support": support.get(sentence["text"])})
+    yield sse_event("report", report.model_dump(mode="json"))
