@@ -7,7 +7,7 @@ LINTED := verityrag tests scripts data
 REQS := requirements.txt requirements-dev.txt pyproject.toml
 STAMP := $(VENV)/.installed-$(shell cat $(REQS) | sha1sum | cut -c1-12)
 
-.PHONY: setup run test check lint format bench eval models readme-results clean
+.PHONY: setup run test check lint format bench eval models readme-results demo bench-api schemathesis clean demo bench-api schemathesis
 
 $(STAMP): $(REQS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -49,6 +49,15 @@ models: setup
 
 readme-results: setup
 	$(PY) scripts/update_readme_results.py
+
+demo: setup
+	$(PY) scripts/demo_streaming.py
+
+bench-api: setup
+	$(PY) scripts/bench_api.py
+
+schemathesis: setup
+	$(PY) scripts/run_schemathesis.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache

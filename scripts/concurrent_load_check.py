@@ -19,11 +19,8 @@ import argparse
 import asyncio
 import collections
 import json
-import os
 import random
 import secrets
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,6 +29,7 @@ from pathlib import Path
 
 import httpx
 import numpy as np
+from api_server import running_api_server
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "data" / "corpus.jsonl"
@@ -48,27 +46,6 @@ class Tally:
     latencies: dict[str, list[float]] = field(default_factory=lambda: collections.defaultdict(list))
     errors: collections.Counter[str] = field(default_factory=collections.Counter)
     acknowledged: list[str] = field(default_factory=list)
-
-
-def _start_server(data_dir: Path, api_key: str) -> tuple[subprocess.Popen[bytes], str, socket.socket]:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((HOST, 0))
-    url = f"http://{HOST}:{sock.getsockname()[1]}"
-    env = {**os.environ, "VERITYRAG_DATA_DIR": str(data_dir), "VERITYRAG_API_KEY": api_key}
-    cmd = [sys.executable, "-m", "uvicorn", "verityrag.api:app", "--fd", str(sock.fileno())]
-    proc = subprocess.Popen([*cmd, "--log-level", "warning"], env=env, pass_fds=[sock.fileno()])
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                return proc, url, sock
-        except httpx.TransportError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise SystemExit("the API server did not come up")
-        time.sleep(0.1)
 
 
 def _new_document(rng: random.Random, run: str, i: int) -> dict[str, object]:
@@ -174,17 +151,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.clients < 1 or args.calls < 1 or args.seconds <= 0 or not 0 <= args.ingest_share <= 1:
         parser.error("--clients and --calls must be >= 1, --seconds > 0, --ingest-share in [0, 1]")
     api_key = secrets.token_urlsafe(16)
-    with tempfile.TemporaryDirectory(prefix="verityrag-load-") as data_dir:
-        proc, url, sock = _start_server(Path(data_dir), api_key)
-        try:
-            return asyncio.run(_run(url, api_key, args))
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-            sock.close()
+    with (
+        tempfile.TemporaryDirectory(prefix="verityrag-load-") as data_dir,
+        running_api_server(Path(data_dir), api_key) as url,
+    ):
+        return asyncio.run(_run(url, api_key, args))
 
 
 if __name__ == "__main__":

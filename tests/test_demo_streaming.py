@@ -1,0 +1,38 @@
+"""The terminal streaming demo tells its whole story: refused, streamed, answered with a citation, OOD refused."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "demo_streaming.py"
+
+
+def _load() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("demo_streaming", SCRIPT)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(60)
+def test_demo_streaming_tells_the_story(capsys: pytest.CaptureFixture[str]) -> None:
+    demo = _load()
+    assert demo.main(["--delay", "0"]) == 0
+    out = capsys.readouterr().out
+    before, _, rest = out.partition("3. Streaming")
+    assert "ABSTAINED  reason=" in before
+    assert "[ 92/92] ingested squad-nikola-tesla-" in rest
+    answered, _, ood = rest.partition("5. Asking an out-of-domain question")
+    assert "ANSWERED" in answered
+    assert "Budapest" in answered
+    assert "cited:  squad-nikola-tesla-" in answered
+    assert "ABSTAINED  reason=" in ood
+    assert "STORY OK" in out
+    assert "STORY BROKEN" not in out
