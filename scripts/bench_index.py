@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from verityrag import Document, Settings, VerityRAGPipeline  # noqa: E402
 from verityrag.embed.base import Embedder  # noqa: E402
+from verityrag.eval import dataset as eval_dataset  # noqa: E402
 from verityrag.text import split_sentences  # noqa: E402
 
 CORPUS = ROOT / "data" / "corpus.jsonl"
@@ -42,13 +43,11 @@ OUT = ROOT / "scripts" / "results" / "bench_index.json"
 
 
 def load_corpus() -> list[Document]:
-    with CORPUS.open(encoding="utf-8") as fh:
-        return [Document(d["doc_id"], d["title"], d["text"]) for d in map(json.loads, fh)]
+    return eval_dataset.load_corpus(CORPUS)
 
 
 def load_questions() -> list[str]:
-    with QUESTIONS.open(encoding="utf-8") as fh:
-        return [json.loads(line)["question"] for line in fh]
+    return [q.question for q in eval_dataset.load_questions(QUESTIONS)]
 
 
 class SyntheticDocs:

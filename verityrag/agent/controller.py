@@ -107,6 +107,18 @@ def gate_features(
     ]
 
 
+def _passes(
+    stage: str, model: AnswerGuard | AnswerabilityModel, args: tuple[str, str], trace: list[TraceStep]
+) -> bool:
+    """Score with a learned check, record the score and threshold in the trace, compare."""
+    t0 = time.perf_counter()
+    score = model.score(*args)
+    trace.append(
+        TraceStep(stage, (time.perf_counter() - t0) * 1000, {"score": score, "threshold": model.threshold})
+    )
+    return score >= model.threshold
+
+
 class AgentController:
     """Runs one question through the bounded loop and the checks after it."""
 
@@ -205,7 +217,6 @@ class AgentController:
     def run(self, question: str) -> QueryResult:
         snap = self.index.snapshot()
         trace: list[TraceStep] = []
-        started = time.perf_counter()
         q = self._query_terms(question, snap)
         if self.gate is None:
             raise NotFittedError("AgentController.run needs a fitted sufficiency gate")
@@ -214,24 +225,14 @@ class AgentController:
         attempts = [s for s in trace if s.stage.startswith("attempt_")]
         base = {"snapshot_version": snap.version, "threshold": threshold, "attempts": len(attempts)}
         if not best.hits:
-            return self._abstain(question, AbstainReason.NO_EVIDENCE, best, trace, started, base)
+            return self._abstain(question, AbstainReason.NO_EVIDENCE, best, trace, base)
         if best.probability < threshold:
-            return self._abstain(question, AbstainReason.SUFFICIENCY, best, trace, started, base)
+            return self._abstain(question, AbstainReason.SUFFICIENCY, best, trace, base)
 
-        evidence_text = " ".join(h.chunk.text for h in best.hits[:3])
         if self.answerability is not None:
-            t0 = time.perf_counter()
-            score = self.answerability.score(question, evidence_text)
-            ok = score >= self.answerability.threshold
-            trace.append(
-                TraceStep(
-                    "answerability",
-                    (time.perf_counter() - t0) * 1000,
-                    {"score": score, "threshold": self.answerability.threshold},
-                )
-            )
-            if not ok:
-                return self._abstain(question, AbstainReason.ANSWERABILITY, best, trace, started, base)
+            evidence_text = " ".join(h.chunk.text for h in best.hits[:3])
+            if not _passes("answerability", self.answerability, (question, evidence_text), trace):
+                return self._abstain(question, AbstainReason.ANSWERABILITY, best, trace, base)
 
         chosen = best.sentences[0]
         evidence = {h.chunk_id: h.chunk for h in best.hits}
@@ -248,24 +249,14 @@ class AgentController:
                 )
             )
             if report.overall_score < g_threshold:
-                return self._abstain(question, AbstainReason.GROUNDING, best, trace, started, base, report)
+                return self._abstain(question, AbstainReason.GROUNDING, best, trace, base, report)
 
         if self.verify and self.answer_guard is not None:
-            t0 = time.perf_counter()
             cited = " ".join(
                 evidence[c.chunk_id].text for c in chosen.sentence.citations if c.chunk_id in evidence
             )
-            score = self.answer_guard.score(cited, chosen.sentence.text)
-            ok = score >= self.answer_guard.threshold
-            trace.append(
-                TraceStep(
-                    "guard",
-                    (time.perf_counter() - t0) * 1000,
-                    {"score": score, "threshold": self.answer_guard.threshold},
-                )
-            )
-            if not ok:
-                return self._abstain(question, AbstainReason.GUARD, best, trace, started, base, report)
+            if not _passes("guard", self.answer_guard, (cited, chosen.sentence.text), trace):
+                return self._abstain(question, AbstainReason.GUARD, best, trace, base, report)
 
         logger.debug("answer %r with p=%.3f >= %.3f", question, best.probability, threshold)
         trace.append(TraceStep("answer", 0.0, {"probability": best.probability, **base}))
@@ -287,7 +278,6 @@ class AgentController:
         reason: AbstainReason,
         best: Attempt,
         trace: list[TraceStep],
-        started: float,
         details: dict[str, Any],
         report: GroundingReport | None = None,
     ) -> QueryResult:
