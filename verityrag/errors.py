@@ -8,7 +8,12 @@ An abstention is never an exception: it is a normal ``QueryResult`` with an
     ├── ModelLoadError                   a model could not load; says what was tried
     ├── NotFittedError (ValueError)      a learned component used before fit()
     ├── StorageError                     the durable store failed or is inconsistent
-    └── BackendUnavailableError          a remote backend (e.g. Elasticsearch) is down
+    ├── BackendUnavailableError          a remote backend (e.g. Elasticsearch) is down
+    └── LLMError                         an LLM provider call failed
+        ├── LLMConfigError               missing key / base URL / model; says which env var
+        ├── LLMTimeoutError              no answer within the timeout (after retries)
+        ├── LLMRateLimitError            the provider said 429 (after retries)
+        └── LLMResponseError             a non-success status or a body we cannot parse
 """
 
 from __future__ import annotations
@@ -47,3 +52,28 @@ class StorageError(VerityRAGError):
 
 class BackendUnavailableError(VerityRAGError):
     """A remote index backend cannot be reached."""
+
+
+class LLMError(VerityRAGError):
+    """An LLM provider call failed. ``provider`` names it."""
+
+    def __init__(self, provider: str, problem: str) -> None:
+        self.provider = provider
+        self.problem = problem
+        super().__init__(f"{provider}: {problem}")
+
+
+class LLMConfigError(LLMError):
+    """The provider is not configured (a key, base URL or model is missing)."""
+
+
+class LLMTimeoutError(LLMError):
+    """The provider did not answer within the timeout, after retries."""
+
+
+class LLMRateLimitError(LLMError):
+    """The provider refused for rate limiting (HTTP 429), after retries."""
+
+
+class LLMResponseError(LLMError):
+    """The provider answered with an error status or a body that cannot be parsed."""

@@ -1,0 +1,36 @@
+"""The contract between VerityRAG and any LLM: one prompt in, one ``Completion`` out.
+
+Every provider in ``verityrag.llm_providers`` returns a ``CompleteFn``; the LLM generator
+and the LLM-prompt verifier take one. Failures raise ``verityrag.errors.LLMError``
+subclasses, never hang (providers apply a timeout) and never return partial garbage.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """The text a model produced, with the accounting the trace reports."""
+
+    text: str
+    model: str = ""
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    latency_ms: float = 0.0
+
+
+class CompleteFn(Protocol):
+    """Complete ``prompt``. ``json_mode`` asks for a JSON object where the provider supports it."""
+
+    def __call__(
+        self,
+        prompt: str,
+        *,
+        system: str | None = None,
+        temperature: float = 0.0,
+        max_tokens: int = 256,
+        json_mode: bool = False,
+    ) -> Completion: ...
