@@ -3,11 +3,11 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-LINTED := verityrag tests scripts data
+LINTED := verityrag tests scripts data app.py
 REQS := requirements.txt requirements-dev.txt pyproject.toml
 STAMP := $(VENV)/.installed-$(shell cat $(REQS) | sha1sum | cut -c1-12)
 
-.PHONY: setup run test check lint format bench eval models readme-results demo bench-api schemathesis clean demo bench-api schemathesis
+.PHONY: setup run ask browser test check lint format bench eval models models-answerability models-guard readme-results demo bench-api schemathesis clean demo bench-api schemathesis
 
 $(STAMP): $(REQS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -20,10 +20,21 @@ $(STAMP): $(REQS)
 
 setup: $(STAMP)
 
+# The API and the Streamlit app on the bundled corpus; prints their URLs.
 run: setup
+	$(PY) -m verityrag.serve
+
+# The same corpus as a question session in the terminal.
+ask: setup
 	$(PY) -m verityrag
 
-test: setup check
+# Debian chromium for the headless-browser test of the Streamlit app (root, or skipped with a note).
+browser:
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && \
+	  { apt-get install -y -q chromium >/dev/null || { apt-get update -q && apt-get install -y -q chromium >/dev/null; }; } } || \
+	  echo "chromium not installed (needs root: apt-get install chromium); the browser test will skip"
+
+test: setup browser check
 	$(PY) -m pytest
 
 check: setup
@@ -43,9 +54,22 @@ eval: setup
 	$(PY) -m verityrag.eval --real-embeddings --out eval_report_real_embeddings.json --plots-dir docs/eval/real_embeddings
 	$(PY) scripts/update_readme_results.py
 
-models: setup
+models: setup models-answerability models-guard
 	$(PY) scripts/train_sentence_selector.py
 	$(PY) scripts/train_default_gate.py
+
+# Cross-encoders (verityrag.crossenc), trained here on CPU into guard_work/ (git-ignored).
+# Each takes ~25 min of both cores; the lock keeps heavy jobs one at a time.
+HEAVY := flock /tmp/verityrag-heavy.lock
+models-answerability: setup
+	$(PY) scripts/answer_data.py
+	$(HEAVY) $(PY) scripts/answer_train.py --max-minutes 22
+
+models-guard: setup
+	$(PY) scripts/guard_data.py
+	$(HEAVY) $(PY) scripts/guard_train.py --max-pairs 12000 --max-minutes 15 --lr 7e-5
+	$(HEAVY) $(PY) scripts/guard_probe.py
+	$(HEAVY) $(PY) scripts/guard_bench_live.py
 
 readme-results: setup
 	$(PY) scripts/update_readme_results.py

@@ -1,5 +1,7 @@
 """``python -m verityrag``: the app on the bundled corpus, as a query session in the terminal.
 
+(``make run`` starts the API and the Streamlit app instead: ``python -m verityrag.serve``.)
+
 Loads data/corpus.jsonl, calibrates on the calibration questions, answers a
 few sample questions (including ones it must refuse), then reads questions
 from the terminal until EOF or ``:quit``. Non-interactive runs stop after the samples.
@@ -12,8 +14,8 @@ import sys
 import time
 from pathlib import Path
 
-from verityrag.eval.dataset import DEFAULT_DATA_DIR, load_corpus, load_questions
-from verityrag.pipeline import VerityRAGPipeline
+from verityrag.bundled import bundled_pipeline
+from verityrag.eval.dataset import DEFAULT_DATA_DIR
 from verityrag.types import QueryResult
 
 SAMPLES = (
@@ -43,12 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     t0 = time.perf_counter()
-    pipeline = VerityRAGPipeline(data_dir=args.store)
-    if len(pipeline.index) == 0:
-        pipeline.ingest_documents(load_corpus(args.data_dir / "corpus.jsonl"))
-    pipeline.train_reranker()
-    calib = load_questions(args.data_dir / "questions" / "calibration.jsonl")
-    pipeline.calibrate([(q.question, q.answers) for q in calib if q.kind != "unanswerable_in_domain"])
+    pipeline = bundled_pipeline(args.data_dir, store_dir=args.store)
     stats = pipeline.stats()
     print(
         f"VerityRAG ready: {stats['documents']} documents, {stats['chunks']} chunks ({time.perf_counter() - t0:.1f} s)"

@@ -20,7 +20,6 @@ import argparse
 import logging
 import os
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -28,8 +27,8 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
+from verityrag.bundled import load_bundled_corpus
 from verityrag.errors import InvalidInputError
-from verityrag.eval.dataset import DEFAULT_DATA_DIR, load_corpus
 from verityrag.pipeline import VerityRAGPipeline
 from verityrag.types import Chunk, Citation, CitedSentence, QueryResult
 from verityrag.verify.grounding import GroundingChecker
@@ -101,20 +100,6 @@ def run_verify(checker: GroundingChecker, answer: str, evidence: Sequence[str]) 
 
 
 # ---------------------------------------------------------------------- server
-
-
-def load_bundled_corpus(pipeline: VerityRAGPipeline, max_docs: int | None = None) -> int:
-    """Ingest data/corpus.jsonl (its first ``max_docs`` documents) if the index is empty."""
-    if pipeline.index.n_documents > 0:
-        logger.info("index holds %d documents: bundled corpus not loaded", pipeline.index.n_documents)
-        return 0
-    started = time.perf_counter()
-    docs = load_corpus(DEFAULT_DATA_DIR / "corpus.jsonl")
-    if max_docs is not None:
-        docs = docs[:max_docs]
-    n = pipeline.ingest_documents(docs, progress=False)
-    logger.info("ingested %d bundled documents in %.2fs", n, time.perf_counter() - started)
-    return n
 
 
 def build_server(pipeline: VerityRAGPipeline) -> MCPServer[Any]:

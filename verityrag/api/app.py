@@ -7,6 +7,8 @@ Environment, read when the app is created:
 
 - ``VERITYRAG_DATA_DIR``: where the pipeline persists its documents (in memory without it);
 - ``VERITYRAG_API_KEY``: when set, write endpoints need the header ``X-API-Key``;
+- ``VERITYRAG_LOAD_BUNDLED=1``: start on the bundled corpus (ingested when the index is
+  empty) with the reranker trained and the gate calibrated, as ``make run`` does;
 - every other ``VERITYRAG_*`` setting, through ``Settings.from_env()``.
 """
 
@@ -63,6 +65,17 @@ from verityrag.types import Document, QueryResult
 logger = logging.getLogger(__name__)
 
 API_KEY_ENV = "VERITYRAG_API_KEY"
+LOAD_BUNDLED_ENV = "VERITYRAG_LOAD_BUNDLED"
+
+
+def pipeline_from_env() -> VerityRAGPipeline:
+    """The pipeline ``uvicorn verityrag.api:app`` serves: persisted per ``VERITYRAG_DATA_DIR``,
+    on the bundled corpus when ``VERITYRAG_LOAD_BUNDLED`` is truthy."""
+    if os.environ.get(LOAD_BUNDLED_ENV, "").strip().lower() in {"1", "true", "yes", "on"}:
+        from verityrag.bundled import bundled_pipeline  # imports the eval dataset reader
+
+        return bundled_pipeline()
+    return VerityRAGPipeline()
 API_KEY_HEADER = "X-API-Key"
 MAX_BODY_BYTES = 2 * 1024 * 1024
 
@@ -159,7 +172,7 @@ def create_app(
     """
     key = os.environ.get(API_KEY_ENV) if api_key is None else api_key
     key = key or None
-    holder = PipelineHolder(pipeline, VerityRAGPipeline)
+    holder = PipelineHolder(pipeline, pipeline_from_env)
     api_metrics = ApiMetrics()
 
     @asynccontextmanager

@@ -1,0 +1,77 @@
+"""The bundled corpus as a ready pipeline: the one setup the terminal app, the API, the
+Streamlit demo and the MCP server share, so they all answer the same way.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from verityrag.eval.dataset import DEFAULT_DATA_DIR, load_corpus, load_questions
+from verityrag.pipeline import VerityRAGPipeline
+from verityrag.types import Document
+
+logger = logging.getLogger(__name__)
+
+CORPUS_FILE = "corpus.jsonl"
+CALIBRATION_FILE = Path("questions") / "calibration.jsonl"
+
+
+def bundled_documents(data_dir: Path = DEFAULT_DATA_DIR, exclude_prefix: str | None = None) -> list[Document]:
+    """data/corpus.jsonl, without the documents whose id starts with ``exclude_prefix``."""
+    docs = load_corpus(data_dir / CORPUS_FILE)
+    if exclude_prefix:
+        docs = [d for d in docs if not d.doc_id.startswith(exclude_prefix)]
+    return docs
+
+
+def load_bundled_corpus(
+    pipeline: VerityRAGPipeline,
+    max_docs: int | None = None,
+    data_dir: Path = DEFAULT_DATA_DIR,
+    exclude_prefix: str | None = None,
+) -> int:
+    """Ingest the bundled corpus (its first ``max_docs`` documents) if the index is empty."""
+    if pipeline.index.n_documents > 0:
+        logger.info("index holds %d documents: bundled corpus not loaded", pipeline.index.n_documents)
+        return 0
+    started = time.perf_counter()
+    docs = bundled_documents(data_dir, exclude_prefix)
+    if max_docs is not None:
+        docs = docs[:max_docs]
+    n = pipeline.ingest_documents(docs, progress=False)
+    logger.info("ingested %d bundled documents in %.2fs", n, time.perf_counter() - started)
+    return n
+
+
+def calibrate_on_bundled(pipeline: VerityRAGPipeline, data_dir: Path = DEFAULT_DATA_DIR) -> None:
+    """Train the ICT reranker on the corpus and fit the gate on the calibration questions.
+
+    Only answerable and held-out questions are used: the in-domain unanswerable ones stay
+    a pure test of abstention (see ROADMAP, "calibration split").
+    """
+    pipeline.train_reranker()
+    calib = load_questions(data_dir / CALIBRATION_FILE)
+    pipeline.calibrate([(q.question, q.answers) for q in calib if q.kind != "unanswerable_in_domain"])
+
+
+def bundled_pipeline(
+    data_dir: Path = DEFAULT_DATA_DIR,
+    *,
+    store_dir: Path | None = None,
+    exclude_prefix: str | None = None,
+    calibrate: bool = True,
+    factory: Callable[[], VerityRAGPipeline] | None = None,
+) -> VerityRAGPipeline:
+    """A pipeline over the bundled corpus, calibrated unless ``calibrate=False``.
+
+    ``store_dir`` persists it; ``exclude_prefix`` holds documents back (the streaming demo
+    streams them in later); ``factory`` builds the empty pipeline (default: from settings).
+    """
+    pipeline = factory() if factory is not None else VerityRAGPipeline(data_dir=store_dir)
+    load_bundled_corpus(pipeline, data_dir=data_dir, exclude_prefix=exclude_prefix)
+    if calibrate:
+        calibrate_on_bundled(pipeline, data_dir)
+    return pipeline

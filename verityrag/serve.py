@@ -1,0 +1,162 @@
+"""``python -m verityrag.serve`` (``make run``): the REST API and the Streamlit app on the bundled corpus.
+
+Starts ``uvicorn verityrag.api:app`` (with ``VERITYRAG_LOAD_BUNDLED=1``: the bundled
+corpus ingested, the reranker trained and the gate calibrated) and ``streamlit run
+app.py``, waits until both answer their health checks, prints their URLs, and runs until
+Ctrl-C or until either stops (then it stops the other and exits non-zero).
+``--check`` asks the API one question, then shuts both down: a smoke test of the run
+command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+APP_FILE = ROOT / "app.py"
+CHECK_QUESTION = "Which company did Tesla work for in 1881?"
+
+
+@dataclass
+class Service:
+    name: str
+    url: str
+    health_path: str
+    process: subprocess.Popen[bytes]
+
+
+def free_port(host: str) -> int:
+    with socket.socket() as probe:
+        probe.bind((host, 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _api_command(host: str, port: int) -> list[str]:
+    return [sys.executable, "-m", "uvicorn", "verityrag.api:app", "--host", host, "--port", str(port)]
+
+
+def _ui_command(host: str, port: int) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(APP_FILE),
+        "--server.headless=true",
+        f"--server.address={host}",
+        f"--server.port={port}",
+        "--browser.gatherUsageStats=false",
+    ]
+
+
+def _wait_healthy(service: Service, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            if httpx.get(service.url + service.health_path, timeout=2, trust_env=False).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if service.process.poll() is not None:
+            raise SystemExit(f"{service.name} exited with code {service.process.returncode} during start-up")
+        if time.monotonic() > deadline:
+            raise SystemExit(
+                f"{service.name} did not become healthy within {timeout_s:.0f} s ({service.url})"
+            )
+        time.sleep(0.25)
+
+
+def _stop(services: list[Service]) -> None:
+    for service in services:
+        if service.process.poll() is None:
+            service.process.terminate()
+    for service in services:
+        try:
+            service.process.wait(15)
+        except subprocess.TimeoutExpired:
+            service.process.kill()
+
+
+@contextlib.contextmanager
+def running_services(
+    host: str, api_port: int, ui_port: int, data_dir: Path | None, startup_s: float
+) -> Iterator[list[Service]]:
+    """Start the API and the UI, yield them once both are healthy, always stop both."""
+    env = {**os.environ, "VERITYRAG_LOAD_BUNDLED": "1"}
+    if data_dir is not None:
+        env["VERITYRAG_DATA_DIR"] = str(data_dir)
+    api_port = api_port or free_port(host)
+    ui_port = ui_port or free_port(host)
+    services: list[Service] = []
+    try:
+        api = subprocess.Popen([*_api_command(host, api_port), "--log-level", "warning"], env=env, cwd=ROOT)
+        services.append(Service("API", f"http://{host}:{api_port}", "/health", api))
+        ui = subprocess.Popen(_ui_command(host, ui_port), env=env, cwd=ROOT, stdout=subprocess.DEVNULL)
+        services.append(Service("Streamlit app", f"http://{host}:{ui_port}", "/_stcore/health", ui))
+        for service in services:
+            _wait_healthy(service, startup_s)
+        yield services
+    finally:
+        _stop(services)
+
+
+def _check(api_url: str) -> int:
+    reply = httpx.post(f"{api_url}/query", json={"question": CHECK_QUESTION}, timeout=30, trust_env=False)
+    reply.raise_for_status()
+    body = reply.json()
+    verdict = f"abstained ({body['reason']})" if body["abstained"] else f"answered: {body['answer']}"
+    print(f"check: POST /query {CHECK_QUESTION!r} -> {verdict}", flush=True)
+    return 0 if not body["abstained"] else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m verityrag.serve", description=__doc__.split("\n")[0])
+    parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default loopback)")
+    parser.add_argument("--api-port", type=int, default=8000, help="0 picks a free port")
+    parser.add_argument("--ui-port", type=int, default=8501, help="0 picks a free port")
+    parser.add_argument("--data-dir", type=Path, default=None, help="persist the API's index here")
+    parser.add_argument("--startup-timeout", type=float, default=180.0, metavar="S")
+    parser.add_argument("--check", action="store_true", help="ask one question, then stop both")
+    args = parser.parse_args(argv)
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_signal)
+    print("Starting the API and the Streamlit app on the bundled corpus (calibration takes a few seconds)...")
+    try:
+        with running_services(
+            args.host, args.api_port, args.ui_port, args.data_dir, args.startup_timeout
+        ) as services:
+            api, ui = services
+            print(f"API:           {api.url}  (OpenAPI docs: {api.url}/docs)")
+            print(f"Streamlit app: {ui.url}")
+            if args.check:
+                return _check(api.url)
+            print("Ctrl-C stops both.", flush=True)
+            while all(s.process.poll() is None for s in services):
+                time.sleep(0.5)
+            stopped = next(s for s in services if s.process.poll() is not None)
+            print(f"{stopped.name} stopped (code {stopped.process.returncode}); stopping the other.")
+            return 1
+    except KeyboardInterrupt:
+        print("\nStopped.")
+        return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

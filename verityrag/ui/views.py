@@ -1,0 +1,77 @@
+"""A ``QueryResult`` flattened into what a person reads: answer or refusal, support per claim, trace."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from verityrag.types import QueryResult
+
+# Why a refusal happened, in words a user of the demo understands.
+REASON_TEXT = {
+    "no_evidence": "nothing relevant was retrieved",
+    "sufficiency": "the retrieved evidence is not enough to answer (calibrated sufficiency gate)",
+    "answerability": "the answerability model judged the question unanswerable from the evidence",
+    "grounding": "the drafted answer was not supported by the evidence it cites",
+    "guard": "the learned guard judged the drafted answer unsupported",
+    "verifier_error": "the verifier failed, so the system refused rather than answer unchecked",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ResultView:
+    question: str
+    abstained: bool
+    answer: str | None
+    reason: str | None
+    reason_text: str | None
+    grounding: float
+    confidence: float
+    latency_ms: float
+    claims: list[dict[str, Any]]
+    citations: list[dict[str, Any]]
+    evidence: list[dict[str, Any]]
+    trace: list[dict[str, Any]]
+
+    @property
+    def headline(self) -> str:
+        if self.abstained:
+            return f"Abstained ({self.reason}): {self.reason_text}"
+        return f"Answered (grounding {self.grounding:.2f}, confidence {self.confidence:.2f})"
+
+
+def result_view(result: QueryResult, max_evidence: int = 5) -> ResultView:
+    reason = result.abstain_reason.value if result.abstain_reason is not None else None
+    return ResultView(
+        question=result.question,
+        abstained=result.abstained,
+        answer=result.answer,
+        reason=reason,
+        reason_text=REASON_TEXT.get(reason, reason) if reason else None,
+        grounding=result.grounding.overall_score,
+        confidence=result.confidence,
+        latency_ms=result.latency_ms,
+        claims=[
+            {
+                "claim": c.claim,
+                "support": round(c.support, 3),
+                **{k: round(v, 3) for k, v in c.details.items()},
+            }
+            for c in result.grounding.claims
+        ],
+        citations=[
+            {"doc_id": c.doc_id, "title": c.title, "chunk_id": c.chunk_id, "chars": f"{c.start}-{c.end}"}
+            for c in result.citations
+        ],
+        evidence=[
+            {
+                "rank": i + 1,
+                "title": h.chunk.title,
+                "chunk_id": h.chunk_id,
+                "score": round(h.score, 4),
+                "text": h.chunk.text,
+            }
+            for i, h in enumerate(result.evidence[:max_evidence])
+        ],
+        trace=[{"stage": s.stage, "ms": round(s.duration_ms, 2), "details": s.details} for s in result.trace],
+    )
