@@ -9,7 +9,8 @@ from typing import Any
 
 from verityrag.errors import InvalidInputError
 
-_DOC_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:\-/]{0,199}$")
+DOC_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:\-/]{0,199}$"
+_DOC_ID_RE = re.compile(DOC_ID_PATTERN)
 DOC_ID_RULE = "1-200 characters from letters, digits and . _ : - /, starting with a letter or digit"
 
 

@@ -28,9 +28,11 @@ from typing import Annotated, Any
 from fastapi import Body, Depends, FastAPI, Request, Security
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
+from fastapi.routing import APIRoute
 from fastapi.security import APIKeyHeader
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from verityrag import __version__
 from verityrag.api.metrics import CONTENT_TYPE, ApiMetrics
@@ -55,6 +57,7 @@ from verityrag.api.models import (
     StatsOut,
     TraceStepOut,
 )
+from verityrag.api.streaming import EVENT_SCHEMA as STREAM_EVENT_SCHEMA
 from verityrag.api.streaming import EXAMPLE as STREAM_EXAMPLE
 from verityrag.api.streaming import MEDIA_TYPE as STREAM_MEDIA_TYPE
 from verityrag.api.streaming import query_events
@@ -76,6 +79,8 @@ def pipeline_from_env() -> VerityRAGPipeline:
 
         return bundled_pipeline()
     return VerityRAGPipeline()
+
+
 API_KEY_HEADER = "X-API-Key"
 MAX_BODY_BYTES = 2 * 1024 * 1024
 
@@ -287,7 +292,7 @@ def create_app(
         responses={
             200: {
                 "description": "A Server-Sent Events stream: `stage` events, `sentence` events, a `report`.",
-                "content": {STREAM_MEDIA_TYPE: {"schema": {"type": "string"}, "example": STREAM_EXAMPLE}},
+                "content": {STREAM_MEDIA_TYPE: {"schema": STREAM_EVENT_SCHEMA, "example": STREAM_EXAMPLE}},
             },
             **_ERROR_RESPONSES,
         },
@@ -415,6 +420,16 @@ def _field_path(loc: Sequence[int | str]) -> str | None:
     return path or "body"
 
 
+def _allowed_methods(request: Request) -> list[str]:
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        if isinstance(route, APIRoute) and route.matches(request.scope)[0] != Match.NONE:
+            methods |= route.methods or set()
+    if "GET" in methods:
+        methods.add("HEAD")
+    return sorted(methods)
+
+
 def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def on_validation(_: Request, exc: RequestValidationError) -> JSONResponse:
@@ -448,7 +463,16 @@ def _install_error_handlers(app: FastAPI) -> None:
         return _error(exc.status, exc.field, exc.message)
 
     @app.exception_handler(StarletteHTTPException)
-    async def on_http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def on_http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400:
+            # FastAPI's "error parsing the body" (e.g. bytes that are not UTF-8): one status
+            # for every unreadable body, the documented 422 naming the body.
+            return _error(422, "body", f"body: is not valid JSON ({exc.detail})")
+        if exc.status_code == 405:
+            # Starlette answers from the first route whose path matches, so its Allow
+            # header lists that route's methods only; list every route's for this path.
+            allowed = _allowed_methods(request)
+            return _error(405, None, str(exc.detail), headers={"Allow": ", ".join(allowed)})
         return _error(exc.status_code, None, str(exc.detail), headers=exc.headers)
 
     @app.exception_handler(Exception)

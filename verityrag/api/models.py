@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictBool, StrictInt, Tag
 
 from verityrag.config import Strictness
-from verityrag.types import DOC_ID_RULE
+from verityrag.types import DOC_ID_PATTERN, DOC_ID_RULE
+
+# In the spec too, so clients (and schemathesis) know what a server will refuse:
+# a text needs a letter or digit, a question a non-space character.
+HAS_WORD_CHARACTER = r"[^\W_]"
+HAS_NON_SPACE = r"\S"
 
 _DOC_EXAMPLE: dict[str, Any] = {
     "doc_id": "steam-engine",
@@ -23,10 +28,14 @@ class DocumentIn(BaseModel):
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [_DOC_EXAMPLE]})
 
     doc_id: str = Field(
-        description=f"Stable id; posting the same id again replaces the document. {DOC_ID_RULE}."
+        pattern=DOC_ID_PATTERN,
+        description=f"Stable id; posting the same id again replaces the document. {DOC_ID_RULE}.",
     )
     title: str = Field(default="", description="Shown with citations.")
-    text: str = Field(description="The document text (limit: the pipeline's max_document_chars).")
+    text: str = Field(
+        pattern=HAS_WORD_CHARACTER,
+        description="The document text, with at least one letter or digit (limit: max_document_chars).",
+    )
     metadata: dict[str, Any] = Field(default_factory=dict, description="Free-form, stored with the document.")
 
 
@@ -116,10 +125,18 @@ class QueryIn(BaseModel):
         },
     )
 
-    question: str = Field(description="The question (limit: the pipeline's max_query_chars).")
-    k: int | None = Field(default=None, ge=1, le=100, description="Evidence chunks to keep (top_k).")
-    verify: bool | None = Field(default=None, description="Run verification for this request.")
-    strictness: Strictness | None = Field(default=None, description="How strictly answers must be grounded.")
+    question: str = Field(
+        min_length=1,
+        pattern=HAS_NON_SPACE,
+        description="The question (limit: the pipeline's max_query_chars).",
+    )
+    k: StrictInt | None = Field(default=None, ge=1, le=100, description="Evidence chunks to keep (top_k).")
+    verify: StrictBool | None = Field(default=None, description="Run verification for this request.")
+    strictness: Strictness | None = Field(
+        default=None,
+        description="How strictly answers must be grounded: lenient (the table's 'loose'), balanced or strict; "
+        "thresholds in docs/verification.md (verityrag.verify.strictness.STRICTNESS_TABLE).",
+    )
 
 
 class ClaimOut(BaseModel):

@@ -15,6 +15,16 @@ from verityrag.api.models import QueryOut
 
 MEDIA_TYPE = "text/event-stream"
 EVENTS = ("stage", "sentence", "report")
+# The schema of one event as clients parse it (OpenAPI has no SSE vocabulary before 3.2):
+# the event name, and its data, one line of JSON.
+EVENT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["event", "data"],
+    "properties": {
+        "event": {"type": "string", "enum": list(EVENTS)},
+        "data": {"type": "string", "contentMediaType": "application/json"},
+    },
+}
 
 EXAMPLE = (
     'event: stage\ndata: {"stage": "attempt_0", "duration_ms": 0.8, '
