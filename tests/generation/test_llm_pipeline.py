@@ -1,0 +1,90 @@
+"""The LLM path through the agent: VerityRAGPipeline(generator=...) on real SQuAD documents."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from verityrag import VerityRAGPipeline
+from verityrag.errors import InvalidInputError
+from verityrag.generation.completion import Completion
+from verityrag.generation.llm import REFUSAL, LLMGenerator
+from verityrag.generation.verified import BestOfN
+from verityrag.types import AbstainReason
+
+
+def echo_first_sentence(prompt: str, **kwargs: Any) -> Completion:
+    """A 'model' that answers with the first sentence of passage [1], cited: grounded by construction."""
+    passage = re.search(r"^\[1\] (?:\([^)]*\) )?(.+)$", prompt, re.MULTILINE)
+    assert passage is not None
+    first = re.split(r"(?<=[.!?])\s", passage.group(1))[0].rstrip(".")
+    return Completion(f"{first} [1].", "echo", prompt_tokens=len(prompt.split()), completion_tokens=12)
+
+
+def invent(prompt: str, **kwargs: Any) -> Completion:
+    return Completion("Zorblax Quentaris founded it in 1642 [1].", "inventor", 10, 8)
+
+
+def refuse(prompt: str, **kwargs: Any) -> Completion:
+    return Completion(REFUSAL, "refuser", 10, 8)
+
+
+@pytest.fixture(scope="module")
+def answered_question(corpus_slice: list[dict[str, str]], test_questions: list[dict[str, Any]]) -> str:
+    """A test question the extractive pipeline answers on this slice (so the gates let it through)."""
+    pipeline = VerityRAGPipeline()
+    pipeline.ingest_documents(corpus_slice)
+    in_slice = {d["doc_id"] for d in corpus_slice}
+    for q in test_questions:
+        if q["answers"] and q["source_doc_id"] in in_slice and not pipeline.query(q["question"]).abstained:
+            return str(q["question"])
+    pytest.fail("no answered question in the corpus slice")
+
+
+def _pipeline(corpus_slice: list[dict[str, str]], generator: Any) -> VerityRAGPipeline:
+    pipeline = VerityRAGPipeline(generator=generator)
+    pipeline.ingest_documents(corpus_slice)
+    return pipeline
+
+
+def test_pipeline_with_llm_generator_answers_with_cited_sentences(
+    corpus_slice: list[dict[str, str]], answered_question: str
+) -> None:
+    result = _pipeline(corpus_slice, LLMGenerator(echo_first_sentence)).query(answered_question)
+    assert not result.abstained
+    top = result.evidence[0].chunk
+    assert result.answer
+    assert result.answer.rstrip(".") in top.text
+    assert result.sentences[0].citations[0].chunk_id == top.chunk_id
+    step = next(s for s in result.trace if s.stage == "llm_generation")
+    assert step.details["strategy"] == "reject_and_retry"
+    assert step.details["attempts"] == 1
+    assert step.details["completion_tokens"] == 12
+    assert result.grounding.overall_score >= 0.5
+
+
+def test_pipeline_abstains_on_grounding_after_three_invented_answers(
+    corpus_slice: list[dict[str, str]], answered_question: str
+) -> None:
+    result = _pipeline(corpus_slice, LLMGenerator(invent)).query(answered_question)
+    assert result.abstained
+    assert result.abstain_reason is AbstainReason.GROUNDING
+    step = next(s for s in result.trace if s.stage == "llm_generation")
+    assert step.details["attempts"] == 3
+    assert not step.details["accepted"]
+    assert all(not a["accepted"] for a in step.details["attempt_log"])
+
+
+def test_pipeline_model_refusal_is_an_answerability_abstention(
+    corpus_slice: list[dict[str, str]], answered_question: str
+) -> None:
+    result = _pipeline(corpus_slice, BestOfN(LLMGenerator(refuse), n=2)).query(answered_question)
+    assert result.abstained
+    assert result.abstain_reason is AbstainReason.ANSWERABILITY
+
+
+def test_pipeline_rejects_a_generator_of_the_wrong_kind() -> None:
+    with pytest.raises(InvalidInputError, match="generator"):
+        VerityRAGPipeline(generator=object())  # type: ignore[arg-type]

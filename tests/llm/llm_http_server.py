@@ -1,0 +1,97 @@
+"""A real HTTP server, started per test, that answers with a scripted list of responses.
+
+A helper module with a unique name (not conftest.py: tests/conftest.py owns that module name)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    body: Any = None  # dict -> JSON; str/bytes sent as is
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0  # before the status line
+    trickle_s: float = 0.0  # between body bytes (a server that never quite finishes)
+
+
+@dataclass
+class Seen:
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+
+class ScriptedServer:
+    """Answers each POST with the next scripted ``Reply`` (the last one repeats)."""
+
+    def __init__(self) -> None:
+        self.replies: list[Reply] = []
+        self.seen: list[Seen] = []
+        script = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length)
+                script.seen.append(
+                    Seen(self.path, {k.lower(): v for k, v in self.headers.items()}, json.loads(raw))
+                )
+                index = min(len(script.seen) - 1, len(script.replies) - 1)
+                reply = script.replies[index]
+                time.sleep(reply.delay_s)
+                body = reply.body
+                data = (
+                    body
+                    if isinstance(body, bytes)
+                    else (body if isinstance(body, str) else json.dumps(body)).encode()
+                )
+                try:
+                    self.send_response(reply.status)
+                    for k, v in reply.headers.items():
+                        self.send_header(k, v)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    self.end_headers()
+                    if reply.trickle_s:
+                        for byte in data:
+                            self.wfile.write(bytes([byte]))
+                            self.wfile.flush()
+                            time.sleep(reply.trickle_s)
+                    else:
+                        self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a timeout test)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def script(self, *replies: Reply) -> ScriptedServer:
+        self.replies = list(replies)
+        return self
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    """Import this fixture into a test module: ``from llm_http_server import server``."""
+    srv = ScriptedServer()
+    srv.thread.start()
+    try:
+        yield srv
+    finally:
+        srv.httpd.shutdown()
+        srv.httpd.server_close()

@@ -1,0 +1,61 @@
+"""``run_llm_eval`` end to end on a small slice of the real corpus, with a scripted model."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from verityrag.config import Settings
+from verityrag.eval.llm_eval import LLMEvalOptions, headline, run_llm_eval, write_answers
+from verityrag.eval.runner import EvalOptions
+from verityrag.generation.completion import Completion
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+
+
+def echo_first_sentence(prompt: str, **kwargs: Any) -> Completion:
+    passage = re.search(r"^\[1\] (?:\([^)]*\) )?(.+)$", prompt, re.MULTILINE)
+    assert passage is not None
+    first = re.split(r"(?<=[.!?])\s", passage.group(1))[0].rstrip(".")
+    return Completion(f"{first} [1].", "echo", prompt_tokens=100, completion_tokens=10)
+
+
+@pytest.fixture(scope="module")
+def small_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """200 documents, the calibration and test questions about them, and held-out ones."""
+    root = tmp_path_factory.mktemp("data")
+    (root / "questions").mkdir()
+    docs = [json.loads(line) for _, line in zip(range(200), (DATA / "corpus.jsonl").open(), strict=False)]
+    (root / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    ids = {d["doc_id"] for d in docs}
+    for split, per_kind in (("calibration", 40), ("test", 4)):
+        rows = [json.loads(line) for line in (DATA / "questions" / f"{split}.jsonl").open()]
+        inside = [r for r in rows if r["answers"] and r.get("source_doc_id") in ids][:per_kind]
+        held = [r for r in rows if r["kind"] == "held_out"][:per_kind]
+        (root / "questions" / f"{split}.jsonl").write_text(
+            "".join(json.dumps(r) + "\n" for r in inside + held)
+        )
+    return root
+
+
+@pytest.mark.integration
+def test_run_llm_eval_writes_metrics_and_one_record_per_question(small_data: Path, tmp_path: Path) -> None:
+    base = EvalOptions(data_dir=small_data, settings=Settings(), progress=False)
+    report, records = run_llm_eval(LLMEvalOptions("openai", base, complete_fn=echo_first_sentence))
+    assert report["test"]["questions"] == len(records) == 8
+    llm = report["llm"]
+    assert llm["reached_llm"] == sum(r["reached_llm"] for r in records) >= 1
+    assert llm["by_attempt"]["1"]["generated"] == llm["reached_llm"]
+    reached = next(r for r in records if r["reached_llm"])
+    assert reached["evidence"]
+    assert reached["llm"]["attempt_log"][0]["text"].endswith("[1].")
+    assert reached["evidence"][0]["n"] == 1
+    path = tmp_path / "answers.jsonl"
+    write_answers(records, path)
+    assert len(path.read_text().splitlines()) == 8
+    assert dict(headline(report))["questions reaching the LLM"] == str(llm["reached_llm"])
+    json.dumps(report)  # the report is JSON-serialisable

@@ -1,0 +1,284 @@
+"""Each remote provider against a real local HTTP server that speaks its protocol."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from llm_http_server import Reply, ScriptedServer
+
+from verityrag.errors import LLMConfigError, LLMRateLimitError, LLMResponseError, LLMTimeoutError
+from verityrag.llm_providers import (
+    HTTPCompleteFn,
+    RetryPolicy,
+    anthropic_complete_fn,
+    complete_fn_for,
+    gemini_complete_fn,
+    openai_compatible_complete_fn,
+)
+
+pytestmark = pytest.mark.integration
+
+FAST = RetryPolicy(
+    timeout_s=2.0, max_retries=2, backoff_base_s=0.01, backoff_max_s=0.05, max_retry_after_s=1.0
+)
+
+
+@dataclass(frozen=True)
+class Protocol:
+    name: str
+    make: Callable[[str, RetryPolicy], HTTPCompleteFn]
+    ok: Callable[[str], dict[str, Any]]  # a success body carrying this text (prompt 11 / completion 7 tokens)
+    path: str
+
+
+PROTOCOLS = [
+    Protocol(
+        "gemini",
+        lambda url, p: gemini_complete_fn(api_key="g-key", model="gemini-test", base_url=url, policy=p),
+        lambda text: {
+            "candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP"}],
+            "usageMetadata": {"promptTokenCount": 11, "candidatesTokenCount": 7},
+        },
+        "/v1beta/models/gemini-test:generateContent",
+    ),
+    Protocol(
+        "anthropic",
+        lambda url, p: anthropic_complete_fn(api_key="a-key", model="claude-test", base_url=url, policy=p),
+        lambda text: {
+            "id": "msg_1",
+            "type": "message",
+            "model": "claude-test",
+            "content": [{"type": "text", "text": text}],
+            "usage": {"input_tokens": 11, "output_tokens": 7},
+        },
+        "/v1/messages",
+    ),
+    Protocol(
+        "openai",
+        lambda url, p: openai_compatible_complete_fn(base_url=url + "/v1", model="llama-test", policy=p),
+        lambda text: {
+            "model": "llama-test",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}}],
+            "usage": {"prompt_tokens": 11, "completion_tokens": 7},
+        },
+        "/v1/chat/completions",
+    ),
+]
+IDS = [p.name for p in PROTOCOLS]
+
+
+@pytest.fixture(autouse=True)
+def _no_provider_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in (
+        "GEMINI_API_KEY GOOGLE_API_KEY GEMINI_MODEL GEMINI_BASE_URL ANTHROPIC_API_KEY ANTHROPIC_MODEL "
+        "ANTHROPIC_BASE_URL OPENAI_API_KEY OPENAI_BASE_URL OPENAI_MODEL"
+    ).split():
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.mark.parametrize("proto", PROTOCOLS, ids=IDS)
+def test_provider_success_returns_text_and_token_counts(server: ScriptedServer, proto: Protocol) -> None:
+    server.script(Reply(200, proto.ok("Paris is the capital [1].")))
+    fn = proto.make(server.url, FAST)
+    out = fn("Where?", system="Be brief.", temperature=0.2, max_tokens=40)
+    assert out.text == "Paris is the capital [1]."
+    assert (out.prompt_tokens, out.completion_tokens) == (11, 7)
+    assert out.latency_ms > 0
+    assert [s.path for s in server.seen] == [proto.path]
+
+
+def test_gemini_request_carries_key_system_and_json_mime(server: ScriptedServer) -> None:
+    server.script(Reply(200, PROTOCOLS[0].ok("{}")))
+    PROTOCOLS[0].make(server.url, FAST)("q", system="sys", max_tokens=9, temperature=0.3, json_mode=True)
+    seen = server.seen[0]
+    assert seen.headers["x-goog-api-key"] == "g-key"
+    assert seen.body["systemInstruction"] == {"parts": [{"text": "sys"}]}
+    assert seen.body["contents"][0]["parts"][0]["text"] == "q"
+    assert seen.body["generationConfig"] == {
+        "temperature": 0.3,
+        "maxOutputTokens": 9,
+        "responseMimeType": "application/json",
+    }
+
+
+def test_anthropic_json_mode_prefills_brace_and_restores_it(server: ScriptedServer) -> None:
+    server.script(Reply(200, PROTOCOLS[1].ok('"supported": true}')))
+    out = PROTOCOLS[1].make(server.url, FAST)("q", system="sys", json_mode=True)
+    assert out.text == '{"supported": true}'
+    seen = server.seen[0]
+    assert seen.headers["x-api-key"] == "a-key"
+    assert seen.headers["anthropic-version"] == "2023-06-01"
+    assert seen.body["system"] == "sys"
+    assert seen.body["messages"][-1] == {"role": "assistant", "content": "{"}
+
+
+def test_openai_compatible_sends_bearer_only_with_key_and_maps_json_mode(server: ScriptedServer) -> None:
+    server.script(Reply(200, PROTOCOLS[2].ok("{}")))
+    openai_compatible_complete_fn(base_url=server.url + "/v1", model="m", policy=FAST)("q", json_mode=True)
+    openai_compatible_complete_fn(base_url=server.url + "/v1", model="m", api_key="sk-1", policy=FAST)("q")
+    first, second = server.seen
+    assert "authorization" not in first.headers
+    assert first.body["response_format"] == {"type": "json_object"}
+    assert first.body["messages"] == [{"role": "user", "content": "q"}]
+    assert second.headers["authorization"] == "Bearer sk-1"
+    assert "response_format" not in second.body
+
+
+def test_openai_compatible_reads_base_url_and_model_from_env(
+    server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
+    monkeypatch.setenv("OPENAI_MODEL", "qwen-local")
+    server.script(Reply(200, PROTOCOLS[2].ok("hi")))
+    fn = complete_fn_for("openai")
+    assert fn("q").text == "hi"
+    assert server.seen[0].body["model"] == "qwen-local"
+
+
+@pytest.mark.parametrize("proto", PROTOCOLS, ids=IDS)
+def test_provider_429_then_success_waits_retry_after(server: ScriptedServer, proto: Protocol) -> None:
+    server.script(
+        Reply(429, {"error": "slow down"}, headers={"retry-after": "0.3"}), Reply(200, proto.ok("ok"))
+    )
+    fn = proto.make(server.url, FAST)
+    t0 = time.perf_counter()
+    assert fn("q").text == "ok"
+    assert time.perf_counter() - t0 >= 0.3  # Retry-After honoured, not the 10 ms backoff
+    assert len(server.seen) == 2
+
+
+@pytest.mark.parametrize("proto", PROTOCOLS, ids=IDS)
+def test_provider_429_every_time_raises_rate_limit_after_retries(
+    server: ScriptedServer, proto: Protocol
+) -> None:
+    server.script(Reply(429, {"error": {"message": "quota exceeded"}}))
+    with pytest.raises(LLMRateLimitError, match=r"429.*3 attempt"):
+        proto.make(server.url, FAST)("q")
+    assert len(server.seen) == 3  # 1 + max_retries
+
+
+def test_retry_after_longer_than_allowed_gives_up_at_once(server: ScriptedServer) -> None:
+    server.script(Reply(429, {"error": "later"}, headers={"retry-after": "3600"}))
+    t0 = time.perf_counter()
+    with pytest.raises(LLMRateLimitError):
+        PROTOCOLS[2].make(server.url, FAST)("q")
+    assert time.perf_counter() - t0 < 1.0
+    assert len(server.seen) == 1
+
+
+@pytest.mark.parametrize("proto", PROTOCOLS, ids=IDS)
+def test_provider_500_is_retried_then_succeeds(server: ScriptedServer, proto: Protocol) -> None:
+    server.script(Reply(500, "internal"), Reply(503, "busy"), Reply(200, proto.ok("fine")))
+    assert proto.make(server.url, FAST)("q").text == "fine"
+    assert len(server.seen) == 3
+
+
+@pytest.mark.parametrize("proto", PROTOCOLS, ids=IDS)
+def test_provider_500_every_time_raises_response_error(server: ScriptedServer, proto: Protocol) -> None:
+    server.script(Reply(500, "boom"))
+    with pytest.raises(LLMResponseError, match="HTTP 500: boom"):
+        proto.make(server.url, FAST)("q")
+    assert len(server.seen) == 3
+
+
+@pytest.mark.parametrize("proto", PROTOCOLS, ids=IDS)
+def test_provider_400_is_not_retried(server: ScriptedServer, proto: Protocol) -> None:
+    server.script(Reply(400, {"error": "bad max_tokens"}))
+    with pytest.raises(LLMResponseError, match="HTTP 400"):
+        proto.make(server.url, FAST)("q")
+    assert len(server.seen) == 1
+
+
+@pytest.mark.parametrize("proto", PROTOCOLS, ids=IDS)
+def test_provider_refused_key_is_a_config_error(server: ScriptedServer, proto: Protocol) -> None:
+    server.script(Reply(401, {"error": "invalid x-api-key"}))
+    with pytest.raises(LLMConfigError, match="key was refused"):
+        proto.make(server.url, FAST)("q")
+
+
+@pytest.mark.parametrize("proto", PROTOCOLS, ids=IDS)
+def test_provider_slow_server_times_out_after_retries(server: ScriptedServer, proto: Protocol) -> None:
+    server.script(Reply(200, proto.ok("late"), delay_s=1.5))
+    policy = RetryPolicy(timeout_s=0.3, max_retries=1, backoff_base_s=0.01)
+    t0 = time.perf_counter()
+    with pytest.raises(LLMTimeoutError, match=r"within 0.3s.*2 attempt"):
+        proto.make(server.url, policy)("q")
+    assert time.perf_counter() - t0 < 1.5
+
+
+def test_trickling_server_is_cut_off_at_the_deadline(server: ScriptedServer) -> None:
+    # Each byte arrives well inside the read timeout, the whole body never does: no hang.
+    server.script(Reply(200, PROTOCOLS[2].ok("x" * 200), trickle_s=0.02))
+    policy = RetryPolicy(timeout_s=0.4, max_retries=0)
+    t0 = time.perf_counter()
+    with pytest.raises(LLMTimeoutError):
+        PROTOCOLS[2].make(server.url, policy)("q")
+    assert time.perf_counter() - t0 < 1.5
+
+
+@pytest.mark.parametrize("proto", PROTOCOLS, ids=IDS)
+@pytest.mark.parametrize(
+    "body", ["<html>gateway</html>", {"unexpected": True}, [1, 2]], ids=["html", "shape", "list"]
+)
+def test_provider_malformed_body_raises_response_error(
+    server: ScriptedServer, proto: Protocol, body: Any
+) -> None:
+    server.script(Reply(200, body if not isinstance(body, list) else json.dumps(body)))
+    with pytest.raises(LLMResponseError):
+        proto.make(server.url, FAST)("q")
+    assert len(server.seen) == 1
+
+
+def test_unreachable_server_raises_after_retries() -> None:
+    fn = openai_compatible_complete_fn(base_url="http://127.0.0.1:9/v1", model="m", policy=FAST)
+    with pytest.raises((LLMResponseError, LLMTimeoutError), match="attempt"):
+        fn("q")
+
+
+@pytest.mark.parametrize(
+    ("provider", "env_var"),
+    [("gemini", "GEMINI_API_KEY"), ("anthropic", "ANTHROPIC_API_KEY"), ("openai", "OPENAI_API_KEY")],
+)
+def test_missing_key_names_the_env_var(provider: str, env_var: str) -> None:
+    with pytest.raises(LLMConfigError, match=env_var):
+        complete_fn_for(provider)
+
+
+def test_openai_compatible_without_model_names_openai_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://localhost:11434/v1")
+    with pytest.raises(LLMConfigError, match="OPENAI_MODEL"):
+        complete_fn_for("openai")
+
+
+def test_unknown_provider_lists_the_known_ones() -> None:
+    from verityrag.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="anthropic"):
+        complete_fn_for("cohere")
+
+
+@pytest.mark.parametrize("proto", PROTOCOLS, ids=IDS)
+def test_provider_async_variant_retries_429_then_answers(server: ScriptedServer, proto: Protocol) -> None:
+    server.script(
+        Reply(429, {"error": "slow"}, headers={"retry-after": "0.1"}), Reply(200, proto.ok("async ok"))
+    )
+    out = asyncio.run(proto.make(server.url, FAST).acomplete("q", system="s"))
+    assert out.text == "async ok"
+    assert out.completion_tokens == 7
+    assert len(server.seen) == 2
+
+
+def test_provider_async_variant_times_out_and_raises_typed_errors(server: ScriptedServer) -> None:
+    server.script(Reply(200, PROTOCOLS[2].ok("late"), delay_s=1.0))
+    fn = PROTOCOLS[2].make(server.url, RetryPolicy(timeout_s=0.2, max_retries=0))
+    with pytest.raises(LLMTimeoutError):
+        asyncio.run(fn.acomplete("q"))
+    server.script(Reply(500, "boom"))
+    with pytest.raises(LLMResponseError, match="HTTP 500"):
+        asyncio.run(PROTOCOLS[2].make(server.url, FAST).acomplete("q"))

@@ -1,0 +1,328 @@
+"""Verified LLM answers: reject-and-retry and best-of-N over any ``Verifier``.
+
+    RejectAndRetry   generate -> verify every sentence against the passages it cites
+                     rejected -> regenerate with feedback (which claim, which passages, why)
+                     at most ``max_attempts`` (3) -> else abstain with every attempt's log
+    BestOfN          ``n`` sampled candidates -> verify each -> the best whose weakest
+                     sentence scores >= ``threshold`` (and all supported) -> else abstain
+
+A sentence that cites nothing is rejected without asking the verifier. The model
+saying the evidence does not hold the answer is an abstention, not a retry. Every
+attempt keeps its text, verdicts, tokens and timings for the trace
+(:meth:`VerifiedAnswer.trace_details`). Provider errors (``LLMError``) propagate: the
+provider already retried, and a backend that is down is the caller's to handle.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from verityrag.errors import InvalidInputError, VerityRAGError
+from verityrag.generation.llm import Feedback, LLMAnswer, LLMGenerator
+from verityrag.types import CitedSentence, Hit
+from verityrag.verify.grounding_verifier import GroundingVerifier
+from verityrag.verify.protocols import VerificationResult, Verifier
+
+__all__ = ["AnswerStrategy", "AttemptRecord", "BestOfN", "RejectAndRetry", "VerifiedAnswer", "verify_answer"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptRecord:
+    """One generated answer and what the verifier said about it."""
+
+    attempt: int  # from 1
+    text: str
+    sentences: tuple[CitedSentence, ...]
+    cited_numbers: tuple[tuple[int, ...], ...]
+    verdicts: tuple[VerificationResult, ...]
+    accepted: bool
+    score: float  # the weakest sentence's score (0.0 for an empty answer)
+    refused: bool = False
+    feedback_given: tuple[Feedback, ...] = ()  # the feedback this attempt was generated with
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    generate_ms: float = 0.0
+    verify_ms: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "attempt": self.attempt,
+            "text": self.text,
+            "sentences": [
+                {"text": s.text, "cites": list(n), "chunk_ids": [c.chunk_id for c in s.citations]}
+                for s, n in zip(self.sentences, self.cited_numbers, strict=True)
+            ],
+            "verdicts": [
+                {
+                    "sentence": v.sentence,
+                    "score": round(v.score, 4),
+                    "supported": v.supported,
+                    "stage": v.stage,
+                    "reason": v.reason,
+                    "error": v.error,
+                }
+                for v in self.verdicts
+            ],
+            "accepted": self.accepted,
+            "score": round(self.score, 4),
+            "refused": self.refused,
+            "feedback_given": [f.render() for f in self.feedback_given],
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "generate_ms": round(self.generate_ms, 1),
+            "verify_ms": round(self.verify_ms, 3),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class VerifiedAnswer:
+    """The outcome: accepted sentences, or an abstention with every attempt's log."""
+
+    strategy: str
+    sentences: tuple[CitedSentence, ...]
+    accepted: bool
+    attempts: tuple[AttemptRecord, ...]
+    chosen: int | None = None  # index into attempts of the accepted one
+    abstain_reason: str | None = None  # "rejected" | "refused"
+    latency_ms: float = 0.0
+    evidence: tuple[Hit, ...] = field(default=())
+
+    @property
+    def answer(self) -> str | None:
+        return " ".join(s.text for s in self.sentences) if self.accepted else None
+
+    def accounting(self) -> dict[str, Any]:
+        """Per-request cost: attempts, tokens (``None`` when the provider does not report them), latency."""
+
+        def total(values: Sequence[int | None]) -> int | None:
+            return None if any(v is None for v in values) else sum(v or 0 for v in values)
+
+        return {
+            "attempts": len(self.attempts),
+            "prompt_tokens": total([a.prompt_tokens for a in self.attempts]),
+            "completion_tokens": total([a.completion_tokens for a in self.attempts]),
+            "generate_ms": round(sum(a.generate_ms for a in self.attempts), 1),
+            "verify_ms": round(sum(a.verify_ms for a in self.attempts), 3),
+            "latency_ms": round(self.latency_ms, 1),
+        }
+
+    def trace_details(self) -> dict[str, Any]:
+        return {
+            "strategy": self.strategy,
+            "accepted": self.accepted,
+            "chosen_attempt": None if self.chosen is None else self.attempts[self.chosen].attempt,
+            "abstain_reason": self.abstain_reason,
+            "evidence": [h.chunk_id for h in self.evidence],
+            **self.accounting(),
+            "attempt_log": [a.as_dict() for a in self.attempts],
+        }
+
+
+class AnswerStrategy(Protocol):
+    """What the agent calls after its gates: an answer over the evidence, verified, or an abstention."""
+
+    def answer(self, question: str, hits: Sequence[Hit]) -> VerifiedAnswer: ...
+
+
+def verify_answer(answer: LLMAnswer, verifier: Verifier) -> list[VerificationResult]:
+    """One verdict per sentence, each judged against the passages that sentence cites only."""
+    verdicts: list[VerificationResult] = []
+    for sentence, numbers in zip(answer.sentences, answer.numbers, strict=True):
+        if not sentence.citations:
+            verdicts.append(
+                VerificationResult(sentence.text, 0.0, False, "citation", "cites no evidence passage")
+            )
+            continue
+        documents = [answer.evidence[n - 1].chunk.text for n in numbers]
+        try:
+            verdicts.append(verifier.verify([sentence.text], documents)[0])
+        except VerityRAGError as exc:  # a verifier that cannot decide does not pass anything
+            verdicts.append(
+                VerificationResult(
+                    sentence.text, 0.0, False, "verifier_error", "", error=f"{type(exc).__name__}: {exc}"
+                )
+            )
+    return verdicts
+
+
+def _feedback(answer: LLMAnswer, verdicts: Sequence[VerificationResult]) -> tuple[Feedback, ...]:
+    if not answer.sentences:
+        return (Feedback("(empty answer)", (), "the answer had no sentence"),)
+    out = []
+    for numbers, verdict in zip(answer.numbers, verdicts, strict=True):
+        if not verdict.supported:
+            reason = verdict.reason or f"not supported by the cited passage(s) (score {verdict.score:.2f})"
+            out.append(Feedback(verdict.sentence, numbers, reason))
+    return tuple(out)
+
+
+def _record(
+    attempt: int,
+    answer: LLMAnswer,
+    verdicts: Sequence[VerificationResult],
+    accepted: bool,
+    feedback_given: tuple[Feedback, ...],
+    verify_ms: float,
+) -> AttemptRecord:
+    score = min((v.score for v in verdicts), default=0.0)
+    return AttemptRecord(
+        attempt=attempt,
+        text=answer.raw_text,
+        sentences=answer.sentences,
+        cited_numbers=answer.numbers,
+        verdicts=tuple(verdicts),
+        accepted=accepted,
+        score=score,
+        refused=answer.refused,
+        feedback_given=feedback_given,
+        prompt_tokens=answer.completion.prompt_tokens,
+        completion_tokens=answer.completion.completion_tokens,
+        generate_ms=answer.latency_ms,
+        verify_ms=verify_ms,
+    )
+
+
+def _check(answer: LLMAnswer, verifier: Verifier) -> tuple[list[VerificationResult], float]:
+    t0 = time.perf_counter()
+    verdicts = verify_answer(answer, verifier) if answer.sentences else []
+    return verdicts, (time.perf_counter() - t0) * 1000
+
+
+class RejectAndRetry:
+    """Generate, verify, regenerate with specific feedback; at most ``max_attempts`` tries."""
+
+    name = "reject_and_retry"
+
+    def __init__(
+        self,
+        generator: LLMGenerator,
+        verifier: Verifier | None = None,
+        max_attempts: int = 3,
+        retry_temperature: float | None = None,
+    ) -> None:
+        if max_attempts < 1:
+            raise InvalidInputError("max_attempts", f"must be >= 1, got {max_attempts!r}")
+        self.generator = generator
+        self.verifier: Verifier = verifier or GroundingVerifier()
+        self.max_attempts = max_attempts
+        self.retry_temperature = retry_temperature  # None: the generator's own temperature
+
+    def __repr__(self) -> str:
+        return f"RejectAndRetry({self.generator!r}, verifier={self.verifier!r}, max_attempts={self.max_attempts})"
+
+    def answer(self, question: str, hits: Sequence[Hit]) -> VerifiedAnswer:
+        started = time.perf_counter()
+        records: list[AttemptRecord] = []
+        feedback: tuple[Feedback, ...] = ()
+        answer: LLMAnswer | None = None
+        for attempt in range(1, self.max_attempts + 1):
+            temperature = self.retry_temperature if attempt > 1 else None
+            answer = self.generator.generate(question, hits, feedback, temperature=temperature)
+            if answer.refused:
+                records.append(_record(attempt, answer, [], False, feedback, 0.0))
+                logger.debug("attempt %d: the model says the evidence does not answer %r", attempt, question)
+                return self._done(answer, records, None, "refused", started)
+            verdicts, verify_ms = _check(answer, self.verifier)
+            accepted = bool(verdicts) and all(v.supported for v in verdicts)
+            records.append(_record(attempt, answer, verdicts, accepted, feedback, verify_ms))
+            if accepted:
+                return self._done(answer, records, len(records) - 1, None, started)
+            feedback = _feedback(answer, verdicts)
+            logger.debug("attempt %d rejected: %s", attempt, [f.render() for f in feedback])
+        assert answer is not None
+        return self._done(answer, records, None, "rejected", started)
+
+    def _done(
+        self,
+        answer: LLMAnswer,
+        records: list[AttemptRecord],
+        chosen: int | None,
+        reason: str | None,
+        started: float,
+    ) -> VerifiedAnswer:
+        return VerifiedAnswer(
+            strategy=self.name,
+            sentences=answer.sentences if chosen is not None else (),
+            accepted=chosen is not None,
+            attempts=tuple(records),
+            chosen=chosen,
+            abstain_reason=reason,
+            latency_ms=(time.perf_counter() - started) * 1000,
+            evidence=answer.evidence,
+        )
+
+
+class BestOfN:
+    """``n`` candidates sampled at ``temperature``; the verifier ranks them by their weakest
+    sentence; the best one with every sentence supported and a score >= ``threshold`` wins."""
+
+    name = "best_of_n"
+
+    def __init__(
+        self,
+        generator: LLMGenerator,
+        verifier: Verifier | None = None,
+        n: int = 3,
+        threshold: float = 0.5,
+        temperature: float = 0.7,
+    ) -> None:
+        if n < 1:
+            raise InvalidInputError("n", f"must be >= 1, got {n!r}")
+        if not 0.0 <= threshold <= 1.0:
+            raise InvalidInputError("threshold", f"must be in [0, 1], got {threshold!r}")
+        self.generator = generator
+        self.verifier: Verifier = verifier or GroundingVerifier()
+        self.n = n
+        self.threshold = threshold
+        self.temperature = temperature
+
+    def __repr__(self) -> str:
+        return f"BestOfN({self.generator!r}, verifier={self.verifier!r}, n={self.n})"
+
+    def answer(self, question: str, hits: Sequence[Hit]) -> VerifiedAnswer:
+        started = time.perf_counter()
+        records: list[AttemptRecord] = []
+        answers: list[LLMAnswer] = []
+        seen: dict[str, tuple[list[VerificationResult], float]] = {}
+        for attempt in range(1, self.n + 1):
+            answer = self.generator.generate(question, hits, temperature=self.temperature)
+            answers.append(answer)
+            if answer.refused:
+                records.append(_record(attempt, answer, [], False, (), 0.0))
+                continue
+            # Identical candidates (common at low temperature) are verified once.
+            verdicts, verify_ms = seen.get(answer.raw_text) or _check(answer, self.verifier)
+            seen[answer.raw_text] = (verdicts, verify_ms)
+            ok = bool(verdicts) and all(v.supported for v in verdicts)
+            score = min((v.score for v in verdicts), default=0.0)
+            records.append(_record(attempt, answer, verdicts, ok and score >= self.threshold, (), verify_ms))
+        eligible = [i for i, r in enumerate(records) if r.accepted]
+        chosen = max(eligible, key=lambda i: (records[i].score, -i)) if eligible else None
+        # Only the winner stays "accepted" in the log; the others were ranked below it.
+        final = [r if i == chosen else _replace_accepted(r, False) for i, r in enumerate(records)]
+        if chosen is None:
+            reason = "refused" if records and all(r.refused for r in records) else "rejected"
+        else:
+            reason = None
+        pick = answers[chosen] if chosen is not None else answers[-1]
+        return VerifiedAnswer(
+            strategy=self.name,
+            sentences=pick.sentences if chosen is not None else (),
+            accepted=chosen is not None,
+            attempts=tuple(final),
+            chosen=chosen,
+            abstain_reason=reason,
+            latency_ms=(time.perf_counter() - started) * 1000,
+            evidence=pick.evidence,
+        )
+
+
+def _replace_accepted(record: AttemptRecord, accepted: bool) -> AttemptRecord:
+    return dataclasses.replace(record, accepted=accepted)
