@@ -16,7 +16,12 @@ import streamlit as st
 
 from verityrag.bundled import bundled_pipeline
 from verityrag.config import STRICTNESS_LEVELS
+from verityrag.errors import LLMError
+from verityrag.generation.completion import CompleteFn
+from verityrag.llm_providers import PROVIDERS, complete_fn_for
 from verityrag.pipeline import VerityRAGPipeline
+from verityrag.types import QueryResult
+from verityrag.ui.llm_compare import LLMView, llm_side_by_side
 from verityrag.ui.streaming_story import StoryEvent, StoryOutcome, run_streaming_story
 from verityrag.ui.views import ResultView, result_view
 
@@ -27,11 +32,45 @@ SAMPLE_QUESTIONS = (
     "Who designed the Victoria and Albert Museum's garden?",
 )
 CUSTOM = "(type your own)"
+NO_LLM = "(none)"
+PROVIDER_HELP = (
+    "local: the offline gemma-3-270m base model (first use loads it, ~1 min); gemini / anthropic / "
+    "openai: keys and URLs from the environment (see docs/llm.md)."
+)
 
 
 @st.cache_resource(show_spinner="Loading the bundled corpus and calibrating (a few seconds, once)...")
 def ask_pipeline() -> VerityRAGPipeline:
     return bundled_pipeline()
+
+
+@st.cache_resource(show_spinner="Loading the LLM provider...")
+def llm_for(provider: str) -> CompleteFn:
+    return complete_fn_for(provider)
+
+
+def show_llm(view: LLMView) -> None:
+    st.markdown(f"**LLM ({view.provider}) on the same evidence**")
+    if view.error:
+        st.error(view.error)
+        return
+    if view.refused or not view.answer:
+        st.info("The LLM said the evidence does not answer the question.")
+        return
+    verdict = "every sentence supported" if view.all_supported else "NOT all sentences supported"
+    st.write(view.answer)
+    st.caption(
+        f"{view.latency_ms / 1000:.1f} s; verifier: {verdict} (the pipeline would not show it otherwise)"
+    )
+    st.table(view.sentences)
+
+
+def ask_llm(provider: str, result: QueryResult) -> LLMView:
+    try:
+        complete_fn = llm_for(provider)
+    except LLMError as exc:  # e.g. a missing key: shown, not raised
+        return LLMView(provider, None, error=f"{type(exc).__name__}: {exc}")
+    return llm_side_by_side(provider, complete_fn, result.question, result.evidence)
 
 
 def show_result(view: ResultView) -> None:
@@ -73,13 +112,24 @@ def ask_tab() -> None:
         "Strictness", STRICTNESS_LEVELS, index=STRICTNESS_LEVELS.index("balanced"), key="strictness"
     )
     k = cols[1].slider("Evidence chunks (k)", 1, 10, pipeline.settings.top_k, key="k")
+    provider = st.selectbox(
+        "Also ask an LLM on the same evidence", (NO_LLM, *PROVIDERS), key="llm", help=PROVIDER_HELP
+    )
     if st.button("Ask", type="primary", key="ask"):
         if not question.strip():
             st.error("Type a question first.")
             return
         settings = pipeline.settings.replace(strictness=strictness)
         result = pipeline.query(question, k=k, settings=settings)
-        show_result(result_view(result))
+        if provider == NO_LLM:
+            show_result(result_view(result))
+            return
+        left, right = st.columns(2)
+        with left:
+            st.markdown("**VerityRAG**")
+            show_result(result_view(result))
+        with right, st.spinner(f"Asking {provider}..."):
+            show_llm(ask_llm(provider, result))
 
 
 def _story_line(event: StoryEvent) -> str:
