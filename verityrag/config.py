@@ -18,6 +18,9 @@ PROFILES: tuple[str, ...] = get_args(ProfileName)
 Strictness = Literal["lenient", "balanced", "strict"]
 STRICTNESS_LEVELS: tuple[str, ...] = get_args(Strictness)
 GateLabel = Literal["evidence", "answer"]
+# Where the index lives: in-process (LiveIndex) or an Elasticsearch cluster (ELASTICSEARCH_URL etc.).
+Backend = Literal["embedded", "elasticsearch"]
+BACKENDS: tuple[str, ...] = get_args(Backend)
 ENV_PREFIX = "VERITYRAG_"
 
 
@@ -38,6 +41,7 @@ class Settings:
     fusion: FusionMode = "weighted"
     dense_weight: float = 0.2
     dense_backend: DenseBackend = "exact"
+    backend: Backend = "embedded"
     # limits on input
     max_document_chars: int = 1_000_000
     max_query_chars: int = 2_000
@@ -59,6 +63,7 @@ class Settings:
         _check_choice("profile_name", self.profile_name, PROFILES)
         _check_choice("fusion", self.fusion, FUSION_MODES)
         _check_choice("dense_backend", self.dense_backend, DENSE_BACKENDS)
+        _check_choice("backend", self.backend, BACKENDS)
         _check_choice("durability", self.durability, ("process", "power"))
         _check_choice("strictness", self.strictness, STRICTNESS_LEVELS)
         _check_choice("gate_label", self.gate_label, ("evidence", "answer"))

@@ -15,7 +15,7 @@ from itertools import pairwise
 import numpy as np
 import numpy.typing as npt
 
-from verityrag.index.live import IndexSnapshot, LiveIndex
+from verityrag.index.protocol import AnyIndex, PrefetchesTermStatistics, SnapshotView
 from verityrag.text.analyzer import Analyzer
 from verityrag.text.sentences import sentence_spans
 from verityrag.types import Chunk, Hit
@@ -107,8 +107,11 @@ class QueryTerms:
         )
 
     @classmethod
-    def from_index(cls, text: str, index: LiveIndex, snapshot: IndexSnapshot) -> QueryTerms:
+    def from_index(cls, text: str, index: AnyIndex, snapshot: SnapshotView) -> QueryTerms:
         """Terms and weights of ``text`` at one snapshot of ``index``, with its analyzer."""
+        if isinstance(index, PrefetchesTermStatistics):
+            # A remote index (Elasticsearch) fetches every term's statistics in one round trip.
+            index.prefetch_term_statistics(index.analyzer.analyze(text), snapshot)
         return cls.build(
             text,
             index.analyzer,

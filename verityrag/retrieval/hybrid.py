@@ -7,7 +7,7 @@ import logging
 import numpy as np
 
 from verityrag.embed.base import Embedder
-from verityrag.index.live import IndexSnapshot, LiveIndex
+from verityrag.index.protocol import AnyIndex, SnapshotView
 from verityrag.retrieval.fusion import FusionMode, check_fusion_mode, rrf, weighted
 from verityrag.types import Chunk, Hit
 
@@ -19,7 +19,7 @@ class HybridRetriever:
 
     def __init__(
         self,
-        index: LiveIndex,
+        index: AnyIndex,
         embedder: Embedder,
         fusion: FusionMode = "rrf",
         candidates: int = 50,
@@ -33,7 +33,7 @@ class HybridRetriever:
         self.rrf_k = rrf_k
         self.dense_weight = dense_weight
 
-    def search(self, query: str, k: int = 10, snapshot: IndexSnapshot | None = None) -> list[Hit]:
+    def search(self, query: str, k: int = 10, snapshot: SnapshotView | None = None) -> list[Hit]:
         snap = snapshot or self.index.snapshot()
         n = max(k, self.candidates)
         lexical = self.index.search_lexical(query, n, snap)

@@ -1,0 +1,129 @@
+"""The index contract: what the pipeline, retriever, features and agent need from an index.
+
+``LiveIndex`` (embedded) and ``ElasticsearchIndex`` (a cluster) both satisfy
+:class:`IndexBackend`, so the agent, gates and API run unchanged on either.
+The contract suite in ``tests/index_contract`` runs the same tests against both.
+
+Reads go through a snapshot taken with ``snapshot()``: every read that passes
+the same snapshot sees the same collection statistics (N, average length,
+document frequencies), so BM25 scores, IDF features and gate inputs of one
+query agree with each other. ``LiveIndex`` snapshots are exact multi-version
+views; an Elasticsearch snapshot caches what it has read (see
+``verityrag.index.elastic``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from verityrag.text.analyzer import Analyzer
+from verityrag.types import Chunk
+
+if TYPE_CHECKING:
+    from verityrag.index.live import IndexSnapshot, LiveIndex, Scored
+
+# One document's write: (doc_id, its chunks, their vectors [n_chunks, dim]).
+Upsert = tuple[str, Sequence[Chunk], npt.NDArray[np.float32]]
+
+
+@runtime_checkable
+class SnapshotView(Protocol):
+    """What callers may read from any backend's snapshot."""
+
+    @property
+    def version(self) -> int:
+        """Monotone write counter of the index this snapshot was taken from."""
+        ...
+
+    @property
+    def n_live(self) -> int:
+        """Number of chunks the snapshot sees."""
+        ...
+
+
+SnapshotT = TypeVar("SnapshotT", bound=SnapshotView)
+
+
+@runtime_checkable
+class IndexBackend(Protocol[SnapshotT]):
+    """Lexical (Okapi BM25, as ``rank_bm25.BM25Okapi``) + dense search over the same chunks.
+
+    Writes: ``apply`` (many upserts and deletes), ``delete``; a write is searchable
+    when it returns. Reads take an optional snapshot (default: the latest).
+    """
+
+    dim: int
+    analyzer: Analyzer
+
+    # ------------------------------------------------------------------ reads
+    def snapshot(self) -> SnapshotT: ...
+
+    def __len__(self) -> int: ...
+
+    @property
+    def n_documents(self) -> int: ...
+
+    def has_document(self, doc_id: str) -> bool: ...
+
+    def chunks_of(self, doc_id: str, snapshot: SnapshotT | None = None) -> list[Chunk]: ...
+
+    def get_chunk(self, chunk_id: str) -> Chunk | None: ...
+
+    def live_chunks(self, snapshot: SnapshotT | None = None) -> list[Chunk]: ...
+
+    def document_frequency(self, term: str, snapshot: SnapshotT | None = None) -> int: ...
+
+    def idf(self, term: str, snapshot: SnapshotT | None = None) -> float: ...
+
+    def indexed_terms(self, chunk: Chunk) -> list[str]: ...
+
+    def search_lexical(
+        self, query: str | Sequence[str], k: int = 10, snapshot: SnapshotT | None = None
+    ) -> list[Scored]: ...
+
+    def search_dense(
+        self, vector: npt.ArrayLike, k: int = 10, snapshot: SnapshotT | None = None
+    ) -> list[Scored]: ...
+
+    def cosines(
+        self, vector: npt.ArrayLike, chunk_ids: Sequence[str], snapshot: SnapshotT | None = None
+    ) -> list[float]: ...
+
+    # ----------------------------------------------------------------- writes
+    def upsert(self, doc_id: str, chunks: Sequence[Chunk], vectors: npt.NDArray[np.float32]) -> None: ...
+
+    def delete(self, doc_id: str) -> bool: ...
+
+    def apply(
+        self,
+        upserts: Sequence[Upsert],
+        deletes: Iterable[str] = (),
+        term_counts: Sequence[Sequence[Mapping[str, int]]] | None = None,
+    ) -> None: ...
+
+    def term_counts(self, upserts: Sequence[Upsert]) -> list[list[dict[str, int]]]: ...
+
+
+# What the pipeline and its parts hold: an index of either kind.
+AnyIndex = IndexBackend[Any]
+
+
+@runtime_checkable
+class PrefetchesTermStatistics(Protocol):
+    """Optional capability of a remote backend: fetch many terms' statistics in one round trip.
+
+    ``QueryTerms.from_index`` calls it before its IDF lookups, so Elasticsearch answers
+    one request per query instead of one per term. ``LiveIndex`` does not need it.
+    """
+
+    def prefetch_term_statistics(self, terms: Iterable[str], snapshot: Any = None) -> None: ...
+
+
+if TYPE_CHECKING:
+    # mypy proves here that the embedded index satisfies the contract.
+    def _live_index_is_a_backend(index: LiveIndex) -> IndexBackend[IndexSnapshot]:
+        return index
