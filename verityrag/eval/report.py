@@ -71,6 +71,10 @@ def render_markdown(report: dict[str, Any], plots: dict[str, str]) -> str:
         lines.append(f"| {stage} | {p['p50']:.3f} | {p['p95']:.3f} | {p['p99']:.3f} |")
     lines += ["", "## Calibration", ""]
     lines += [f"- {k}: {v}" for k, v in sorted(report["calibration"].items())]
+    if report.get("learned_gates"):
+        from verityrag.crossenc.eval_sweep import render_sweep_markdown
+
+        lines += render_sweep_markdown(report["learned_gates"])
     if plots:
         lines += ["", "## Plots", ""]
         lines += [f"![{name}]({path})" for name, path in plots.items()]

@@ -1,0 +1,118 @@
+"""Build Verity-Guard's (evidence, answer) -> supported pairs from HaluEval QA.
+
+Every HaluEval QA item has knowledge (evidence), a right answer (usually a short
+span) and a hallucinated answer (usually a full sentence). Trained on those alone a
+model learns "short = correct", so each item gives both styles with both labels:
+
+- short, supported:      the right answer                                  -> 1
+- short, unsupported:    the right answer of another item                  -> 0
+- sentence, supported:   the evidence sentence holding the right answer    -> 1
+                         (what the extractive generator returns)
+- sentence, unsupported: that sentence with the right answer swapped for another
+                         item's right answer (one span changed)             -> 0
+- sentence, unsupported: the hallucinated answer                            -> 0
+- sentence, supported:   "<question without '?'>: <right answer>."          -> 1
+
+Evidence is trimmed to the sentences most relevant to the answer (80 words), as
+``LearnedGuard`` trims it at run time. Items are split by position with a fixed
+seed: the last 2,000 items are the test set (never trained on), 500 before them
+validation (threshold), the rest training.
+
+    python scripts/guard_data.py          # writes guard_work/guard/data/*.jsonl.gz
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import random
+import re
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from verityrag.crossenc.evidence import trim_evidence  # noqa: E402
+from verityrag.guard import EVIDENCE_WORDS  # noqa: E402
+from verityrag.text.sentences import split_sentences  # noqa: E402
+
+HALUEVAL = ROOT.parent / "shared" / "data" / "halueval" / "qa_data.json.gz"
+OUT = ROOT / "guard_work" / "guard" / "data"
+TEST_ITEMS = 2000
+VALIDATION_ITEMS = 500
+
+Pair = dict[str, Any]
+
+
+def _knowledge_sentences(knowledge: str) -> list[str]:
+    # HaluEval joins its paragraphs without a space ("...century.First for Women"): split there too.
+    return split_sentences(re.sub(r"([a-z0-9)\"])\.([A-Z])", r"\1. \2", knowledge))
+
+
+def item_pairs(item: dict[str, Any], others: list[dict[str, Any]], rng: random.Random) -> list[Pair]:
+    knowledge = re.sub(r"([a-z0-9)\"])\.([A-Z])", r"\1. \2", item["knowledge"])
+    right = item["right_answer"].strip()
+    other = rng.choice(others)["right_answer"].strip()
+    while other.lower() == right.lower():
+        other = rng.choice(others)["right_answer"].strip()
+    out: list[tuple[str, int, str]] = [
+        (right, 1, "short_right"),
+        (other, 0, "short_other"),
+        (item["hallucinated_answer"].strip(), 0, "sentence_hallucinated"),
+        (f"{item['question'].strip().rstrip('?')}: {right}.", 1, "sentence_question_right"),
+    ]
+    holding = [s for s in _knowledge_sentences(knowledge) if right and right in s]
+    if holding:
+        sentence = holding[0]
+        out.append((sentence, 1, "sentence_evidence"))
+        out.append((sentence.replace(right, other, 1), 0, "sentence_swapped"))
+    return [
+        {
+            "evidence": trim_evidence(answer, knowledge, EVIDENCE_WORDS),
+            "answer": answer,
+            "label": y,
+            "kind": kind,
+        }
+        for answer, y, kind in out
+        if answer
+    ]
+
+
+def write(path: Path, rows: list[Pair]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--halueval", type=Path, default=HALUEVAL)
+    p.add_argument("--seed", type=int, default=13)
+    p.add_argument("--out", type=Path, default=OUT)
+    args = p.parse_args(argv)
+    rng = random.Random(args.seed)
+    with gzip.open(args.halueval, "rt", encoding="utf-8") as f:
+        items = [json.loads(line) for line in f if line.strip()]
+    train_items = items[: -(TEST_ITEMS + VALIDATION_ITEMS)]
+    splits = {
+        "train": train_items,
+        "validation": items[-(TEST_ITEMS + VALIDATION_ITEMS) : -TEST_ITEMS],
+        "test": items[-TEST_ITEMS:],
+    }
+    for name, part in splits.items():
+        rows = [r for it in part for r in item_pairs(it, part, rng)]  # swaps stay inside a split
+        if name == "train":
+            rng.shuffle(rows)
+        write(args.out / f"{name}.jsonl.gz", rows)
+        kinds = Counter(r["kind"] for r in rows)
+        print(f"{name}: {len(part)} items, {len(rows)} pairs {dict(kinds)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

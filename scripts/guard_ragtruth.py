@@ -1,0 +1,83 @@
+"""RAGTruth-QA AUROC of Verity-Guard (and of any cross-encoder folder served raw).
+
+Uses the loaders of verityrag.eval.ragtruth (829 QA responses, 160 with annotated
+hallucination spans; premise = question + MS MARCO passages, hypothesis = response).
+Scored two ways:
+
+- ``LearnedGuard`` (how the agent calls it): each response sentence against the premise
+  sentences most relevant to it (80 words), min over sentences;
+- ``OnnxCrossEncoder`` raw (the NLIScorer contract the RAGTruth runner uses): the whole
+  response against premise windows, max over windows (sentence split only when the
+  response does not fit a window).
+
+AUROC for flagging unsupported responses (score = 1 - P(supported)), on all 829 and on
+the runner's report half (sha1(source_id) odd). Nothing is fitted on RAGTruth here.
+RAGTruth is out of domain for a HaluEval-trained guard: long multi-passage premises
+and long LLM responses.
+
+    python scripts/guard_ragtruth.py [--folder guard_work/guard]   # -> scripts/results/crossenc_ragtruth.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from verityrag.crossenc import OnnxCrossEncoder  # noqa: E402
+from verityrag.crossenc.metrics import auroc  # noqa: E402
+from verityrag.eval.ragtruth import load_ragtruth, split_ragtruth  # noqa: E402
+from verityrag.guard import LearnedGuard  # noqa: E402
+
+RESULTS = ROOT / "scripts" / "results" / "crossenc_ragtruth.json"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--folder", type=Path, default=ROOT / "guard_work" / "guard")
+    p.add_argument("--results", type=Path, default=RESULTS)
+    args = p.parse_args(argv)
+    examples = load_ragtruth()
+    _, report_half = split_ragtruth(examples)
+    report_ids = {id(e) for e in report_half}
+    pairs = [(e.premise, e.hypothesis) for e in examples]
+    flags = [e.unsupported for e in examples]
+    out: dict[str, Any] = {
+        "command": " ".join(sys.argv),
+        "model_folder": str(
+            args.folder.relative_to(ROOT) if args.folder.is_relative_to(ROOT) else args.folder
+        ),
+        "responses": len(examples),
+        "unsupported": sum(flags),
+    }
+    scorers = {
+        "learned_guard_sentences_trimmed": LearnedGuard(model_dir=args.folder),
+        "onnx_raw_windows": OnnxCrossEncoder(args.folder, what="guard"),
+    }
+    for name, scorer in scorers.items():
+        t0 = time.perf_counter()
+        scores: list[float] = []
+        for b in range(0, len(pairs), 32):
+            scores += scorer.score_pairs(pairs[b : b + 32])
+        seconds = time.perf_counter() - t0
+        detector = [1 - s for s in scores]
+        half = [(d, f) for d, f, e in zip(detector, flags, examples, strict=True) if id(e) in report_ids]
+        out[name] = {
+            "auroc_all_829": auroc(detector, flags),
+            "auroc_report_half": auroc([d for d, _ in half], [f for _, f in half]),
+            "report_half_responses": len(half),
+            "ms_per_response": 1000 * seconds / len(pairs),
+        }
+        print(name, json.dumps(out[name]))
+    args.results.write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

