@@ -110,15 +110,8 @@ def test_eval_external_questions_file_is_evaluated_on_same_corpus(tmp_path: Path
     assert data["config"]["questions_file"].endswith("q.jsonl")
 
 
-@pytest.mark.unit
-@pytest.mark.parametrize("flag", ["--guard", "--answerability", "--real-llm=gemini"])
-def test_eval_flag_without_component_exits_with_message(
-    flag: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    with pytest.raises(SystemExit) as exc:
-        main([flag])
-    assert exc.value.code == 2
-    assert "does not include yet" in capsys.readouterr().err
+# --guard / --answerability without their models: tests/crossenc/test_crossenc_eval_flags.py;
+# --real-llm: tests/llm/test_llm_eval_cli.py.
 
 
 @pytest.mark.unit
