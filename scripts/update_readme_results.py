@@ -74,8 +74,20 @@ def bench_section() -> str:
     )
 
 
+RAGTRUTH = ROOT / "eval_report_ragtruth.json"
+
+
+def ragtruth_section() -> str:
+    if not RAGTRUTH.exists():
+        return "_No eval_report_ragtruth.json yet: run `python -m verityrag.eval --ragtruth`._"
+    from verityrag.eval.ragtruth import render_table
+
+    return render_table(json.loads(RAGTRUTH.read_text()))
+
+
 def render(text: str) -> str:
-    for name, body in (("eval-results", eval_section()), ("bench-results", bench_section())):
+    sections = (("eval-results", eval_section()), ("bench-results", bench_section()))
+    for name, body in (*sections, ("ragtruth-results", ragtruth_section())):
         pattern = re.compile(rf"(<!-- {name}:start -->).*?(<!-- {name}:end -->)", re.S)
         if not pattern.search(text):
             raise SystemExit(f"README.md lacks the <!-- {name}:start/end --> markers")

@@ -1,0 +1,171 @@
+"""Fit a verifier's decision threshold and calibration map on labelled JSONL, confirmed on a held-out part.
+
+Each input line is ``{"label": 1|0, "score": float}`` (1 = supported), or
+``{"label": ..., "premise": ..., "hypothesis": ...}`` scored here with ``--verifier``
+(lexical, grounding, onnx:<folder>, hf:<model>; see verityrag.eval.ragtruth).
+
+    python scripts/calibrate_verifier.py labelled.jsonl --verifier onnx:guard_work/guard \\
+        --target-precision 0.9 --out calibration.json
+
+The rows are split (seeded) into a fitting part and a held-out part (``--holdout``):
+the threshold (``pick_threshold``) and isotonic map are fitted on the first, and the
+precision (Wilson 95% interval) and accept rate are confirmed on the second. The output
+records what it was fitted for: the verifier, its model version (file hashes for
+local folders), the data file's sha256, and the date. Refit when any of them changes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from verityrag.errors import VerityRAGError  # noqa: E402
+from verityrag.verify.calibration import IsotonicCalibrator, confirm_threshold, pick_threshold  # noqa: E402
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def model_version(name: str, scorer: Any) -> dict[str, Any]:
+    """What identifies the model: a folder's file hashes and metadata, or the scorer's own version."""
+    out: dict[str, Any] = {"verifier": name}
+    folder = getattr(scorer, "folder", None)
+    if name.startswith("hf:"):
+        candidate = Path(name[3:])
+        folder = candidate if candidate.is_dir() else None
+        scorer.warm_up()
+        out["model_version"] = scorer.model_version
+    if folder is not None and Path(folder).is_dir():
+        files = sorted(
+            p
+            for p in Path(folder).iterdir()
+            if p.is_file() and p.suffix in {".onnx", ".json", ".safetensors", ".bin"}
+        )
+        out["files"] = {p.name: sha256(p) for p in files}
+        meta = Path(folder) / "metadata.json"
+        if meta.exists():
+            data = json.loads(meta.read_text(encoding="utf-8"))
+            out["metadata"] = {
+                k: data.get(k) for k in ("name", "base_model", "created", "threshold") if k in data
+            }
+    if name in ("lexical", "grounding"):
+        import verityrag
+
+        out["model_version"] = (
+            f"verityrag {getattr(verityrag, '__version__', 'unversioned')} ({name}, no weights)"
+        )
+    return out
+
+
+def load_rows(path: Path) -> list[dict[str, Any]]:
+    rows = []
+    with path.open(encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            if row.get("label") not in (0, 1):
+                raise SystemExit(f"{path}:{n}: 'label' must be 0 or 1")
+            if "score" not in row and not ("premise" in row and "hypothesis" in row):
+                raise SystemExit(f"{path}:{n}: needs 'score', or 'premise' and 'hypothesis' with --verifier")
+            rows.append(row)
+    if not rows:
+        raise SystemExit(f"{path}: no rows")
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("data", type=Path, help="labelled JSONL")
+    p.add_argument(
+        "--verifier", default=None, help="scores rows without a 'score' (lexical, grounding, onnx:…, hf:…)"
+    )
+    p.add_argument("--target-precision", type=float, default=0.9)
+    p.add_argument(
+        "--min-accept", type=float, default=0.1, help="refuse thresholds accepting less than this share"
+    )
+    p.add_argument("--conservative", action="store_true", help="the Wilson lower bound must reach the target")
+    p.add_argument("--holdout", type=float, default=0.5, help="share of rows kept for confirmation")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", type=Path, default=Path("calibration.json"))
+    args = p.parse_args(argv)
+    if not 0.0 < args.holdout < 1.0:
+        p.error("--holdout must be within (0, 1)")
+
+    rows = load_rows(args.data)
+    fitted_for: dict[str, Any] = {"verifier": args.verifier or "precomputed scores"}
+    if any("score" not in r for r in rows):
+        if not args.verifier:
+            p.error("rows without 'score' need --verifier")
+        from verityrag.eval.ragtruth import build_scorer
+
+        scorer = build_scorer(args.verifier)
+        todo = [i for i, r in enumerate(rows) if "score" not in r]
+        try:
+            scores = scorer.score_pairs([(rows[i]["premise"], rows[i]["hypothesis"]) for i in todo])
+        except VerityRAGError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        for i, s in zip(todo, scores, strict=True):
+            rows[i]["score"] = s
+        fitted_for = model_version(args.verifier, scorer)
+
+    order = list(range(len(rows)))
+    random.Random(args.seed).shuffle(order)
+    cut = round(len(rows) * (1 - args.holdout))
+    fit, held = [rows[i] for i in order[:cut]], [rows[i] for i in order[cut:]]
+    try:
+        choice = pick_threshold(
+            [r["score"] for r in fit],
+            [r["label"] for r in fit],
+            args.target_precision,
+            args.min_accept,
+            args.conservative,
+        )
+    except VerityRAGError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    check = confirm_threshold(choice, [r["score"] for r in held], [r["label"] for r in held])
+    calibrator = IsotonicCalibrator().fit([r["score"] for r in fit], [r["label"] for r in fit])
+    result = {
+        "fitted_for": fitted_for,
+        "data": {
+            "path": str(args.data),
+            "sha256": sha256(args.data),
+            "rows": len(rows),
+            "fit": len(fit),
+            "held_out": len(held),
+        },
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "seed": args.seed,
+        "threshold": choice.as_dict(),
+        "held_out": check.as_dict(),
+        "isotonic": calibrator.to_dict(),
+    }
+    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(
+        f"threshold {choice.threshold:.4f}: precision {choice.precision:.3f} "
+        f"[{choice.precision_low:.3f}, {choice.precision_high:.3f}], accept {choice.accept_rate:.1%} (fit); "
+        f"held-out precision {check.precision:.3f} [{check.precision_low:.3f}, {check.precision_high:.3f}], "
+        f"accept {check.accept_rate:.1%}, target {'met' if check.meets_target else 'NOT met'}"
+    )
+    print(f"written: {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,178 @@
+"""The RAGTruth / HaluEval runner: data, splits, baselines, metrics, and the CLI flag."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from verityrag.errors import InvalidInputError, NotFittedError
+from verityrag.eval.__main__ import main
+from verityrag.eval.ragtruth import (
+    GroundingScorer,
+    LexicalEntityScorer,
+    PairExample,
+    TfidfLogisticScorer,
+    best_f1_threshold,
+    build_scorer,
+    ensemble_runs,
+    evaluate_scores,
+    guard_work_folders,
+    load_halueval,
+    load_ragtruth,
+    render_table,
+    run_ragtruth,
+    score_dataset,
+    split_ragtruth,
+    top_members,
+)
+
+pytestmark = pytest.mark.unit
+
+PREMISE = "Question: who improved the engine?\n\nJames Watt improved the steam engine in 1769 in Glasgow."
+
+
+def test_ragtruth_data_counts_and_fixed_source_split() -> None:
+    rows = load_ragtruth()
+    assert len(rows) == 829
+    assert sum(e.unsupported for e in rows) == 160  # responses with any hallucination span
+    fit, test = split_ragtruth(rows)
+    assert len(fit) + len(test) == 829
+    assert not {e.group for e in fit} & {e.group for e in test}
+    assert split_ragtruth(rows) == (fit, test)  # fixed, not random
+
+
+def test_halueval_splits_are_disjoint_and_balanced() -> None:
+    train, fit, test = load_halueval(train_items=30, fit_items=10, report_items=10)
+    assert (len(train), len(fit), len(test)) == (60, 20, 20)
+    assert min(int(e.group) for e in test) == 8000  # the guard cross-encoder's unseen items
+    assert {int(e.group) for e in fit} == set(range(7500, 7510))
+    assert max(int(e.group) for e in train) < 7500
+    groups = [{e.group for e in part} for part in (train, fit, test)]
+    assert not groups[0] & groups[1]
+    assert not groups[1] & groups[2]
+    assert not groups[0] & groups[2]
+    assert sum(e.unsupported for e in test) == 10
+    with pytest.raises(InvalidInputError, match=r"needs 1\.\.2000"):
+        load_halueval(report_items=5000)
+
+
+def test_lexical_baseline_penalises_new_numbers_and_names() -> None:
+    scorer = LexicalEntityScorer()
+    good, number, name = scorer.score_pairs(
+        [
+            (PREMISE, "James Watt improved the steam engine in 1769."),
+            (PREMISE, "James Watt improved the steam engine in 1781."),
+            (PREMISE, "James Watt improved the steam engine in Paris."),
+        ]
+    )
+    assert good == pytest.approx(1.0)
+    assert number < good
+    assert name < good
+
+
+def test_grounding_scorer_wraps_the_checker() -> None:
+    good, bad = GroundingScorer().score_pairs(
+        [(PREMISE, "Watt improved the steam engine in 1769."), (PREMISE, "Watt improved it in 1781.")]
+    )
+    assert good > 0.9 > bad
+
+
+def test_tfidf_lr_learns_novel_words_and_needs_fit() -> None:
+    pairs, labels = [], []
+    for i in range(40):
+        pairs.append((PREMISE, f"Watt improved the engine in 1769 case {i}."))
+        labels.append(1)
+        pairs.append((PREMISE, f"Watt invented television in Berlin case {i}."))
+        labels.append(0)
+    with pytest.raises(NotFittedError):
+        TfidfLogisticScorer().score_pairs(pairs[:1])
+    scorer = TfidfLogisticScorer().fit(pairs, labels)
+    ok, bad = scorer.score_pairs(
+        [
+            (PREMISE, "Watt improved the engine in 1769 case 99."),
+            (PREMISE, "Watt invented television in Berlin case 99."),
+        ]
+    )
+    assert ok > 0.5 > bad
+    oof = scorer.out_of_fold(pairs, labels)
+    assert len(oof) == len(pairs)
+
+
+def test_evaluate_scores_threshold_from_fit_half() -> None:
+    # Perfect separation: unsupported pairs score low P(supported).
+    fit_s, fit_y = [0.9, 0.8, 0.2, 0.1], [0, 0, 1, 1]
+    test_s, test_y = [0.95, 0.7, 0.3, 0.05], [0, 0, 1, 1]
+    figures = evaluate_scores(fit_s, fit_y, test_s, test_y)
+    assert figures["auroc"] == 1.0
+    assert figures["f1"] == 1.0
+    assert figures["balanced_accuracy"] == 1.0
+    # Inverted scores on the report half: the threshold from the fit half does not adapt.
+    flipped = evaluate_scores(fit_s, fit_y, [0.05, 0.3, 0.7, 0.95], test_y)
+    assert flipped["auroc"] == 0.0
+    assert flipped["recall"] == 0.0
+    assert best_f1_threshold([0.1, 0.2, 0.8, 0.9], [0, 0, 1, 1]) == pytest.approx(0.5)
+
+
+def test_ensembles_are_calibrated_aggregates() -> None:
+    fit = [
+        PairExample(PREMISE, h, y, str(i))
+        for i, (h, y) in enumerate([("Watt improved it.", 0), ("Pigs fly.", 1)] * 5)
+    ]
+    runs, notes = score_dataset(["lexical", "grounding"], fit, fit, None, progress=False, dataset="t")
+    assert notes == []
+    ens = ensemble_runs(runs, [e.unsupported for e in fit])
+    assert [r.name for r in ens] == ["ens-min", "ens-mean", "ens-max"]
+    assert ens[0].ms_per_pair == pytest.approx(sum(r.ms_per_pair for r in runs))
+    labels = [e.unsupported for e in fit]
+    assert [r.name for r in top_members(runs, labels, k=1)] in (["lexical"], ["grounding"])
+
+
+def test_unknown_or_missing_verifiers() -> None:
+    with pytest.raises(InvalidInputError, match="unknown verifier"):
+        build_scorer("magic")
+    fit = [PairExample(PREMISE, "Watt improved it.", 0, "a"), PairExample(PREMISE, "Pigs fly.", 1, "b")]
+    names = ["onnx:/nonexistent/nli", "guard:/nonexistent/guard"]
+    runs, notes = score_dataset(names, fit, fit, None, progress=False, dataset="t")
+    assert runs == []
+    assert "onnx:/nonexistent/nli: skipped" in notes[0]
+    assert "guard:/nonexistent/guard: skipped" in notes[1]
+
+
+def test_guard_work_scan_skips_answerability(tmp_path: Path) -> None:
+    (tmp_path / "answerability").mkdir()
+    (tmp_path / "answerability" / "metadata.json").write_text("{}")
+    (tmp_path / "guard").mkdir()
+    (tmp_path / "guard" / "metadata.json").write_text("{}")
+    names, notes = guard_work_folders(tmp_path)
+    (tmp_path / "nli").mkdir()
+    (tmp_path / "nli" / "metadata.json").write_text("{}")
+    assert names == [f"guard:{tmp_path / 'guard'}"]
+    assert guard_work_folders(tmp_path)[0] == [f"guard:{tmp_path / 'guard'}", f"onnx:{tmp_path / 'nli'}"]
+    assert "answerability: skipped" in notes[0]
+    assert guard_work_folders(tmp_path / "none")[0] == []
+
+
+def test_cli_ragtruth_lexical_writes_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "rt.json"
+    assert main(["--ragtruth", "--verifier", "lexical", "--out", str(out), "--no-progress"]) == 0
+    report = json.loads(out.read_text())
+    [row] = report["ragtruth"]["rows"]
+    assert row["verifier"] == "lexical"
+    assert 0.5 < row["auroc"] <= 1.0
+    assert report["halueval"]["rows"][0]["verifier"] == "lexical"
+    assert "| `lexical` |" in capsys.readouterr().out
+
+
+def test_render_table_from_report() -> None:
+    report = run_ragtruth(["lexical", "grounding", "ens-max"], halueval_report_items=10, progress=False)
+    table = render_table(report)
+    assert [line.split("|")[1].strip() for line in table.splitlines()[2:5]] == [
+        "`lexical`",
+        "`grounding`",
+        "`ens-max`",
+    ]
+    assert "ens-min" not in table
+    # ens2: the two members best on the fitting half (here only two members: no ens2 rows).
+    assert "ens2" not in table

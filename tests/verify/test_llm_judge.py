@@ -1,0 +1,253 @@
+"""The LLM-prompt verifier against a real local server speaking OpenAI-compatible chat completions."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from verityrag.errors import InvalidInputError
+from verityrag.generation.completion import Completion
+from verityrag.llm_providers import HTTPCompleteFn, RetryPolicy, openai_compatible_complete_fn
+from verityrag.verify.llm_judge import (
+    JudgeVerdict,
+    LLMJudgeVerifier,
+    MalformedVerdictError,
+    annotate_answer,
+    build_prompt,
+    clamp_context,
+    parse_verdict,
+)
+
+EVIDENCE = ["James Watt improved the steam engine in 1769 by adding a separate condenser."]
+
+
+def verdict_json(verdict: str = "SUPPORTED", grounded: Any = True, confidence: Any = 92) -> str:
+    return json.dumps(
+        {
+            "verdict": verdict,
+            "is_grounded": grounded,
+            "reasoning": "Stated in the context.",
+            "confidence_score": confidence,
+        }
+    )
+
+
+# ------------------------------------------------------------------ a real local server
+
+
+@dataclass
+class FakeOpenAI:
+    """Replies queued per request: ("content", text) | ("status", code) | ("sleep", seconds)."""
+
+    replies: list[tuple[str, Any]] = field(default_factory=list)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    url: str = ""
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAI]:
+    state = FakeOpenAI()
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            state.requests.append(body)
+            kind, value = state.replies.pop(0) if state.replies else ("content", verdict_json())
+            if kind == "sleep":
+                time.sleep(value)
+                kind, value = "content", verdict_json()
+            if kind == "status":
+                payload = json.dumps({"error": {"message": "boom"}}).encode()
+                self.send_response(value)
+            else:
+                payload = json.dumps(
+                    {
+                        "model": body["model"],
+                        "choices": [{"index": 0, "message": {"role": "assistant", "content": value}}],
+                        "usage": {"prompt_tokens": 10, "completion_tokens": 5},
+                    }
+                ).encode()
+                self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client timed out and left
+                self.wfile.write(payload)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    state.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    yield state
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def openai_complete_fn(base_url: str, timeout: float = 5.0) -> HTTPCompleteFn:
+    """The project's OpenAI-compatible provider, without retries so failures surface at once."""
+    return openai_compatible_complete_fn(
+        base_url=base_url,
+        model="judge-model",
+        api_key="k",
+        policy=RetryPolicy(timeout_s=timeout, max_retries=0),
+    )
+
+
+# ------------------------------------------------------------------ over HTTP
+
+
+@pytest.mark.integration
+def test_good_verdict_over_http_is_supported_and_request_is_deterministic_json(server: FakeOpenAI) -> None:
+    server.replies = [("content", verdict_json("SUPPORTED", True, 92))]
+    judge = LLMJudgeVerifier(openai_complete_fn(server.url))
+    [result] = judge.verify(["Watt added a separate condenser."], EVIDENCE)
+    assert result.supported
+    assert result.error is None
+    assert result.stage == "llm_judge"
+    assert result.score == pytest.approx(0.92)
+    assert result.details["verdict"] == "SUPPORTED"
+    sent = server.requests[0]
+    assert sent["temperature"] == 0.0
+    assert sent["response_format"] == {"type": "json_object"}
+    assert "STATEMENT: Watt added a separate condenser." in sent["messages"][1]["content"]
+    assert EVIDENCE[0] in sent["messages"][1]["content"]
+
+
+@pytest.mark.integration
+def test_not_supported_verdict_over_http_refuses(server: FakeOpenAI) -> None:
+    server.replies = [("content", "```json\n" + verdict_json("not supported", "false", "80") + "\n```")]
+    [result] = LLMJudgeVerifier(openai_complete_fn(server.url)).verify(["Watt did it in 1781."], EVIDENCE)
+    assert not result.supported
+    assert result.error is None
+    assert result.score == pytest.approx(0.2)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    "reply",
+    [("content", "Sure! The statement is supported."), ("content", '{"verdict": "MAYBE"}'), ("status", 500)],
+    ids=["not-json", "bad-schema", "http-500"],
+)
+def test_failures_fail_closed_by_default(server: FakeOpenAI, reply: tuple[str, Any]) -> None:
+    server.replies = [reply]
+    [result] = LLMJudgeVerifier(openai_complete_fn(server.url)).verify(["Watt added a condenser."], EVIDENCE)
+    assert result.supported is False
+    assert result.reason == "verifier_error"
+    assert result.error
+    assert ("500" in result.error) == (reply[0] == "status")
+
+
+@pytest.mark.integration
+def test_timeout_fails_closed_and_fast(server: FakeOpenAI) -> None:
+    server.replies = [("sleep", 1.5)]
+    judge = LLMJudgeVerifier(openai_complete_fn(server.url, timeout=0.3))
+    t0 = time.perf_counter()
+    [result] = judge.verify(["Watt added a condenser."], EVIDENCE)
+    assert time.perf_counter() - t0 < 1.4
+    assert not result.supported
+    assert result.error is not None
+    assert "LLMTimeoutError" in result.error
+
+
+@pytest.mark.integration
+def test_fail_open_passes_errors_and_annotates_verdicts(server: FakeOpenAI) -> None:
+    server.replies = [("status", 500), ("content", verdict_json("NOT_SUPPORTED", False, 40))]
+    judge = LLMJudgeVerifier(openai_complete_fn(server.url), failure_policy="fail_open")
+    failed, judged = judge.verify(["First.", "Second."], EVIDENCE)
+    assert failed.supported
+    assert failed.error
+    assert failed.reason.startswith("fail_open")
+    assert judged.supported
+    assert judged.error is None
+    assert judged.details["annotation"] == " [Confidence: 40%] [Warning: Low confidence. Groundedness: false]"
+
+
+@pytest.mark.integration
+def test_averify_matches_verify(server: FakeOpenAI) -> None:
+    judge = LLMJudgeVerifier(openai_complete_fn(server.url))
+    results = asyncio.run(judge.averify(["One.", "Two."], EVIDENCE))
+    assert [r.supported for r in results] == [True, True]
+
+
+# ------------------------------------------------------------------ parsing and prompt (pure)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (verdict_json("SUPPORTED", True, 85), ("SUPPORTED", True, 85)),
+        (verdict_json("supported", "true", "85"), ("SUPPORTED", True, 85)),
+        (verdict_json("Not-Supported", "no", "85%"), ("NOT_SUPPORTED", False, 85)),
+        (verdict_json("NEEDS CLARIFICATION", 0, 70.4), ("NEEDS_CLARIFICATION", False, 70)),
+        ("```json\n" + verdict_json() + "\n```", ("SUPPORTED", True, 92)),
+    ],
+)
+def test_parse_verdict_coerces_types(text: str, expected: tuple[str, bool, int]) -> None:
+    v = parse_verdict(text)
+    assert (v.verdict, v.is_grounded, v.confidence_score) == expected
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("not json", "not JSON"),
+        ("[1, 2]", "JSON object"),
+        ('{"verdict": "SUPPORTED"}', "missing key"),
+        (verdict_json("PROBABLY"), "verdict must be one of"),
+        (verdict_json(grounded="maybe"), "is_grounded"),
+        (verdict_json(confidence=150), "0-100"),
+        (verdict_json(confidence="high"), "confidence_score"),
+        (verdict_json(confidence=True), "confidence_score"),
+    ],
+)
+def test_parse_verdict_rejects_malformed(text: str, match: str) -> None:
+    with pytest.raises(MalformedVerdictError, match=match):
+        parse_verdict(text)
+
+
+@pytest.mark.unit
+def test_supported_needs_verdict_and_groundedness() -> None:
+    assert not JudgeVerdict("SUPPORTED", False, "", 90).supported
+    assert JudgeVerdict("SUPPORTED", True, "", 90).support_probability == pytest.approx(0.9)
+
+
+@pytest.mark.unit
+def test_context_is_clamped_to_budget_for_every_document() -> None:
+    docs = ["alpha " * 2000, "beta " * 2000]
+    context = clamp_context(docs, 4000)
+    assert len(context) <= 4000
+    assert "alpha" in context
+    assert "beta" in context
+    assert len(build_prompt("s", docs)) < 4000 + 2500
+    assert clamp_context(["short"], 4000) == "short"
+
+
+@pytest.mark.unit
+def test_annotation_thresholds() -> None:
+    assert annotate_answer("A.", JudgeVerdict("SUPPORTED", True, "", 85)) == "A. [Confidence: 85%]"
+    assert annotate_answer("A.", JudgeVerdict("SUPPORTED", True, "", 49)).endswith(
+        "[Warning: Low confidence. Groundedness: true]"
+    )
+
+
+@pytest.mark.unit
+def test_bad_settings_raise() -> None:
+    with pytest.raises(InvalidInputError, match="fail_closed, fail_open"):
+        LLMJudgeVerifier(lambda *a, **k: Completion(""), failure_policy="sometimes")  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="context_budget_chars"):
+        LLMJudgeVerifier(lambda *a, **k: Completion(""), context_budget_chars=10)

@@ -1,0 +1,252 @@
+"""The HF NLI scorer and verifier on tiny randomly initialised BERT heads saved to tmp folders."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from verityrag.errors import InvalidInputError, ModelLoadError
+from verityrag.verify.nli import (
+    CrossEncoderNLIVerifier,
+    HFSequenceClassificationScorer,
+    NLIVerifier,
+    supported_class,
+)
+from verityrag.verify.protocols import NLIScorer, Verifier
+
+transformers = pytest.importorskip("transformers")
+torch = pytest.importorskip("torch")
+
+pytestmark = pytest.mark.integration
+
+WORDS = (
+    "the a engine steam watt improved design in 1769 newcomen built first pump water mines "
+    "paris is capital of france coal piston . , moon made cheese berlin"
+).split()
+
+
+def save_tiny_bert(
+    folder: Path, id2label: dict[int, str], favour: int | None = None, max_pos: int = 48
+) -> Path:
+    """A 1-layer BERT head with a WordPiece vocab; ``favour`` biases one class to ~certainty."""
+    folder.mkdir(parents=True, exist_ok=True)
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *dict.fromkeys(WORDS)]
+    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    tokenizer = transformers.BertTokenizerFast(vocab_file=str(folder / "vocab.txt"), model_max_length=max_pos)
+    tokenizer.save_pretrained(folder)
+    config = transformers.BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=max_pos,
+        num_labels=len(id2label),
+        id2label=id2label,
+        label2id={v: k for k, v in id2label.items()},
+    )
+    torch.manual_seed(0)
+    model = transformers.BertForSequenceClassification(config)
+    if favour is not None:
+        with torch.no_grad():
+            model.classifier.weight.zero_()
+            model.classifier.bias.fill_(-5.0)
+            model.classifier.bias[favour] = 5.0
+    model.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+    monkeypatch.delenv("VERIFIER_MODEL", raising=False)
+    monkeypatch.delenv("VERIFIER_TRUST_REMOTE_CODE", raising=False)
+
+
+@pytest.fixture(scope="session")
+def binary_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return save_tiny_bert(tmp_path_factory.mktemp("bin"), {0: "LABEL_0", 1: "LABEL_1"})
+
+
+# ------------------------------------------------------------------ label resolution (pure)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("id2label", "num", "expected"),
+    [
+        ({0: "contradiction", 1: "entailment", 2: "neutral"}, 3, 1),
+        ({0: "ENTAILMENT", 1: "NEUTRAL", 2: "CONTRADICTION"}, 3, 0),
+        ({0: "hallucinated", 1: "consistent"}, 2, 1),
+        ({0: "supported", 1: "unsupported"}, 2, 0),
+        ({"0": "0", "1": "1"}, 2, 1),
+        ({0: "LABEL_0", 1: "LABEL_1"}, 2, 1),
+        ({0: "LABEL_0"}, 1, None),
+    ],
+)
+def test_supported_class_reads_id2label_layouts(
+    id2label: dict[int, str], num: int, expected: int | None
+) -> None:
+    assert supported_class(id2label, num) == expected
+
+
+@pytest.mark.unit
+def test_supported_class_three_unnamed_classes_raises() -> None:
+    with pytest.raises(ValueError, match="cannot tell which"):
+        supported_class({0: "LABEL_0", 1: "LABEL_1", 2: "LABEL_2"}, 3)
+
+
+# ------------------------------------------------------------------ real (tiny) models
+
+
+@pytest.mark.parametrize(
+    ("id2label", "favour"),
+    [
+        ({0: "contradiction", 1: "entailment", 2: "neutral"}, 1),
+        ({0: "entailment", 1: "neutral", 2: "contradiction"}, 0),
+        ({0: "hallucinated", 1: "consistent"}, 1),
+        ({0: "LABEL_0", 1: "LABEL_1"}, 1),
+    ],
+)
+def test_scorer_reads_the_supported_class_of_each_layout(
+    tmp_path: Path, id2label: dict[int, str], favour: int
+) -> None:
+    folder = save_tiny_bert(tmp_path / "m", id2label, favour=favour)
+    scorer = HFSequenceClassificationScorer(folder)
+    high = scorer.score_pairs([("the steam engine", "watt improved the engine")])
+    assert scorer.support_index_ == favour
+    assert high[0] > 0.99
+    # The same head biased towards another class must read as unsupported.
+    other = save_tiny_bert(tmp_path / "o", id2label, favour=(favour + 1) % len(id2label))
+    assert HFSequenceClassificationScorer(other).score_pairs([("the steam engine", "watt")])[0] < 0.01
+
+
+def test_scorer_unresolvable_head_raises_model_load_error(tmp_path: Path) -> None:
+    folder = save_tiny_bert(tmp_path / "m", {0: "LABEL_0", 1: "LABEL_1", 2: "LABEL_2"})
+    with pytest.raises(ModelLoadError, match="cannot tell which"):
+        HFSequenceClassificationScorer(folder).warm_up()
+
+
+def test_scorer_is_lazy_and_an_nli_scorer(binary_model: Path) -> None:
+    scorer = HFSequenceClassificationScorer(binary_model)
+    assert isinstance(scorer, NLIScorer)
+    assert scorer._model is None  # nothing loads in the constructor
+    assert scorer.score_pairs([]) == []
+    assert scorer._model is None
+
+
+def test_scorer_long_premise_scored_in_windows_max_over_windows(binary_model: Path) -> None:
+    scorer = HFSequenceClassificationScorer(binary_model, max_length=24, window_overlap_sentences=1)
+    sentences = [
+        "newcomen built the first steam engine in 1769 .",
+        "watt improved the design .",
+        "the engine pump water in mines .",
+        "paris is the capital of france .",
+        "the moon is made of cheese .",
+        "berlin is a capital .",
+    ]
+    premise = " ".join(s[0].upper() + s[1:] for s in sentences)
+    hypothesis = "watt improved the engine"
+    scorer.warm_up()
+    windows = scorer._windows(premise, hypothesis)
+    assert len(windows) > 1
+    tok = scorer._tokenizer
+    for window in windows:
+        pair = tok(window, hypothesis, truncation=False)["input_ids"]
+        assert len(pair) <= scorer.max_length_
+    # Overlap: consecutive windows share a sentence.
+    assert windows[0].split(" . ")[-1].strip(" .") in windows[1]
+    per_window = scorer._predict([(w, hypothesis) for w in windows])
+    assert scorer.score_pairs([(premise, hypothesis)]) == [pytest.approx(max(per_window))]
+    # A short premise is one window.
+    assert scorer._windows("Watt improved the engine.", hypothesis) == ["Watt improved the engine."]
+
+
+def test_verifier_answer_score_is_min_over_sentences(binary_model: Path) -> None:
+    verifier = CrossEncoderNLIVerifier(binary_model, threshold=0.5)
+    assert isinstance(verifier, Verifier)
+    evidence = "Watt improved the design in 1769. Newcomen built the first engine."
+    answer = "Watt improved the design. The moon is made of cheese. Paris is the capital of France."
+    parts = ["Watt improved the design.", "The moon is made of cheese.", "Paris is the capital of France."]
+    singles = verifier.scorer.score_pairs([(evidence, p) for p in parts])
+    assert len(set(singles)) > 1  # a random head still tells these apart
+    assert verifier.score(evidence, answer) == pytest.approx(min(singles))
+    results = verifier.verify(parts, [evidence])
+    assert [r.score for r in results] == pytest.approx(singles)
+    assert all(r.stage == "nli" and r.supported == (r.score >= 0.5) for r in results)
+
+
+def test_verifier_without_evidence_supports_nothing(binary_model: Path) -> None:
+    results = CrossEncoderNLIVerifier(binary_model).verify(["Watt improved it."], ["  "])
+    assert results[0].supported is False
+    assert results[0].score == 0.0
+
+
+def test_verifier_model_from_env(binary_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VERIFIER_MODEL", str(binary_model))
+    verifier = CrossEncoderNLIVerifier()
+    verifier.warm_up()
+    assert verifier.verify(["Watt improved it."], ["Watt improved the design."])[0].stage == "nli"
+
+
+# ------------------------------------------------------------------ errors
+
+
+@pytest.mark.unit
+def test_no_model_named_raises_model_load_error() -> None:
+    with pytest.raises(ModelLoadError, match="VERIFIER_MODEL"):
+        HFSequenceClassificationScorer().warm_up()
+
+
+def test_uncached_hub_name_offline_lists_what_was_tried(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # an empty cache
+    with pytest.raises(ModelLoadError) as info:
+        HFSequenceClassificationScorer("someone/no-such-nli-model").warm_up()
+    tried = [source for source, _ in info.value.attempts]
+    assert tried[0].startswith("local folder")
+    assert "offline" in tried[1]
+    assert "someone/no-such-nli-model" in str(info.value)
+
+
+def test_custom_code_needs_trust_env(
+    binary_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+    import shutil
+
+    folder = tmp_path / "custom"
+    shutil.copytree(binary_model, folder)
+    config = json.loads((folder / "config.json").read_text())
+    config["auto_map"] = {"AutoModelForSequenceClassification": "modeling_custom.CustomModel"}
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(ModelLoadError, match="VERIFIER_TRUST_REMOTE_CODE=1"):
+        HFSequenceClassificationScorer(folder).warm_up()
+    # With the variable set the refusal is lifted (the missing module then fails, and says so).
+    monkeypatch.setenv("VERIFIER_TRUST_REMOTE_CODE", "1")
+    with pytest.raises(ModelLoadError) as info:
+        HFSequenceClassificationScorer(folder).warm_up()
+    assert "VERIFIER_TRUST_REMOTE_CODE=1 to allow" not in str(info.value)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"batch_size": 0}, "batch_size"),
+        ({"max_length": 2}, "max_length"),
+        ({"window_overlap_sentences": -1}, "window"),
+    ],
+)
+def test_scorer_bad_parameters_raise(kwargs: dict[str, int], field: str) -> None:
+    with pytest.raises(InvalidInputError, match=field):
+        HFSequenceClassificationScorer("x", **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.unit
+def test_nli_verifier_bad_threshold_raises() -> None:
+    with pytest.raises(InvalidInputError, match="threshold"):
+        NLIVerifier(HFSequenceClassificationScorer("x"), threshold=1.5)

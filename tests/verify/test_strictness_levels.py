@@ -1,0 +1,77 @@
+"""Strictness levels: one table, what each level keeps, drops and refuses."""
+
+from __future__ import annotations
+
+import pytest
+
+from verityrag.agent.controller import GROUNDING_THRESHOLDS
+from verityrag.errors import InvalidInputError
+from verityrag.verify.protocols import VerificationResult
+from verityrag.verify.strictness import STRICTNESS_TABLE, apply_strictness, strictness_policy
+
+pytestmark = pytest.mark.unit
+
+GOOD = VerificationResult("Watt improved the steam engine in 1769.", 0.9, True, "nli")  # 39 chars
+BAD = VerificationResult("He was born on Mars.", 0.1, False, "nli")  # 20 chars
+BROKEN = VerificationResult(
+    "Watt added a condenser.", 0.0, False, "llm_judge", "verifier_error", "LLMTimeoutError: slow"
+)
+
+
+def test_thresholds_rise_with_strictness() -> None:
+    levels = ["loose", "balanced", "strict", "paranoid"]
+    rows = [STRICTNESS_TABLE[level] for level in levels]  # type: ignore[index]
+    assert [r.grounding_threshold for r in rows] == sorted(r.grounding_threshold for r in rows)
+    assert [r.min_faithfulness for r in rows] == sorted(r.min_faithfulness for r in rows)
+    assert not rows[0].drops_unsupported
+    assert all(r.drops_unsupported for r in rows[1:])
+
+
+def test_agent_grounding_thresholds_come_from_the_table() -> None:
+    assert GROUNDING_THRESHOLDS["lenient"] == STRICTNESS_TABLE["loose"].grounding_threshold
+    for level in ("balanced", "strict"):
+        assert GROUNDING_THRESHOLDS[level] == STRICTNESS_TABLE[level].grounding_threshold  # type: ignore[index]
+
+
+def test_loose_returns_every_sentence_and_lists_unsupported() -> None:
+    outcome = apply_strictness([GOOD, BAD], "loose")
+    assert outcome.kept == (GOOD.sentence, BAD.sentence)
+    assert outcome.unsupported_claims == (BAD.sentence,)
+    assert not outcome.refused
+    assert strictness_policy("lenient").level == "loose"
+
+
+def test_balanced_drops_unsupported_and_keeps_a_mostly_faithful_answer() -> None:
+    outcome = apply_strictness([GOOD, BAD], "balanced")
+    assert outcome.kept == (GOOD.sentence,)
+    assert outcome.answer == GOOD.sentence
+    assert outcome.unsupported_claims == (BAD.sentence,)
+    assert outcome.faithfulness == pytest.approx(39 / 59)
+    assert not outcome.refused
+
+
+@pytest.mark.parametrize(("level", "refused"), [("balanced", False), ("strict", True), ("paranoid", True)])
+def test_faithfulness_under_the_level_threshold_refuses(level: str, refused: bool) -> None:
+    outcome = apply_strictness([GOOD, BAD], level)
+    assert outcome.refused is refused
+    assert outcome.refusal == ("unfaithful" if refused else None)
+
+
+def test_paranoid_accepts_only_fully_supported_answers() -> None:
+    assert not apply_strictness([GOOD, GOOD], "paranoid").refused
+
+
+def test_nothing_supported_refuses() -> None:
+    assert apply_strictness([BAD], "balanced").refusal == "nothing_supported"
+
+
+def test_verifier_error_refuses_with_its_reason() -> None:
+    outcome = apply_strictness([GOOD, BROKEN], "balanced")
+    assert outcome.refusal == "verifier_error"
+    assert outcome.errors == ("LLMTimeoutError: slow",)
+    assert not apply_strictness([GOOD, BROKEN], "loose").refused
+
+
+def test_unknown_level_lists_allowed() -> None:
+    with pytest.raises(InvalidInputError, match="loose, balanced, strict, paranoid, lenient"):
+        strictness_policy("extreme")

@@ -1,0 +1,343 @@
+"""NLI verification with any Hugging Face sequence-classification model (a cross-encoder).
+
+``HFSequenceClassificationScorer`` implements :class:`~verityrag.verify.protocols.NLIScorer`
+for a hub name or a local folder; ``NLIVerifier`` turns any scorer into a
+:class:`~verityrag.verify.protocols.Verifier`; ``CrossEncoderNLIVerifier`` is the two
+together, configured by ``VERIFIER_MODEL``.
+
+- The "supported" class is read from ``config.id2label``: a label named entailment /
+  entailed / consistent / supported / support / 1; failing that, the last class of a
+  binary head (``LABEL_0/LABEL_1``: class 1). A one-logit head is read through a sigmoid.
+  Any other head raises :class:`~verityrag.errors.ModelLoadError` naming its labels.
+- Evidence longer than the model's window is scored in windows of whole sentences
+  (overlapping by ``window_overlap_sentences``); a pair scores the max over its windows.
+- An answer scores the minimum over its sentences: it is as supported as its weakest one.
+- Nothing downloads when ``HF_HUB_OFFLINE`` / ``TRANSFORMERS_OFFLINE`` is set (or
+  ``local_files_only=True``): a hub name that is not cached fails with every attempt listed.
+- Models with custom code load only with ``VERIFIER_TRUST_REMOTE_CODE=1``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from verityrag.errors import InvalidInputError, ModelLoadError
+from verityrag.text.sentences import sentence_spans, split_sentences
+from verityrag.verify.protocols import NLIScorer, VerificationResult
+
+__all__ = [
+    "SUPPORT_LABEL_NAMES",
+    "CrossEncoderNLIVerifier",
+    "HFSequenceClassificationScorer",
+    "NLIVerifier",
+    "supported_class",
+]
+
+logger = logging.getLogger(__name__)
+
+MODEL_ENV = "VERIFIER_MODEL"
+TRUST_ENV = "VERIFIER_TRUST_REMOTE_CODE"
+_OFFLINE_ENVS = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+SUPPORT_LABEL_NAMES = frozenset(
+    {"entailment", "entailed", "entails", "consistent", "supported", "support", "1"}
+)
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def supported_class(id2label: Mapping[int, str] | Mapping[str, str], num_labels: int) -> int | None:
+    """Index of the class meaning "the premise supports the hypothesis".
+
+    ``None`` means a one-logit head (read through a sigmoid). Raises ``ValueError`` when the
+    labels name no such class and the head is not binary.
+    """
+    if num_labels == 1:
+        return None
+    labels = {int(k): str(v) for k, v in id2label.items()}
+    for index in sorted(labels):
+        if labels[index].strip().lower() in SUPPORT_LABEL_NAMES:
+            return index
+    if num_labels == 2:
+        return 1  # the last class of a binary head (LABEL_0 / LABEL_1)
+    names = [labels.get(i, f"?{i}") for i in range(num_labels)]
+    raise ValueError(
+        f"cannot tell which of the {num_labels} classes {names} means 'supported': "
+        f"expected one named {sorted(SUPPORT_LABEL_NAMES)} or a binary head"
+    )
+
+
+class HFSequenceClassificationScorer:
+    """P(supported) of (premise, hypothesis) pairs from a HF sequence-classification model.
+
+    ``model`` is a hub name or a local folder (default: ``$VERIFIER_MODEL``). The
+    constructor only stores parameters; the model loads on first use or ``warm_up()``.
+    """
+
+    def __init__(
+        self,
+        model: str | Path | None = None,
+        *,
+        max_length: int | None = None,
+        batch_size: int = 16,
+        window_overlap_sentences: int = 1,
+        local_files_only: bool | None = None,
+        trust_remote_code: bool | None = None,
+        device: str = "cpu",
+    ) -> None:
+        if batch_size < 1:
+            raise InvalidInputError("batch_size", f"must be >= 1, got {batch_size!r}")
+        if window_overlap_sentences < 0:
+            raise InvalidInputError(
+                "window_overlap_sentences", f"must be >= 0, got {window_overlap_sentences!r}"
+            )
+        if max_length is not None and max_length < 8:
+            raise InvalidInputError("max_length", f"must be >= 8, got {max_length!r}")
+        self.model = str(model) if model is not None else None
+        self.max_length = max_length
+        self.batch_size = batch_size
+        self.window_overlap_sentences = window_overlap_sentences
+        self.local_files_only = local_files_only
+        self.trust_remote_code = trust_remote_code
+        self.device = device
+        self._lock = threading.Lock()
+        self._tokenizer: Any = None
+        self._model: Any = None
+        self.support_index_: int | None = None
+        self.max_length_: int = 0
+        self.model_version: str = ""
+
+    def __repr__(self) -> str:
+        return f"HFSequenceClassificationScorer(model={self.model or os.environ.get(MODEL_ENV)!r})"
+
+    # ------------------------------------------------------------------ loading
+
+    def _source(self) -> str:
+        source = self.model or os.environ.get(MODEL_ENV, "").strip()
+        if not source:
+            raise ModelLoadError(
+                "the NLI verifier model",
+                [("model argument / $" + MODEL_ENV, "neither is set: name a HF model or a local folder")],
+            )
+        return source
+
+    def warm_up(self) -> None:
+        """Load tokenizer and model (idempotent, thread-safe)."""
+        if self._model is not None:
+            return
+        with self._lock:
+            if self._model is None:
+                self._load()
+
+    def _load(self) -> None:
+        source = self._source()
+        trust = (
+            _truthy(os.environ.get(TRUST_ENV)) if self.trust_remote_code is None else self.trust_remote_code
+        )
+        offline = (
+            any(_truthy(os.environ.get(name)) for name in _OFFLINE_ENVS)
+            if self.local_files_only is None
+            else self.local_files_only
+        )
+        what = f"the NLI verifier model {source!r}"
+        try:
+            import transformers
+        except ImportError as exc:
+            raise ModelLoadError(
+                what, [("import transformers", f"{exc}. Install it with: pip install transformers")]
+            ) from exc
+
+        attempts: list[tuple[str, str]] = []
+        folder = Path(source).expanduser()
+        if folder.is_dir():
+            candidates = [(f"local folder {folder}", str(folder), True)]
+        else:
+            attempts.append((f"local folder {folder}", "no such folder"))
+            mode = "hub cache only (offline)" if offline else "hub (download allowed)"
+            candidates = [(f"hub name {source!r}, {mode}", source, offline)]
+        for label, where, local_only in candidates:
+            try:
+                config = transformers.AutoConfig.from_pretrained(
+                    where, local_files_only=local_only, trust_remote_code=trust
+                )
+                if getattr(config, "auto_map", None) and not trust:
+                    raise PermissionError(
+                        f"the model ships custom code (auto_map {sorted(config.auto_map)}); "
+                        f"set {TRUST_ENV}=1 to allow running it"
+                    )
+                support = supported_class(config.id2label, int(config.num_labels))
+                tokenizer = transformers.AutoTokenizer.from_pretrained(
+                    where, local_files_only=local_only, trust_remote_code=trust
+                )
+                model = transformers.AutoModelForSequenceClassification.from_pretrained(
+                    where, local_files_only=local_only, trust_remote_code=trust
+                )
+            except Exception as exc:  # every failure is reported with what was tried
+                reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                if "trust_remote_code" in str(exc) and not trust:
+                    reason += f" (set {TRUST_ENV}=1 to allow custom code)"
+                attempts.append((label, reason))
+                continue
+            model.eval()
+            model.to(self.device)
+            self._tokenizer, self._model, self.support_index_ = tokenizer, model, support
+            limits = [
+                v
+                for v in (
+                    self.max_length,
+                    getattr(tokenizer, "model_max_length", None),
+                    getattr(config, "max_position_embeddings", None),
+                )
+                if isinstance(v, int) and 0 < v < 100_000
+            ]
+            self.max_length_ = min(limits) if limits else 512
+            self.model_version = f"{where}@{getattr(config, '_commit_hash', None) or 'local'}"
+            logger.info(
+                "NLI verifier loaded %s (supported class %s, window %d tokens)",
+                where,
+                support,
+                self.max_length_,
+            )
+            return
+        raise ModelLoadError(what, attempts)
+
+    # ------------------------------------------------------------------ scoring
+
+    def score_pairs(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        """P(premise supports hypothesis) per pair; long premises: max over sentence windows."""
+        if not pairs:
+            return []
+        self.warm_up()
+        rows: list[tuple[str, str]] = []
+        owner: list[int] = []
+        for i, (premise, hypothesis) in enumerate(pairs):
+            for window in self._windows(premise, hypothesis):
+                rows.append((window, hypothesis))
+                owner.append(i)
+        probs = self._predict(rows)
+        best = [0.0] * len(pairs)
+        for i, p in zip(owner, probs, strict=True):
+            best[i] = max(best[i], p)
+        return best
+
+    def _windows(self, premise: str, hypothesis: str) -> list[str]:
+        """Whole-sentence windows of ``premise`` that fit the model next to ``hypothesis``."""
+        tok = self._tokenizer
+        hyp_len = len(tok(hypothesis, add_special_tokens=False)["input_ids"])
+        budget = max(8, self.max_length_ - hyp_len - 4)  # [CLS] x [SEP] y [SEP] and a margin
+        if len(tok(premise, add_special_tokens=False)["input_ids"]) <= budget:
+            return [premise]
+        sentences = split_sentences(premise)
+        lengths = [len(ids) for ids in tok(sentences, add_special_tokens=False)["input_ids"]]
+        windows: list[str] = []
+        start = 0
+        while start < len(sentences):
+            end, used = start, 0
+            while end < len(sentences) and (end == start or used + lengths[end] <= budget):
+                used += lengths[end]
+                end += 1
+            windows.append(" ".join(sentences[start:end]))  # a lone over-long sentence is truncated
+            if end >= len(sentences):
+                break
+            start = max(start + 1, end - self.window_overlap_sentences)
+        return windows
+
+    def _predict(self, rows: Sequence[tuple[str, str]]) -> list[float]:
+        import torch
+
+        out: list[float] = []
+        with torch.inference_mode():
+            for b in range(0, len(rows), self.batch_size):
+                batch = rows[b : b + self.batch_size]
+                enc = self._tokenizer(
+                    [p for p, _ in batch],
+                    [h for _, h in batch],
+                    truncation="only_first",
+                    max_length=self.max_length_,
+                    padding=True,
+                    return_tensors="pt",
+                ).to(self.device)
+                logits = self._model(**enc).logits.float()
+                if self.support_index_ is None:
+                    probs = torch.sigmoid(logits[:, 0])
+                else:
+                    probs = torch.softmax(logits, dim=-1)[:, self.support_index_]
+                out.extend(float(p) for p in probs.cpu())
+        return out
+
+
+class NLIVerifier:
+    """A :class:`Verifier` from any :class:`NLIScorer`: each sentence against all the documents.
+
+    A sentence is supported when its score is at least ``threshold``. ``score`` /
+    ``threshold`` also make it an ``AnswerGuard`` for ``AgentController(answer_guard=...)``:
+    the answer's score is the minimum over its sentences.
+    """
+
+    stage = "nli"
+
+    def __init__(self, scorer: NLIScorer, threshold: float = 0.5) -> None:
+        if not 0.0 <= threshold <= 1.0 or math.isnan(threshold):
+            raise InvalidInputError("threshold", f"must be within [0, 1], got {threshold!r}")
+        self.scorer = scorer
+        self.threshold = threshold
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(scorer={self.scorer!r}, threshold={self.threshold})"
+
+    def verify(self, sentences: Sequence[str], documents: Sequence[str]) -> list[VerificationResult]:
+        if not sentences:
+            return []
+        evidence = "\n\n".join(d for d in documents if d.strip())
+        if not evidence:
+            return [
+                VerificationResult(s, 0.0, False, self.stage, reason="no evidence to check against")
+                for s in sentences
+            ]
+        t0 = time.perf_counter()
+        scores, extra = self._scores([(evidence, s) for s in sentences])
+        per_ms = (time.perf_counter() - t0) * 1000 / len(sentences)
+        return [
+            VerificationResult(
+                sentence,
+                float(score),
+                score >= self.threshold,
+                self.stage,
+                reason=f"{self.stage} score {score:.3f} {'>=' if score >= self.threshold else '<'} {self.threshold}",
+                details={"threshold": self.threshold, "ms": round(per_ms, 3), **more},
+            )
+            for sentence, score, more in zip(sentences, scores, extra, strict=True)
+        ]
+
+    def _scores(self, pairs: Sequence[tuple[str, str]]) -> tuple[list[float], list[dict[str, Any]]]:
+        """Scores of ``pairs`` and per-pair trace details (subclasses add their figures)."""
+        return list(self.scorer.score_pairs(pairs)), [{} for _ in pairs]
+
+    def score(self, evidence: str, answer: str) -> float:
+        """The answer's support: minimum over its sentences (0.0 for an empty answer)."""
+        sentences = [answer[s:e] for s, e in sentence_spans(answer)]
+        if not sentences:
+            return 0.0
+        return min(self.scorer.score_pairs([(evidence, s) for s in sentences]))
+
+
+class CrossEncoderNLIVerifier(NLIVerifier):
+    """``NLIVerifier`` over an :class:`HFSequenceClassificationScorer` (``$VERIFIER_MODEL`` by default)."""
+
+    def __init__(
+        self, model: str | Path | None = None, threshold: float = 0.5, **scorer_options: Any
+    ) -> None:
+        super().__init__(HFSequenceClassificationScorer(model, **scorer_options), threshold)
+
+    def warm_up(self) -> None:
+        scorer = self.scorer
+        assert isinstance(scorer, HFSequenceClassificationScorer)
+        scorer.warm_up()
