@@ -7,7 +7,7 @@ LINTED := verityrag tests scripts data app.py
 REQS := requirements.txt requirements-dev.txt pyproject.toml
 STAMP := $(VENV)/.installed-$(shell cat $(REQS) | sha1sum | cut -c1-12)
 
-.PHONY: setup run ask browser test check lint format bench eval models models-answerability models-guard readme-results demo bench-api schemathesis clean demo bench-api schemathesis
+.PHONY: setup run ask browser test check lint format bench bench-es eval models models-answerability models-guard readme-results demo bench-api schemathesis clean demo bench-api schemathesis eval-llm
 
 $(STAMP): $(REQS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -77,8 +77,15 @@ readme-results: setup
 demo: setup
 	$(PY) scripts/demo_streaming.py
 
+bench-es: setup
+	$(PY) scripts/bench_elasticsearch.py
+
 bench-api: setup
 	$(PY) scripts/bench_api.py
+
+# The eval with the offline gemma-3-270m writing the answers (~10 min on 2 cores; docs/llm.md).
+eval-llm: setup
+	$(PY) -m verityrag.eval --real-llm local --max-test-questions 60
 
 schemathesis: setup
 	$(PY) scripts/run_schemathesis.py

@@ -45,7 +45,7 @@ def test_profile_unknown_name_lists_allowed_profiles() -> None:
         ("fusion", "max", "rrf, weighted"),
         ("dense_backend", "faiss", "exact, hnsw"),
         ("durability", "disk", "process, power"),
-        ("strictness", "paranoid", "lenient, balanced, strict"),
+        ("strictness", "extreme", "loose, balanced, strict, paranoid"),
         ("profile_name", "turbo", "default, fast, strict"),
     ],
 )

@@ -15,8 +15,10 @@ from verityrag.retrieval.fusion import FUSION_MODES, FusionMode
 
 ProfileName = Literal["default", "fast", "strict"]
 PROFILES: tuple[str, ...] = get_args(ProfileName)
-Strictness = Literal["lenient", "balanced", "strict"]
+Strictness = Literal["loose", "balanced", "strict", "paranoid"]
 STRICTNESS_LEVELS: tuple[str, ...] = get_args(Strictness)
+# Earlier name of "loose", still accepted (VERITYRAG_STRICTNESS=lenient keeps working).
+STRICTNESS_ALIASES = {"lenient": "loose"}
 GateLabel = Literal["evidence", "answer"]
 # Where the index lives: in-process (LiveIndex) or an Elasticsearch cluster (ELASTICSEARCH_URL etc.).
 Backend = Literal["embedded", "elasticsearch"]
@@ -65,6 +67,8 @@ class Settings:
         _check_choice("dense_backend", self.dense_backend, DENSE_BACKENDS)
         _check_choice("backend", self.backend, BACKENDS)
         _check_choice("durability", self.durability, ("process", "power"))
+        if self.strictness in STRICTNESS_ALIASES:
+            object.__setattr__(self, "strictness", STRICTNESS_ALIASES[self.strictness])
         _check_choice("strictness", self.strictness, STRICTNESS_LEVELS)
         _check_choice("gate_label", self.gate_label, ("evidence", "answer"))
         for name in ("chunk_max_words", "top_k", "candidates", "max_document_chars", "max_query_chars"):

@@ -120,7 +120,7 @@ def build_server(pipeline: VerityRAGPipeline) -> MCPServer[Any]:
     def query(question: str, strictness: str | None = None) -> dict[str, Any]:
         """Answer a question from the indexed documents with citations, or abstain with a reason.
 
-        strictness: one of lenient, balanced, strict (default: the server's setting).
+        strictness: one of loose, balanced, strict, paranoid (default: the server's setting).
         """
         try:
             return run_query(pipeline, question, strictness)

@@ -22,8 +22,11 @@ from verityrag.embed.base import Embedder
 from verityrag.embed.hashing import HashingEmbedder
 from verityrag.errors import InvalidInputError
 from verityrag.generation.extractive import ExtractiveGenerator
+from verityrag.generation.llm import LLMGenerator
 from verityrag.generation.sentence_selector import SentenceSelector
-from verityrag.index.live import IndexSnapshot, LiveIndex
+from verityrag.generation.verified import AnswerStrategy, RejectAndRetry
+from verityrag.index.live import LiveIndex
+from verityrag.index.protocol import AnyIndex, SnapshotView
 from verityrag.index.store import SQLiteDocumentStore
 from verityrag.retrieval.features import ChunkTermCache, QueryTerms, feature_matrix
 from verityrag.retrieval.hybrid import HybridRetriever
@@ -76,13 +79,21 @@ class VerityRAGPipeline:
         data_dir: str | os.PathLike[str] | None = None,
         settings: Settings | None = None,
         analyzer: Analyzer = DEFAULT_ANALYZER,
+        generator: ExtractiveGenerator | LLMGenerator | AnswerStrategy | None = None,
+        index: AnyIndex | None = None,
     ) -> None:
         self.settings = settings or Settings.from_env()
         self.analyzer = analyzer
         self.embedder: Embedder = embedder or HashingEmbedder(analyzer=analyzer)
-        self.index = LiveIndex(
-            dim=self.embedder.dim, analyzer=analyzer, dense_backend=self.settings.dense_backend
-        )
+        # Any backend of the index contract (verityrag.index.protocol): the embedded LiveIndex by
+        # default, Elasticsearch with Settings(backend="elasticsearch") or index=ElasticsearchIndex(...).
+        self.index: AnyIndex = index if index is not None else self._default_index()
+        if self.index.dim != self.embedder.dim:
+            raise InvalidInputError(
+                "index", f"holds {self.index.dim}-d vectors but the embedder makes {self.embedder.dim}-d ones"
+            )
+        if self.index.analyzer.fingerprint() != analyzer.fingerprint():
+            raise InvalidInputError("index", "uses a different analyzer from the pipeline's")
         self.retriever = HybridRetriever(
             self.index,
             self.embedder,
@@ -95,7 +106,20 @@ class VerityRAGPipeline:
         self.use_reranker = True  # calibrate() turns it off when it does not help on labelled questions
         self.reformulate = True  # likewise for reformulation
         self.grounding = GroundingChecker(analyzer)
-        self.generator = ExtractiveGenerator()
+        # The extractive generator always ranks sentences (the gates read its features); an
+        # LLM generator, or a verified strategy over one, writes the answer after the gates.
+        # A bare LLMGenerator is wrapped in reject-and-retry with the grounding verifier.
+        self.generator = generator if isinstance(generator, ExtractiveGenerator) else ExtractiveGenerator()
+        self.answer_strategy: AnswerStrategy | None = None
+        if isinstance(generator, LLMGenerator):
+            self.answer_strategy = RejectAndRetry(generator)
+        elif generator is not None and not isinstance(generator, ExtractiveGenerator):
+            if not callable(getattr(generator, "answer", None)):
+                raise InvalidInputError(
+                    "generator",
+                    "must be an ExtractiveGenerator, an LLMGenerator or have answer(question, hits)",
+                )
+            self.answer_strategy = generator
         self._gate: SufficiencyGate | None = None
         self.answer_guard: AnswerGuard | None = None
         self.answerability: AnswerabilityModel | None = None
@@ -103,9 +127,26 @@ class VerityRAGPipeline:
         resolved = data_dir if data_dir is not None else os.environ.get(DATA_DIR_ENV) or None
         self.data_dir = Path(resolved) if resolved else None
         self.store: SQLiteDocumentStore | None = None
+        if self.data_dir is not None and not isinstance(self.index, LiveIndex):
+            raise InvalidInputError(
+                "data_dir",
+                f"is for the embedded index; {type(self.index).__name__} is its own durable store "
+                f"(unset {DATA_DIR_ENV} or data_dir)",
+            )
         if self.data_dir is not None:
             self.store = SQLiteDocumentStore(self.data_dir / STORE_FILENAME, self.settings.durability)
             self._restore(self.store)
+
+    def _default_index(self) -> AnyIndex:
+        if self.settings.backend == "elasticsearch":
+            from verityrag.index.elastic import ElasticsearchIndex
+
+            return ElasticsearchIndex.from_env(
+                self.embedder.dim, analyzer=self.analyzer, vector_fingerprint=self.embedder.fingerprint()
+            )
+        return LiveIndex(
+            dim=self.embedder.dim, analyzer=self.analyzer, dense_backend=self.settings.dense_backend
+        )
 
     # ----------------------------------------------------------------- ingest
     def _validate(self, doc: Document) -> Document:
@@ -319,6 +360,7 @@ class VerityRAGPipeline:
             top_k=settings.top_k,
             strictness=settings.strictness,
             verify=settings.verify,
+            answer_strategy=self.answer_strategy,
         )
 
     def train_reranker(self, n_queries: int = 800, seed: int = 0) -> VerityRAGPipeline:
@@ -418,7 +460,7 @@ class VerityRAGPipeline:
         features: Sequence[Sequence[float]],
         correct: Sequence[bool],
         must_abstain: Sequence[bool],
-        snap: IndexSnapshot,
+        snap: SnapshotView,
         folds: int = 5,
     ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
         """Best-of-loop gate probabilities, each from a gate fitted on the other folds."""

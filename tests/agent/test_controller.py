@@ -363,13 +363,13 @@ def test_abstain_answerability_stage_records_score_and_threshold(pipeline: Verit
 
 
 def test_abstain_grounding_keeps_the_report_and_threshold(pipeline: VerityRAGPipeline) -> None:
-    result = controller(pipeline, PASSING, grounding=LowGrounding(), strictness="lenient").run(REFORMULABLE)
+    result = controller(pipeline, PASSING, grounding=LowGrounding(), strictness="loose").run(REFORMULABLE)
     assert stages(result)[-2:] == ["grounding", "abstain"]
     assert result.grounding.overall_score == 0.1
-    assert result.trace[-2].details["threshold"] == GROUNDING_THRESHOLDS["lenient"]
+    assert result.trace[-2].details["threshold"] == GROUNDING_THRESHOLDS["loose"]
 
 
-@pytest.mark.parametrize("strictness", ["lenient", "balanced", "strict"])
+@pytest.mark.parametrize("strictness", ["loose", "balanced", "strict", "paranoid"])
 def test_abstain_grounding_threshold_follows_strictness(
     pipeline: VerityRAGPipeline, monkeypatch: pytest.MonkeyPatch, strictness: str
 ) -> None:

@@ -101,7 +101,7 @@ def test_stream_abstained_sends_no_sentence_and_report_has_reason(client: httpx.
 @pytest.mark.parametrize(
     ("payload", "field"),
     [
-        ({"question": ANSWERABLE, "strictness": "paranoid"}, "strictness"),
+        ({"question": ANSWERABLE, "strictness": "extreme"}, "strictness"),
         ({"question": "   "}, "question"),
         ({"question": "why? " * 1000}, "question"),
         ({"question": ANSWERABLE, "k": 0}, "k"),

@@ -99,13 +99,13 @@ def test_app_answers_in_headless_chromium(streamlit_url: str) -> None:
         try:
             page.goto(streamlit_url, wait_until="domcontentloaded")
             # The first run loads and calibrates the pipeline; the Ask button appears after.
-            page.get_by_role("button", name="Ask").click(timeout=120_000)
+            page.get_by_role("button", name="Ask", exact=True).click(timeout=120_000)
             expect(page.get_by_text("BBC Radio 5 Live").first).to_be_visible(timeout=60_000)
             expect(page.get_by_text("Grounding", exact=True)).to_be_visible()
             page.screenshot(path=str(shot), full_page=True)
 
             page.get_by_role("tab", name="Real-time streaming demo").click()
-            page.get_by_role("button", name="Run the demo").click()
+            page.get_by_role("button", name="Run the demo", exact=True).click()
             # The closing verdict only appears once all five steps have run and held.
             expect(page.get_by_text("Refused, then streamed in, then answered")).to_be_visible(
                 timeout=120_000

@@ -21,21 +21,26 @@ from typing import Any, Protocol
 
 from verityrag.agent.reformulation import Reformulator
 from verityrag.agent.sufficiency import GATE_FEATURES, SELECTOR_FEATURES_FOR_GATE, SufficiencyGate
-from verityrag.config import Strictness
+from verityrag.config import STRICTNESS_LEVELS, Strictness
 from verityrag.errors import NotFittedError
 from verityrag.generation.extractive import ExtractiveGenerator
 from verityrag.generation.sentence_selector import ScoredSentence, SentenceSelector
-from verityrag.index.live import IndexSnapshot, LiveIndex
+from verityrag.generation.verified import AnswerStrategy
+from verityrag.index.protocol import AnyIndex, SnapshotView
 from verityrag.retrieval.features import ChunkTermCache, QueryTerms, chunk_features
 from verityrag.retrieval.hybrid import HybridRetriever
 from verityrag.retrieval.reranker import LightGBMReranker
-from verityrag.types import AbstainReason, GroundingReport, Hit, QueryResult, TraceStep
+from verityrag.types import AbstainReason, CitedSentence, GroundingReport, Hit, QueryResult, TraceStep
 from verityrag.verify.grounding import GroundingChecker
+from verityrag.verify.strictness import strictness_policy
 
 logger = logging.getLogger(__name__)
 
-# Minimum grounding score per strictness level (claims are scored 0..1).
-GROUNDING_THRESHOLDS: dict[str, float] = {"lenient": 0.3, "balanced": 0.5, "strict": 0.7}
+# Minimum grounding score per strictness level (claims are scored 0..1), from the one table
+# in verityrag.verify.strictness.
+GROUNDING_THRESHOLDS: dict[str, float] = {
+    level: strictness_policy(level).grounding_threshold for level in STRICTNESS_LEVELS
+}
 
 
 class AnswerGuard(Protocol):
@@ -124,7 +129,7 @@ class AgentController:
 
     def __init__(
         self,
-        index: LiveIndex,
+        index: AnyIndex,
         retriever: HybridRetriever,
         generator: ExtractiveGenerator,
         gate: SufficiencyGate | None,
@@ -140,6 +145,7 @@ class AgentController:
         signal_floor: float = 0.05,
         strictness: Strictness = "balanced",
         verify: bool = True,
+        answer_strategy: AnswerStrategy | None = None,
     ) -> None:
         if max_reformulations < 0:
             raise ValueError("max_reformulations must be >= 0")
@@ -159,12 +165,14 @@ class AgentController:
         self.signal_floor = signal_floor
         self.strictness = strictness
         self.verify = verify
+        # An LLM answer path (verityrag.generation.verified); None: the extractive sentence.
+        self.answer_strategy = answer_strategy
 
     @property
     def selector(self) -> SentenceSelector:
         return self.generator.selector
 
-    def _attempt(self, q: QueryTerms, query: str, strategy: str, snap: IndexSnapshot) -> Attempt:
+    def _attempt(self, q: QueryTerms, query: str, strategy: str, snap: SnapshotView) -> Attempt:
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
         hits = self.retriever.search(query, self.candidates, snap)
@@ -185,13 +193,13 @@ class AgentController:
         timings["gate"] = (time.perf_counter() - t3) * 1000
         return Attempt(query, strategy, top, sentences, probability, features, timings)
 
-    def _idf(self, snap: IndexSnapshot) -> Callable[[str], float]:
+    def _idf(self, snap: SnapshotView) -> Callable[[str], float]:
         return lambda term: self.index.idf(term, snap)
 
-    def _query_terms(self, text: str, snap: IndexSnapshot) -> QueryTerms:
+    def _query_terms(self, text: str, snap: SnapshotView) -> QueryTerms:
         return QueryTerms.from_index(text, self.index, snap)
 
-    def search(self, q: QueryTerms, snap: IndexSnapshot, threshold: float, trace: list[TraceStep]) -> Attempt:
+    def search(self, q: QueryTerms, snap: SnapshotView, threshold: float, trace: list[TraceStep]) -> Attempt:
         """The bounded loop. Returns the attempt the gate trusts most; every attempt goes in ``trace``."""
         attempts: list[Attempt] = []
         query, strategy = q.text, "original"
@@ -234,12 +242,35 @@ class AgentController:
             if not _passes("answerability", self.answerability, (question, evidence_text), trace):
                 return self._abstain(question, AbstainReason.ANSWERABILITY, best, trace, base)
 
-        chosen = best.sentences[0]
         evidence = {h.chunk_id: h.chunk for h in best.hits}
+        answer_sentences: list[CitedSentence] = [best.sentences[0].sentence]
         report = GroundingReport(1.0)  # an extractive sentence is verbatim evidence when unverified
+        if self.answer_strategy is not None:
+            # The LLM writes the answer from the same evidence; its strategy verifies (and
+            # retries) itself. A refusal by the model is an answerability abstention.
+            t0 = time.perf_counter()
+            generated = self.answer_strategy.answer(question, best.hits)
+            trace.append(
+                TraceStep("llm_generation", (time.perf_counter() - t0) * 1000, generated.trace_details())
+            )
+            if not generated.accepted:
+                reason = (
+                    AbstainReason.ANSWERABILITY
+                    if generated.abstain_reason == "refused"
+                    else AbstainReason.GROUNDING
+                )
+                # A fail-closed verifier that could not decide (timeout, malformed verdict) is
+                # its own reason; the error text is in the trace's attempt_log verdicts.
+                last = generated.attempts[-1].verdicts if generated.attempts else ()
+                if reason is AbstainReason.GROUNDING and any(v.error and not v.supported for v in last):
+                    reason = AbstainReason.VERIFIER_ERROR
+                return self._abstain(question, reason, best, trace, base)
+            answer_sentences = list(generated.sentences)
+            if not self.verify:  # reported, not enforced: a generated answer is not verbatim evidence
+                report = self.grounding.check(answer_sentences, evidence)
         if self.verify:
             t0 = time.perf_counter()
-            report = self.grounding.check([chosen.sentence], evidence)
+            report = self.grounding.check(answer_sentences, evidence)
             g_threshold = GROUNDING_THRESHOLDS[self.strictness]
             trace.append(
                 TraceStep(
@@ -252,22 +283,22 @@ class AgentController:
                 return self._abstain(question, AbstainReason.GROUNDING, best, trace, base, report)
 
         if self.verify and self.answer_guard is not None:
-            cited = " ".join(
-                evidence[c.chunk_id].text for c in chosen.sentence.citations if c.chunk_id in evidence
-            )
-            if not _passes("guard", self.answer_guard, (cited, chosen.sentence.text), trace):
+            cited_ids = dict.fromkeys(c.chunk_id for s in answer_sentences for c in s.citations)
+            cited = " ".join(evidence[cid].text for cid in cited_ids if cid in evidence)
+            answer_text = " ".join(s.text for s in answer_sentences)
+            if not _passes("guard", self.answer_guard, (cited, answer_text), trace):
                 return self._abstain(question, AbstainReason.GUARD, best, trace, base, report)
 
         logger.debug("answer %r with p=%.3f >= %.3f", question, best.probability, threshold)
         trace.append(TraceStep("answer", 0.0, {"probability": best.probability, **base}))
         return QueryResult(
             question=question,
-            answer=chosen.sentence.text,
+            answer=" ".join(s.text for s in answer_sentences),
             abstained=False,
             abstain_reason=None,
             grounding=report,
             confidence=best.probability,
-            sentences=(chosen.sentence,),
+            sentences=tuple(answer_sentences),
             evidence=tuple(best.hits),
             trace=tuple(trace),
         )

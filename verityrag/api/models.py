@@ -134,7 +134,7 @@ class QueryIn(BaseModel):
     verify: StrictBool | None = Field(default=None, description="Run verification for this request.")
     strictness: Strictness | None = Field(
         default=None,
-        description="How strictly answers must be grounded: lenient (the table's 'loose'), balanced or strict; "
+        description="How strictly answers must be grounded: loose, balanced, strict or paranoid; "
         "thresholds in docs/verification.md (verityrag.verify.strictness.STRICTNESS_TABLE).",
     )
 

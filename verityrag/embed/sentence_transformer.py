@@ -203,9 +203,14 @@ class SentenceTransformerEmbedder:
             )
             raise ModelLoadError(self.model, attempts) from exc
 
+        # huggingface_hub reads HF_HUB_OFFLINE once, at import: when something imported it
+        # before the variable was set, a hub name would still go to the network (and wait
+        # out its retries, ~70 s here). Passing local_files_only honours the variable now.
+        offline = os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}
+
         def try_load(source: str, name_or_path: str) -> bool:
             try:
-                model = SentenceTransformer(name_or_path, device=self.device)
+                model = SentenceTransformer(name_or_path, device=self.device, local_files_only=offline)
             except Exception as exc:  # any failure is recorded and reported
                 attempts.append((source, _short(exc)))
                 return False
@@ -237,7 +242,7 @@ class SentenceTransformerEmbedder:
         hub_source = f"HuggingFace hub {self.model!r}"
         if try_load(hub_source, self.model):
             return
-        if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in {"1", "true", "yes", "on"}:
+        if offline:
             source, reason = attempts[-1]
             attempts[-1] = (
                 source,

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from verityrag.config import Settings
+from verityrag.embed.base import Embedder
 from verityrag.eval.dataset import (
     ANSWERABLE,
     DEFAULT_DATA_DIR,
@@ -44,6 +45,12 @@ class EvalOptions:
     seed: int = 13
     settings: Settings = field(default_factory=Settings)
     progress: bool = True
+    # "elasticsearch": ELASTICSEARCH_URL, or the noida-db emulator started here when it is unset.
+    backend: str = "embedded"
+    # Learned cross-encoder gates (verityrag.crossenc): a threshold sweep, chosen on calibration.
+    answerability: bool = False
+    answerability_threshold: float | None = None
+    guard: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,12 +101,35 @@ class QuestionOutcome:
 
 
 def build_pipeline(options: EvalOptions) -> VerityRAGPipeline:
-    embedder = None
+    embedder: Embedder | None = None
     if options.real_embeddings:
         from verityrag.embed import SentenceTransformerEmbedder
 
         embedder = SentenceTransformerEmbedder(backend=options.embedding_backend)  # type: ignore[arg-type]
+    if options.backend == "elasticsearch":
+        from verityrag.embed.hashing import HashingEmbedder
+        from verityrag.index.elastic.emulator import index_from_env_or_emulator
+        from verityrag.text.analyzer import DEFAULT_ANALYZER
+
+        embedder = embedder or HashingEmbedder()
+        # A dedicated index, recreated per run: the eval never touches ELASTICSEARCH_INDEX.
+        index = index_from_env_or_emulator(
+            embedder.dim, DEFAULT_ANALYZER, embedder.fingerprint(), "verityrag-eval", announce=_announce
+        )
+        settings = options.settings.replace(backend="elasticsearch")
+        return VerityRAGPipeline(embedder=embedder, settings=settings, index=index)
     return VerityRAGPipeline(embedder=embedder, settings=options.settings)
+
+
+def _backend_details(pipeline: VerityRAGPipeline) -> dict[str, Any]:
+    describe = getattr(pipeline.index, "describe", None)  # ElasticsearchIndex: server, emulator, index
+    return dict(describe()) if callable(describe) else {"kind": "embedded"}
+
+
+def _announce(message: str) -> None:
+    import sys
+
+    print(message, file=sys.stderr)
 
 
 def _progress(items: Sequence[Any], desc: str, enabled: bool) -> Any:
@@ -119,6 +149,10 @@ def run_eval(options: EvalOptions) -> dict[str, Any]:
         test = stratified_sample(test, options.max_test_questions, options.seed)
         calibration = stratified_sample(calibration, options.max_test_questions, options.seed)
 
+    if options.answerability or options.guard:  # fail at startup, naming missing files and the command
+        from verityrag.crossenc.eval_sweep import check_learned_gates
+
+        check_learned_gates(options.answerability, options.guard)
     pipeline = build_pipeline(options)
     t0 = time.perf_counter()
     pipeline.ingest_documents(corpus, progress=options.progress)
@@ -134,6 +168,20 @@ def run_eval(options: EvalOptions) -> dict[str, Any]:
     t0 = time.perf_counter()
     calibration_result = pipeline.calibrate([(q.question, q.answers) for q in fit_on])
     calibrate_s = time.perf_counter() - t0
+
+    learned_gates: dict[str, Any] = {}
+    if options.answerability or options.guard:
+        from verityrag.crossenc.eval_sweep import attach_learned_gates
+
+        learned_gates = attach_learned_gates(
+            pipeline,
+            calibration,
+            test,
+            options.answerability,
+            options.guard,
+            options.answerability_threshold,
+            options.progress,
+        )
 
     outcomes: list[QuestionOutcome] = []
     for q in _progress(test, "eval", options.progress):
@@ -167,6 +215,7 @@ def run_eval(options: EvalOptions) -> dict[str, Any]:
         "test": {"questions": len(outcomes), "by_kind": dict(Counter(o.kind for o in outcomes))},
         "metrics": summarise(outcomes),
         "outcomes": [dataclasses.asdict(o) for o in outcomes],
+        **({"learned_gates": learned_gates} if learned_gates else {}),
     }
     return report
 
@@ -247,6 +296,7 @@ def _config(options: EvalOptions, pipeline: VerityRAGPipeline, test_path: Path) 
     return {
         "settings": dataclasses.asdict(pipeline.settings),
         "embedder": pipeline.embedder.fingerprint(),
+        "backend": _backend_details(pipeline),
         "real_embeddings": options.real_embeddings,
         "embedding_backend": options.embedding_backend if options.real_embeddings else None,
         "questions_file": _relative(test_path),
