@@ -13,9 +13,6 @@ from verityrag.eval.dataset import DEFAULT_DATA_DIR
 from verityrag.eval.report import headline_rows, render_markdown, write_json, write_plots
 from verityrag.eval.runner import EvalOptions, run_eval
 
-# Flags whose components arrive with later work; they fail loudly instead of being ignored.
-_NOT_YET: dict[str, str] = {}
-
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
@@ -80,9 +77,6 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
-    for flag, what in _NOT_YET.items():
-        if getattr(args, flag):
-            parser.error(f"--{flag.replace('_', '-')} needs {what}, which this version does not include yet")
     if args.answerability_threshold is not None and not args.answerability:
         parser.error("--answerability-threshold only applies with --answerability")
     if args.max_test_questions is not None and args.max_test_questions < 1:
