@@ -49,7 +49,7 @@ def _api_command(host: str, port: int) -> list[str]:
     return [sys.executable, "-m", "uvicorn", "verityrag.api:app", "--host", host, "--port", str(port)]
 
 
-def _ui_command(host: str, port: int) -> list[str]:
+def ui_command(host: str, port: int) -> list[str]:
     return [
         sys.executable,
         "-m",
@@ -63,7 +63,8 @@ def _ui_command(host: str, port: int) -> list[str]:
     ]
 
 
-def _wait_healthy(service: Service, timeout_s: float) -> None:
+def wait_healthy(service: Service, timeout_s: float) -> None:
+    """Return once ``service`` answers its health check; SystemExit if it dies or times out."""
     deadline = time.monotonic() + timeout_s
     while True:
         try:
@@ -105,10 +106,10 @@ def running_services(
     try:
         api = subprocess.Popen([*_api_command(host, api_port), "--log-level", "warning"], env=env, cwd=ROOT)
         services.append(Service("API", f"http://{host}:{api_port}", "/health", api))
-        ui = subprocess.Popen(_ui_command(host, ui_port), env=env, cwd=ROOT, stdout=subprocess.DEVNULL)
+        ui = subprocess.Popen(ui_command(host, ui_port), env=env, cwd=ROOT, stdout=subprocess.DEVNULL)
         services.append(Service("Streamlit app", f"http://{host}:{ui_port}", "/_stcore/health", ui))
         for service in services:
-            _wait_healthy(service, startup_s)
+            wait_healthy(service, startup_s)
         yield services
     finally:
         _stop(services)

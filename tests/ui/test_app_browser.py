@@ -10,18 +10,17 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 from PIL import Image, ImageStat
 
+from verityrag.serve import Service, free_port, ui_command, wait_healthy
+
 ROOT = Path(__file__).resolve().parents[2]
+HOST = "127.0.0.1"
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 # Without the background-networking flags Chromium keeps dialling Google on this closed network.
@@ -49,37 +48,17 @@ def _require_browser() -> None:
 @pytest.fixture(scope="module")
 def streamlit_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     _require_browser()
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    cmd = [
-        sys.executable,
-        "-m",
-        "streamlit",
-        "run",
-        str(ROOT / "app.py"),
-        "--server.headless=true",
-        "--server.address=127.0.0.1",
-        f"--server.port={port}",
-        "--browser.gatherUsageStats=false",
-        "--server.fileWatcherType=none",
-    ]
+    port = free_port(HOST)
     log = tmp_path_factory.mktemp("streamlit") / "server.log"
     with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
+        proc = subprocess.Popen(ui_command(HOST, port), cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+    service = Service("streamlit", f"http://{HOST}:{port}", "/_stcore/health", proc)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/_stcore/health", timeout=2, trust_env=False).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"streamlit did not start:\n{log.read_text()}")
-            time.sleep(0.2)
-        yield url
+        try:
+            wait_healthy(service, 60)
+        except SystemExit as exc:
+            pytest.fail(f"{exc}:\n{log.read_text()}")
+        yield service.url
     finally:
         proc.terminate()
         try:
