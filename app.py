@@ -29,7 +29,8 @@ SAMPLE_QUESTIONS = (
     "What BBC radio station will carry the game in the United Kingdom?",
     "Which company did Tesla work for in 1881?",
     "What is the largest bone in the human body?",
-    "Who designed the Victoria and Albert Museum's garden?",
+    "What is the atomic number of oxygen?",
+    "Who did Tesla work for in New York in 1884?",
 )
 CUSTOM = "(type your own)"
 NO_LLM = "(none)"
@@ -57,11 +58,13 @@ def show_llm(view: LLMView) -> None:
     if view.refused or not view.answer:
         st.info("The LLM said the evidence does not answer the question.")
         return
-    verdict = "every sentence supported" if view.all_supported else "NOT all sentences supported"
-    st.write(view.answer)
-    st.caption(
-        f"{view.latency_ms / 1000:.1f} s; verifier: {verdict} (the pipeline would not show it otherwise)"
+    verdict = (
+        "every sentence supported by what it cites"
+        if view.all_supported
+        else "NOT every sentence is supported: VerityRAG would refuse this answer"
     )
+    st.write(view.answer)
+    st.caption(f"{view.latency_ms / 1000:.1f} s; verifier: {verdict}")
     st.table(view.sentences)
 
 
