@@ -46,6 +46,10 @@ class Tally:
     latencies: dict[str, list[float]] = field(default_factory=lambda: collections.defaultdict(list))
     errors: collections.Counter[str] = field(default_factory=collections.Counter)
     acknowledged: list[str] = field(default_factory=list)
+    # When (seconds into the run) and with what message each transport error happened,
+    # to tell a start-up race from a keep-alive race from a mid-run failure.
+    transport_errors: list[str] = field(default_factory=list)
+    started: float = field(default_factory=time.monotonic)
 
 
 def _new_document(rng: random.Random, run: str, i: int) -> dict[str, object]:
@@ -82,6 +86,8 @@ async def _client(
             response = await request
         except httpx.HTTPError as exc:
             tally.errors[f"{endpoint} {type(exc).__name__}"] += 1
+            at = time.monotonic() - tally.started
+            tally.transport_errors.append(f"{at:.1f}s {endpoint} {type(exc).__name__}: {exc!r}")
             continue
         tally.latencies[endpoint].append(time.perf_counter() - started)
         if response.status_code != 200:
@@ -130,6 +136,8 @@ async def _run(url: str, api_key: str, args: argparse.Namespace) -> int:
         lost = await _lost(client, tally.acknowledged, args.clients)
 
     calls = tally.issued
+    for line in tally.transport_errors:
+        print(f"transport error at {line}")
     print(f"calls: {calls} in {elapsed:.1f} s ({calls / elapsed:.1f} calls/s), {args.clients} clients")
     print(f"errors: {sum(tally.errors.values())} {dict(tally.errors) or ''}".rstrip())
     print(f"documents acknowledged: {len(tally.acknowledged)}, lost: {len(lost)} {lost[:10] or ''}".rstrip())
