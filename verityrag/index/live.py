@@ -34,6 +34,7 @@ import numpy.typing as npt
 
 from verityrag.errors import InvalidInputError
 from verityrag.index._growable import ColumnMatrix, GrowableArray
+from verityrag.index.protocol import check_upserts
 from verityrag.text.analyzer import DEFAULT_ANALYZER, Analyzer
 from verityrag.types import Chunk
 
@@ -405,16 +406,7 @@ class LiveIndex:
         term_counts: Sequence[Sequence[Mapping[str, int]]] | None = None,
     ) -> None:
         """Apply many upserts and deletes as ONE new version (bulk ingest, restore)."""
-        seen: set[str] = set()
-        for doc_id, chunks, vectors in upserts:
-            if doc_id in seen:
-                # A second upsert would orphan the first one's slots: live, but owned by no document.
-                raise InvalidInputError("doc_id", f"{doc_id!r} appears more than once in the batch")
-            seen.add(doc_id)
-            if vectors.shape != (len(chunks), self.dim):
-                raise InvalidInputError(
-                    "vectors", f"shape {vectors.shape} for {doc_id!r}, expected ({len(chunks)}, {self.dim})"
-                )
+        check_upserts(upserts, self.dim)
         # term_counts lets a caller that already analyzed the chunks (ingest, restore) skip it.
         analyzed = term_counts if term_counts is not None else self.term_counts(upserts)
         with self._write_lock:

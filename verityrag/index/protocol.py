@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from verityrag.errors import InvalidInputError
 from verityrag.text.analyzer import Analyzer
 from verityrag.types import Chunk
 
@@ -28,6 +29,23 @@ if TYPE_CHECKING:
 
 # One document's write: (doc_id, its chunks, their vectors [n_chunks, dim]).
 Upsert = tuple[str, Sequence[Chunk], npt.NDArray[np.float32]]
+
+
+def check_upserts(upserts: Sequence[Upsert], dim: int) -> None:
+    """The batch rules every backend enforces before writing anything.
+
+    A doc id twice in one batch is refused: the second upsert would orphan the first
+    one's chunks (live, but owned by no document). Vectors must be one row per chunk.
+    """
+    seen: set[str] = set()
+    for doc_id, chunks, vectors in upserts:
+        if doc_id in seen:
+            raise InvalidInputError("doc_id", f"{doc_id!r} appears more than once in the batch")
+        seen.add(doc_id)
+        if vectors.shape != (len(chunks), dim):
+            raise InvalidInputError(
+                "vectors", f"shape {vectors.shape} for {doc_id!r}, expected ({len(chunks)}, {dim})"
+            )
 
 
 @runtime_checkable

@@ -42,7 +42,7 @@ from verityrag.errors import InvalidInputError, StorageError
 from verityrag.index.elastic.connection import ElasticsearchConfig, translated
 from verityrag.index.elastic.mapping import MAPPING_VERSION, expected_meta, index_body, meta_mismatch
 from verityrag.index.live import Scored
-from verityrag.index.protocol import IndexBackend, Upsert
+from verityrag.index.protocol import IndexBackend, Upsert, check_upserts
 from verityrag.text.analyzer import DEFAULT_ANALYZER, Analyzer
 from verityrag.types import Chunk
 
@@ -594,15 +594,8 @@ class ElasticsearchIndex:
         term_counts: Sequence[Sequence[Mapping[str, int]]] | None = None,
     ) -> None:
         """Apply many upserts and deletes in one bulk pass; searchable when this returns."""
-        seen: set[str] = set()
+        check_upserts(upserts, self.dim)
         for doc_id, chunks, vectors in upserts:
-            if doc_id in seen:
-                raise InvalidInputError("doc_id", f"{doc_id!r} appears more than once in the batch")
-            seen.add(doc_id)
-            if vectors.shape != (len(chunks), self.dim):
-                raise InvalidInputError(
-                    "vectors", f"shape {vectors.shape} for {doc_id!r}, expected ({len(chunks)}, {self.dim})"
-                )
             if not np.all(np.isfinite(vectors)):
                 raise InvalidInputError("vectors", f"{doc_id!r} has NaN or infinite values")
             for chunk in chunks:
