@@ -6,7 +6,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,7 @@ from verityrag.retrieval.reranker import LightGBMReranker, RankingData, ict_quer
 from verityrag.text.analyzer import DEFAULT_ANALYZER, Analyzer
 from verityrag.text.chunking import chunk_spans
 from verityrag.text.sentences import sentence_spans
-from verityrag.types import Chunk, Document, Hit, QueryResult
+from verityrag.types import Chunk, Document, Hit, QueryResult, TraceStep
 from verityrag.verify.grounding import GroundingChecker
 
 logger = logging.getLogger(__name__)
@@ -518,12 +518,19 @@ class VerityRAGPipeline:
         logger.info("reranker check on labelled questions: %s", check)
         return check
 
-    def query(self, question: str, k: int | None = None, settings: Settings | None = None) -> QueryResult:
+    def query(
+        self,
+        question: str,
+        k: int | None = None,
+        settings: Settings | None = None,
+        on_stage: Callable[[TraceStep], None] | None = None,
+    ) -> QueryResult:
         """Answer with a cited evidence sentence, or abstain with a recorded reason.
 
         ``k`` is how many evidence chunks to keep (``Settings.top_k``); ``settings``
         overrides the pipeline's settings for this call (e.g.
-        ``pipeline.settings.replace(strictness="strict")``).
+        ``pipeline.settings.replace(strictness="strict")``); ``on_stage`` is called with
+        each trace step as it is recorded (input errors are raised before the first).
         """
         s = settings or self.settings
         if k is not None:
@@ -536,7 +543,7 @@ class VerityRAGPipeline:
             raise InvalidInputError(
                 "question", f"is {len(question):,} characters; the limit is {s.max_query_chars:,}"
             )
-        return self._controller(s).run(question)
+        return self._controller(s).run(question, on_stage=on_stage)
 
 
 def _gold_in(hits: Sequence[Hit], answers: Sequence[str]) -> bool:

@@ -74,4 +74,4 @@ def test_spec_states_the_rules(http: httpx.Client) -> None:
     assert "pattern" in schemas["DocumentIn"]["properties"]["text"]
     assert schemas["QueryIn"]["properties"]["question"]["minLength"] == 1
     stream = spec["paths"]["/chat/stream"]["post"]["responses"]["200"]["content"]["text/event-stream"]
-    assert stream["schema"]["properties"]["event"]["enum"] == ["stage", "sentence", "report"]
+    assert stream["schema"]["properties"]["event"]["enum"] == ["stage", "sentence", "report", "error"]

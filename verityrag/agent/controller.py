@@ -43,6 +43,18 @@ GROUNDING_THRESHOLDS: dict[str, float] = {
 }
 
 
+class _ObservedTrace(list[TraceStep]):
+    """A trace that reports each step as it is appended (live SSE stages), in order."""
+
+    def __init__(self, on_stage: Callable[[TraceStep], None]) -> None:
+        super().__init__()
+        self._on_stage = on_stage
+
+    def append(self, step: TraceStep) -> None:
+        super().append(step)
+        self._on_stage(step)
+
+
 class AnswerGuard(Protocol):
     """A learned check of (evidence, answer): ``score`` is the probability the answer is supported."""
 
@@ -222,9 +234,10 @@ class AgentController:
             query, strategy = rewritten, self.reformulators[round_no].name
         return max(attempts, key=lambda a: a.probability)
 
-    def run(self, question: str) -> QueryResult:
+    def run(self, question: str, on_stage: Callable[[TraceStep], None] | None = None) -> QueryResult:
+        """Answer or abstain. ``on_stage`` sees each trace step the moment it is recorded."""
         snap = self.index.snapshot()
-        trace: list[TraceStep] = []
+        trace: list[TraceStep] = [] if on_stage is None else _ObservedTrace(on_stage)
         q = self._query_terms(question, snap)
         if self.gate is None:
             raise NotFittedError("AgentController.run needs a fitted sufficiency gate")

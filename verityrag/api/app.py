@@ -60,10 +60,10 @@ from verityrag.api.models import (
 from verityrag.api.streaming import EVENT_SCHEMA as STREAM_EVENT_SCHEMA
 from verityrag.api.streaming import EXAMPLE as STREAM_EXAMPLE
 from verityrag.api.streaming import MEDIA_TYPE as STREAM_MEDIA_TYPE
-from verityrag.api.streaming import query_events
+from verityrag.api.streaming import query_events, sse_event
 from verityrag.errors import InvalidInputError, VerityRAGError
 from verityrag.pipeline import VerityRAGPipeline
-from verityrag.types import Document, QueryResult
+from verityrag.types import Document, QueryResult, TraceStep
 
 logger = logging.getLogger(__name__)
 
@@ -267,13 +267,15 @@ def create_app(
             raise ApiError(404, "doc_id", f"no document {doc_id!r}")
         return DeletedOut(doc_id=doc_id, deleted=True)
 
-    async def run_query(body: QueryIn, p: VerityRAGPipeline) -> QueryResult:
+    async def run_query(
+        body: QueryIn, p: VerityRAGPipeline, on_stage: Callable[[TraceStep], None] | None = None
+    ) -> QueryResult:
         changes = {
             name: getattr(body, name) for name in ("verify", "strictness") if getattr(body, name) is not None
         }
         settings = p.settings.replace(**changes) if changes else None
         started = time.perf_counter()
-        result = await run_in_threadpool(p.query, body.question, body.k, settings)
+        result = await run_in_threadpool(p.query, body.question, body.k, settings, on_stage)
         elapsed = time.perf_counter() - started
         api_metrics.record_query(elapsed, result.abstain_reason.value if result.abstain_reason else None)
         return result
@@ -307,16 +309,45 @@ def create_app(
         exactly the `POST /query` response. An abstention sends the stages, then the report
         (`abstained`, `abstain_reason`). Each event's data is one line of JSON.
 
-        Input is checked and the query run before the stream starts, so a bad input or an
-        unavailable model gets the same 4xx/503 JSON error as `POST /query`, not a stream.
+        Stages are sent live, as the agent records them. Input is checked before the first
+        byte, so a bad input or an unavailable model gets the same 4xx/503 JSON error as
+        `POST /query`, not a stream; a failure after the stream began ends it with one
+        `error` event (`message`).
         """
-        result = await run_query(body, p)
-        sentences = [
-            {"text": s.text, "citations": [_fields(c, *_CITATION_FIELDS) for c in s.citations]}
-            for s in result.sentences
-        ]
+        loop = asyncio.get_running_loop()
+        # Stages from the worker thread, in order; None once the query has ended.
+        stages: asyncio.Queue[TraceStep | None] = asyncio.Queue()
+
+        def on_stage(step: TraceStep) -> None:
+            loop.call_soon_threadsafe(stages.put_nowait, step)
+
+        task = asyncio.ensure_future(run_query(body, p, on_stage))
+        # Scheduled after every stage callback the thread queued, so the sentinel comes last.
+        task.add_done_callback(lambda _: stages.put_nowait(None))
+        first = await stages.get()
+        if first is None:
+            task.result()  # ended before any stage: an input or model error, raised as JSON
+
+        async def events() -> AsyncIterator[str]:
+            step = first
+            while step is not None:
+                yield sse_event("stage", _step_out(step).model_dump(mode="json"))
+                step = await stages.get()
+            try:
+                result = task.result()
+            except Exception as exc:
+                logger.error("query failed after its stream began", exc_info=exc)
+                yield sse_event("error", {"message": f"{type(exc).__name__}: {exc}"})
+                return
+            sentences = [
+                {"text": s.text, "citations": [_fields(c, *_CITATION_FIELDS) for c in s.citations]}
+                for s in result.sentences
+            ]
+            for event in query_events(_query_out(result), sentences, stages=False):
+                yield event
+
         return StreamingResponse(
-            query_events(_query_out(result), sentences),
+            events(),
             media_type=STREAM_MEDIA_TYPE,
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
@@ -385,6 +416,10 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
+def _step_out(step: TraceStep) -> TraceStepOut:
+    return TraceStepOut(stage=step.stage, duration_ms=step.duration_ms, details=_plain(step.details))
+
+
 def _query_out(result: QueryResult) -> QueryOut:
     return QueryOut(
         question=result.question,
@@ -397,10 +432,7 @@ def _query_out(result: QueryResult) -> QueryOut:
             claims=[ClaimOut(claim=c.claim, support=c.support) for c in result.grounding.claims],
         ),
         citations=[CitationOut(**_fields(c, *_CITATION_FIELDS)) for c in result.citations],
-        trace=[
-            TraceStepOut(stage=t.stage, duration_ms=t.duration_ms, details=_plain(t.details))
-            for t in result.trace
-        ],
+        trace=[_step_out(t) for t in result.trace],
         latency_ms=result.latency_ms,
     )
 

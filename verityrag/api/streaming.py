@@ -14,7 +14,7 @@ from typing import Any
 from verityrag.api.models import QueryOut
 
 MEDIA_TYPE = "text/event-stream"
-EVENTS = ("stage", "sentence", "report")
+EVENTS = ("stage", "sentence", "report", "error")
 # The schema of one event as clients parse it (OpenAPI has no SSE vocabulary before 3.2):
 # the event name, and its data, one line of JSON.
 EVENT_SCHEMA: dict[str, Any] = {
@@ -42,12 +42,13 @@ def sse_event(event: str, data: Any) -> str:
     return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'), allow_nan=False)}\n\n"
 
 
-def query_events(report: QueryOut, sentences: list[dict[str, Any]]) -> Iterator[str]:
+def query_events(report: QueryOut, sentences: list[dict[str, Any]], stages: bool = True) -> Iterator[str]:
     """The stream for one answered or abstained query.
 
     ``sentences`` are the answer's sentences (text and citations); none when it abstained.
+    ``stages=False`` when the stage events were already sent live.
     """
-    for step in report.trace:
+    for step in report.trace if stages else ():
         yield sse_event("stage", step.model_dump(mode="json"))
     if not report.abstained:
         support = {claim.claim: claim.support for claim in report.grounding.claims}
