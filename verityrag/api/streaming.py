@@ -1,8 +1,10 @@
-"""Server-Sent Events for ``POST /chat/stream``: a finished query result, as a stream of events.
+"""Server-Sent Events for ``POST /chat/stream``: the frames, and a finished result's events.
 
-Formatting only. The order is fixed: one ``stage`` event per trace step, then (when
-answered) one ``sentence`` event per answer sentence, each one that passed grounding,
-then one ``report`` event whose data is exactly ``POST /query``'s response body.
+Formatting only. The order is fixed: one ``stage`` event per trace step (the endpoint
+sends these live, as the agent records them), then (when answered) one ``sentence`` event
+per answer sentence that passed grounding, then one ``report`` event whose data is exactly
+``POST /query``'s response body; or, when the query fails after the stream began, one
+``error`` event instead of the sentences and report.
 """
 
 from __future__ import annotations
