@@ -67,11 +67,22 @@ def test_ingest_rejects_what_the_spec_rejects(http: httpx.Client, doc: dict[str,
     assert field in reply.json()["error"]["field"]
 
 
+def test_integral_float_k_is_an_integer_as_json_schema_says(http: httpx.Client) -> None:
+    reply = http.post("/query", json={"question": "Who improved the steam engine?", "k": 3.0})
+    assert reply.status_code == 200
+    assert http.post("/query", json={"question": "Who improved it?", "k": "3"}).status_code == 422
+
+
 def test_spec_states_the_rules(http: httpx.Client) -> None:
     spec = http.get("/openapi.json").json()
     schemas = spec["components"]["schemas"]
     assert schemas["DocumentIn"]["properties"]["doc_id"]["pattern"].startswith("^[A-Za-z0-9]")
     assert "pattern" in schemas["DocumentIn"]["properties"]["text"]
     assert schemas["QueryIn"]["properties"]["question"]["minLength"] == 1
+    assert schemas["QueryIn"]["properties"]["k"]["anyOf"][0] == {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 100,
+    }
     stream = spec["paths"]["/chat/stream"]["post"]["responses"]["200"]["content"]["text/event-stream"]
     assert stream["schema"]["properties"]["event"]["enum"] == ["stage", "sentence", "report", "error"]

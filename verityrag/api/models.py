@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictBool, StrictInt, Tag
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictBool, Tag, field_validator
 
 from verityrag.config import Strictness
 from verityrag.types import DOC_ID_PATTERN, DOC_ID_RULE
@@ -13,6 +13,16 @@ from verityrag.types import DOC_ID_PATTERN, DOC_ID_RULE
 # a text needs a letter or digit, a question a non-space character.
 HAS_WORD_CHARACTER = r"[^\W_]"
 HAS_NON_SPACE = r"\S"
+
+
+def _json_integer(value: object) -> object:
+    """JSON Schema's integer: 53 and 53.0 are integers; true and "53" are not (lax pydantic took them)."""
+    if isinstance(value, bool | str):
+        raise ValueError("must be an integer")
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
 
 _DOC_EXAMPLE: dict[str, Any] = {
     "doc_id": "steam-engine",
@@ -130,13 +140,16 @@ class QueryIn(BaseModel):
         pattern=HAS_NON_SPACE,
         description="The question (limit: the pipeline's max_query_chars).",
     )
-    k: StrictInt | None = Field(default=None, ge=1, le=100, description="Evidence chunks to keep (top_k).")
+    k: int | None = Field(default=None, ge=1, le=100, description="Evidence chunks to keep (top_k).")
     verify: StrictBool | None = Field(default=None, description="Run verification for this request.")
     strictness: Strictness | None = Field(
         default=None,
         description="How strictly answers must be grounded: loose, balanced, strict or paranoid; "
         "thresholds in docs/verification.md (verityrag.verify.strictness.STRICTNESS_TABLE).",
     )
+
+    # A validator, not an annotated type: keeps k's minimum/maximum in the JSON schema.
+    _k_is_a_json_integer = field_validator("k", mode="before")(_json_integer)
 
 
 class ClaimOut(BaseModel):
