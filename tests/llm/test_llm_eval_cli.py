@@ -27,6 +27,14 @@ def test_real_llm_unknown_provider_is_a_usage_error() -> None:
     assert exc.value.code == 2
 
 
+@pytest.mark.parametrize("flag", ["--answerability", "--guard"])
+def test_real_llm_refuses_learned_gate_flags_it_would_ignore(
+    flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--real-llm", "local", flag, "--no-progress"]) == 2
+    assert "not supported with --real-llm" in capsys.readouterr().err
+
+
 def _attempt(n: int, text: str, supported: bool, refused: bool = False) -> dict[str, Any]:
     return {
         "attempt": n,

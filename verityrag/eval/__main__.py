@@ -7,7 +7,7 @@ import logging
 import sys
 from pathlib import Path
 
-from verityrag.config import BACKENDS, PROFILES, Settings
+from verityrag.config import BACKENDS, PROFILES
 from verityrag.errors import VerityRAGError
 from verityrag.eval.dataset import DEFAULT_DATA_DIR
 from verityrag.eval.report import headline_rows, render_markdown, write_json, write_plots
@@ -89,20 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         from verityrag.eval.llm_eval import run_llm_cli
 
         return run_llm_cli(args)
-    options = EvalOptions(
-        data_dir=args.data_dir,
-        questions=args.questions,
-        real_embeddings=args.real_embeddings,
-        embedding_backend=args.embedding_backend,
-        max_test_questions=args.max_test_questions,
-        seed=args.seed,
-        settings=Settings.profile(args.profile),
-        progress=not args.no_progress,
-        backend=args.backend,
-        answerability=args.answerability,
-        answerability_threshold=args.answerability_threshold,
-        guard=args.guard,
-    )
+    options = EvalOptions.from_cli(args)
     try:
         report = run_eval(options)
     except VerityRAGError as exc:

@@ -309,22 +309,16 @@ def run_llm_cli(args: Any) -> int:
     """The ``--real-llm`` branch of ``python -m verityrag.eval`` (parsed ``args`` from its parser)."""
     import sys
 
-    from verityrag.config import Settings
     from verityrag.errors import VerityRAGError
 
     if args.llm_attempts < 1:
         print("error: --llm-attempts must be >= 1", file=sys.stderr)
         return 2
-    base = EvalOptions(
-        data_dir=args.data_dir,
-        questions=args.questions,
-        real_embeddings=args.real_embeddings,
-        embedding_backend=args.embedding_backend,
-        max_test_questions=args.max_test_questions,
-        seed=args.seed,
-        settings=Settings.profile(args.profile),
-        progress=not args.no_progress,
-    )
+    if args.answerability or args.guard:
+        # The LLM eval attaches no learned gates; refusing beats silently ignoring the flag.
+        print("error: --answerability and --guard are not supported with --real-llm", file=sys.stderr)
+        return 2
+    base = EvalOptions.from_cli(args)
     options = LLMEvalOptions(args.real_llm, base, args.llm_strategy, args.llm_attempts)
     try:
         report, records = run_llm_eval(options)

@@ -52,6 +52,24 @@ class EvalOptions:
     answerability_threshold: float | None = None
     guard: bool = False
 
+    @classmethod
+    def from_cli(cls, args: Any) -> EvalOptions:
+        """The options ``python -m verityrag.eval`` parsed (one place for every branch)."""
+        return cls(
+            data_dir=args.data_dir,
+            questions=args.questions,
+            real_embeddings=args.real_embeddings,
+            embedding_backend=args.embedding_backend,
+            max_test_questions=args.max_test_questions,
+            seed=args.seed,
+            settings=Settings.profile(args.profile),
+            progress=not args.no_progress,
+            backend=args.backend,
+            answerability=args.answerability,
+            answerability_threshold=args.answerability_threshold,
+            guard=args.guard,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class QuestionOutcome:
