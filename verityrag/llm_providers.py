@@ -156,11 +156,7 @@ class HTTPCompleteFn:
         max_tokens: int = 256,
         json_mode: bool = False,
     ) -> Completion:
-        if not isinstance(prompt, str) or not prompt.strip():
-            raise InvalidInputError("prompt", "must be a non-empty string")
-        if max_tokens < 1:
-            raise InvalidInputError("max_tokens", f"must be >= 1, got {max_tokens!r}")
-        request = self._build(prompt, system, temperature, max_tokens, json_mode)
+        request = self._request(prompt, system, temperature, max_tokens, json_mode)
         started = time.perf_counter()
         for attempt in range(self.policy.max_retries + 1):
             try:
@@ -170,6 +166,16 @@ class HTTPCompleteFn:
                 continue
             return self._finish(payload, json_mode, started)
         raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _request(
+        self, prompt: str, system: str | None, temperature: float, max_tokens: int, json_mode: bool
+    ) -> _Request:
+        """The checked request both the sync and the async path send."""
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise InvalidInputError("prompt", "must be a non-empty string")
+        if max_tokens < 1:
+            raise InvalidInputError("max_tokens", f"must be >= 1, got {max_tokens!r}")
+        return self._build(prompt, system, temperature, max_tokens, json_mode)
 
     async def acomplete(
         self,
@@ -181,11 +187,7 @@ class HTTPCompleteFn:
         json_mode: bool = False,
     ) -> Completion:
         """The async variant of ``__call__`` (same retries, deadline and errors), for event loops."""
-        if not isinstance(prompt, str) or not prompt.strip():
-            raise InvalidInputError("prompt", "must be a non-empty string")
-        if max_tokens < 1:
-            raise InvalidInputError("max_tokens", f"must be >= 1, got {max_tokens!r}")
-        request = self._build(prompt, system, temperature, max_tokens, json_mode)
+        request = self._request(prompt, system, temperature, max_tokens, json_mode)
         started = time.perf_counter()
         async with httpx.AsyncClient(timeout=httpx.Timeout(self.policy.timeout_s)) as client:
             for attempt in range(self.policy.max_retries + 1):
