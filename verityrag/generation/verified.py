@@ -228,35 +228,16 @@ class RejectAndRetry:
             if answer.refused:
                 records.append(_record(attempt, answer, [], False, feedback, 0.0))
                 logger.debug("attempt %d: the model says the evidence does not answer %r", attempt, question)
-                return self._done(answer, records, None, "refused", started)
+                return _verified_answer(self.name, answer, records, None, "refused", started)
             verdicts, verify_ms = _check(answer, self.verifier)
             accepted = bool(verdicts) and all(v.supported for v in verdicts)
             records.append(_record(attempt, answer, verdicts, accepted, feedback, verify_ms))
             if accepted:
-                return self._done(answer, records, len(records) - 1, None, started)
+                return _verified_answer(self.name, answer, records, len(records) - 1, None, started)
             feedback = _feedback(answer, verdicts)
             logger.debug("attempt %d rejected: %s", attempt, [f.render() for f in feedback])
         assert answer is not None
-        return self._done(answer, records, None, "rejected", started)
-
-    def _done(
-        self,
-        answer: LLMAnswer,
-        records: list[AttemptRecord],
-        chosen: int | None,
-        reason: str | None,
-        started: float,
-    ) -> VerifiedAnswer:
-        return VerifiedAnswer(
-            strategy=self.name,
-            sentences=answer.sentences if chosen is not None else (),
-            accepted=chosen is not None,
-            attempts=tuple(records),
-            chosen=chosen,
-            abstain_reason=reason,
-            latency_ms=(time.perf_counter() - started) * 1000,
-            evidence=answer.evidence,
-        )
+        return _verified_answer(self.name, answer, records, None, "rejected", started)
 
 
 class BestOfN:
@@ -312,16 +293,28 @@ class BestOfN:
         else:
             reason = None
         pick = answers[chosen] if chosen is not None else answers[-1]
-        return VerifiedAnswer(
-            strategy=self.name,
-            sentences=pick.sentences if chosen is not None else (),
-            accepted=chosen is not None,
-            attempts=tuple(final),
-            chosen=chosen,
-            abstain_reason=reason,
-            latency_ms=(time.perf_counter() - started) * 1000,
-            evidence=pick.evidence,
-        )
+        return _verified_answer(self.name, pick, final, chosen, reason, started)
+
+
+def _verified_answer(
+    strategy: str,
+    answer: LLMAnswer,
+    records: Sequence[AttemptRecord],
+    chosen: int | None,
+    reason: str | None,
+    started: float,
+) -> VerifiedAnswer:
+    """The outcome of a strategy: ``answer``'s sentences when one was chosen, else none."""
+    return VerifiedAnswer(
+        strategy=strategy,
+        sentences=answer.sentences if chosen is not None else (),
+        accepted=chosen is not None,
+        attempts=tuple(records),
+        chosen=chosen,
+        abstain_reason=reason,
+        latency_ms=(time.perf_counter() - started) * 1000,
+        evidence=answer.evidence,
+    )
 
 
 def _replace_accepted(record: AttemptRecord, accepted: bool) -> AttemptRecord:
