@@ -45,7 +45,7 @@ def free_port(host: str) -> int:
         return port
 
 
-def _api_command(host: str, port: int) -> list[str]:
+def api_command(host: str, port: int) -> list[str]:
     return [sys.executable, "-m", "uvicorn", "verityrag.api:app", "--host", host, "--port", str(port)]
 
 
@@ -104,7 +104,7 @@ def running_services(
     ui_port = ui_port or free_port(host)
     services: list[Service] = []
     try:
-        api = subprocess.Popen([*_api_command(host, api_port), "--log-level", "warning"], env=env, cwd=ROOT)
+        api = subprocess.Popen([*api_command(host, api_port), "--log-level", "warning"], env=env, cwd=ROOT)
         services.append(Service("API", f"http://{host}:{api_port}", "/health", api))
         ui = subprocess.Popen(ui_command(host, ui_port), env=env, cwd=ROOT, stdout=subprocess.DEVNULL)
         services.append(Service("Streamlit app", f"http://{host}:{ui_port}", "/_stcore/health", ui))
