@@ -21,7 +21,6 @@ Evidence is trimmed to the most question-relevant sentences (verityrag.crossenc.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import math
 import random
@@ -34,6 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from verityrag.crossenc.answerability import EVIDENCE_WORDS  # noqa: E402
+from verityrag.crossenc.build import write_pairs  # noqa: E402
 from verityrag.crossenc.evidence import trim_evidence  # noqa: E402
 from verityrag.text.analyzer import DEFAULT_ANALYZER  # noqa: E402
 
@@ -106,13 +106,6 @@ def _pair(question: str, paragraph: str, label: int, kind: str, title: str, sour
     }
 
 
-def write(path: Path, rows: list[Pair]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with gzip.open(path, "wt", encoding="utf-8") as f:
-        for r in rows:
-            f.write(json.dumps(r, ensure_ascii=False) + "\n")
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--squad-train", type=Path, default=SHARED / "train-v2.0.first11articles.json")
@@ -149,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     rng.shuffle(train)
     for name, rows in (("train", train), ("validation", validation), ("test", test)):
-        write(args.out / f"{name}.jsonl.gz", rows)
+        write_pairs(args.out / f"{name}.jsonl.gz", rows)
         kinds = Counter(r["kind"] for r in rows)
         words = sum(len(r["evidence"].split()) for r in rows) / max(1, len(rows))
         print(f"{name}: {len(rows)} pairs {dict(kinds)}; evidence {words:.0f} words on average")

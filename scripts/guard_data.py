@@ -36,6 +36,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from verityrag.crossenc.build import write_pairs  # noqa: E402
 from verityrag.crossenc.evidence import trim_evidence  # noqa: E402
 from verityrag.guard import EVIDENCE_WORDS  # noqa: E402
 from verityrag.text.sentences import split_sentences  # noqa: E402
@@ -82,13 +83,6 @@ def item_pairs(item: dict[str, Any], others: list[dict[str, Any]], rng: random.R
     ]
 
 
-def write(path: Path, rows: list[Pair]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with gzip.open(path, "wt", encoding="utf-8") as f:
-        for r in rows:
-            f.write(json.dumps(r, ensure_ascii=False) + "\n")
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--halueval", type=Path, default=HALUEVAL)
@@ -108,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = [r for it in part for r in item_pairs(it, part, rng)]  # swaps stay inside a split
         if name == "train":
             rng.shuffle(rows)
-        write(args.out / f"{name}.jsonl.gz", rows)
+        write_pairs(args.out / f"{name}.jsonl.gz", rows)
         kinds = Counter(r["kind"] for r in rows)
         print(f"{name}: {len(part)} items, {len(rows)} pairs {dict(kinds)}")
     return 0

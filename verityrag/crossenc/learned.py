@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Sequence
 from pathlib import Path
 
+from verityrag.crossenc.evidence import trim_evidence
 from verityrag.crossenc.scorer import OnnxCrossEncoder
 from verityrag.errors import InvalidInputError
+from verityrag.text.sentences import split_sentences
 
 
 class LearnedPairCheck:
@@ -45,3 +49,43 @@ class LearnedPairCheck:
         """Check the files (clear error naming what is missing) and load the session."""
         self.scorer.warm_up()
         return self
+
+
+def _states_something(sentence: str) -> bool:
+    return _LIST_MARKER.fullmatch(sentence) is None
+
+
+#: What a sentence splitter leaves of a numbered or bulleted list: "6.", "(3)", "*".
+_LIST_MARKER = re.compile(r"\s*(\(?\d{1,2}[.)]|[*\u2022-])\s*")
+
+
+class SentenceSupportCheck(LearnedPairCheck):
+    """A support model trained on one-sentence hypotheses: (evidence, answer) -> P(supported).
+
+    An answer is scored sentence by sentence, each against the evidence trimmed to the
+    ``evidence_words`` words most relevant to it (as in training), and the least supported
+    sentence decides (min): every sentence must be supported, and nothing is cut. A
+    "sentence" that is only a list marker ("6.", "(3)", "*", what a splitter leaves of a
+    numbered list) states nothing and is skipped, unless the whole answer is one. Also an
+    ``NLIScorer`` (``score_pairs``) and an ``AnswerGuard`` (``score`` / ``threshold``).
+    """
+
+    evidence_words = 80
+
+    def score(self, evidence: str, answer: str) -> float:
+        return self.score_pairs([(evidence, answer)])[0]
+
+    def score_pairs(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        """(evidence, answer) pairs in one batch: min over each answer's sentences."""
+        expanded: list[tuple[str, str]] = []
+        owner: list[int] = []
+        for i, (evidence, answer) in enumerate(pairs):
+            if not answer.strip():
+                raise InvalidInputError(f"pairs[{i}]", "the answer is empty")
+            sentences = [s for s in split_sentences(answer) if _states_something(s)] or [answer]
+            expanded += [(trim_evidence(s, evidence, self.evidence_words), s) for s in sentences]
+            owner += [i] * len(sentences)
+        scores = [1.0] * len(pairs)
+        for i, s in zip(owner, self.scorer.score_pairs(expanded), strict=True):
+            scores[i] = min(scores[i], s)
+        return scores

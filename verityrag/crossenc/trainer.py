@@ -48,7 +48,8 @@ class CrossEncoderTrainer:
     ``BertConfig`` fields instead of loading weights (tests; no download), still with the
     base folder's tokenizer. ``freeze_word_embeddings``: keep the 30k x d word-embedding
     table fixed (half of MiniLM's weights; saves optimizer time, little accuracy lost on
-    small data). ``max_seconds``: stop early when training time runs out (the schedule
+    small data). ``warm_start``: a saved model folder's ``torch/`` weights (same
+    tokenizer as the base) to continue from instead of the base weights. ``max_seconds``: stop early when training time runs out (the schedule
     is not shortened; ``stopped_early_`` and ``pairs_seen_`` record it).
     """
 
@@ -67,6 +68,7 @@ class CrossEncoderTrainer:
         freeze_word_embeddings: bool = True,
         max_seconds: float | None = None,
         progress: bool = True,
+        warm_start: Path | None = None,
     ) -> None:
         self.base_model = base_model
         self.max_length = max_length
@@ -81,6 +83,7 @@ class CrossEncoderTrainer:
         self.freeze_word_embeddings = freeze_word_embeddings
         self.max_seconds = max_seconds
         self.progress = progress
+        self.warm_start = warm_start
 
     def _base(self) -> Path:
         return self.base_model if self.base_model is not None else minilm_path()
@@ -99,9 +102,8 @@ class CrossEncoderTrainer:
             config = BertConfig(**self.random_init_config)
             config.num_labels = 1
             return BertForSequenceClassification(config)
-        model: torch.nn.Module = BertForSequenceClassification.from_pretrained(
-            str(self._base()), num_labels=1
-        )
+        weights = self.warm_start / TORCH_DIR if self.warm_start is not None else self._base()
+        model: torch.nn.Module = BertForSequenceClassification.from_pretrained(str(weights), num_labels=1)
         return model
 
     def fit(self, pairs: Sequence[tuple[str, str]], labels: Sequence[float]) -> CrossEncoderTrainer:

@@ -1,0 +1,112 @@
+"""The steps every cross-encoder build script shares: pair files, export + check, training record.
+
+scripts/{answer,guard,nli}_{data,train}.py use them; the figures they write (ONNX vs
+torch logits, pairs/s, file sizes) are the ones each model folder's ``metadata.json`` reports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import platform
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from verityrag.crossenc.encoding import LongSide
+from verityrag.crossenc.export import export_onnx
+from verityrag.crossenc.model_folder import ONNX_FP32_FILE, ONNX_INT8_FILE
+from verityrag.crossenc.scorer import OnnxCrossEncoder
+from verityrag.crossenc.trainer import CrossEncoderTrainer
+
+
+def add_training_arguments(parser: argparse.ArgumentParser, data: Path, out: Path, lr: float) -> None:
+    """The options every train script takes (data and output folders, schedule, time budget)."""
+    parser.add_argument("--data", type=Path, default=data)
+    parser.add_argument("--out", type=Path, default=out)
+    parser.add_argument("--max-pairs", type=int, default=None, help="first N (shuffled) training pairs")
+    parser.add_argument("--max-minutes", type=float, default=None, help="stop training early after this long")
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--lr", type=float, default=lr)
+    parser.add_argument("--max-length", type=int, default=256)
+    parser.add_argument("--seed", type=int, default=13)
+
+
+def trainer_from_args(
+    args: argparse.Namespace, long_side: LongSide, warm_start: Path | None = None
+) -> CrossEncoderTrainer:
+    return CrossEncoderTrainer(
+        max_length=args.max_length,
+        long_side=long_side,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        learning_rate=args.lr,
+        seed=args.seed,
+        max_seconds=args.max_minutes * 60 if args.max_minutes else None,
+        warm_start=warm_start,
+    )
+
+
+def read_pairs(path: Path) -> list[dict[str, Any]]:
+    """Rows of a ``*.jsonl.gz`` pair file written by :func:`write_pairs`."""
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        return [json.loads(line) for line in f]
+
+
+def write_pairs(path: Path, rows: Sequence[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        for r in rows:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+
+
+def export_with_check(
+    trainer: CrossEncoderTrainer, folder: Path, sample: Sequence[tuple[str, str]]
+) -> tuple[float, dict[str, float]]:
+    """Save + export ``trainer``'s model into ``folder``; seconds taken and fp32/int8 vs torch logit gaps.
+
+    The folder's metadata.json must already exist (the ONNX scorer reads its window settings).
+    """
+    trainer.save(folder)
+    t0 = time.perf_counter()
+    export_onnx(trainer.model_, folder)
+    seconds = time.perf_counter() - t0
+    torch_logits = np.array([max(x) for x in trainer.predict_logits(sample)])
+    fp32 = np.array(
+        [max(x) for x in OnnxCrossEncoder(folder, onnx_file=ONNX_FP32_FILE).window_logits(sample)]
+    )
+    int8 = np.array([max(x) for x in OnnxCrossEncoder(folder).window_logits(sample)])
+    return seconds, {
+        "max_abs_logit_diff_fp32_onnx_vs_torch": float(np.abs(fp32 - torch_logits).max()),
+        "max_abs_logit_diff_int8_vs_torch": float(np.abs(int8 - torch_logits).max()),
+    }
+
+
+def training_record(
+    trainer: CrossEncoderTrainer, folder: Path, export_seconds: float, scoring_seconds: float
+) -> dict[str, Any]:
+    """What ``metadata.json`` records about how the model was trained and what it costs."""
+    return {
+        "epochs": trainer.epochs,
+        "batch_size": trainer.batch_size,
+        "learning_rate": trainer.learning_rate,
+        "seed": trainer.seed,
+        "warm_start": str(trainer.warm_start) if trainer.warm_start else None,
+        "train_seconds": round(trainer.train_seconds_, 1),
+        "pairs_seen": trainer.pairs_seen_,
+        "stopped_early": trainer.stopped_early_,
+        "pairs_per_second": round(trainer.pairs_seen_ / trainer.train_seconds_, 2),
+        "final_loss": round(trainer.final_loss_, 4),
+        "truncated_training_windows": trainer.truncated_,
+        "skipped_training_pairs": trainer.skipped_,
+        "frozen_word_embeddings": trainer.freeze_word_embeddings,
+        "export_seconds": round(export_seconds, 1),
+        "eval_scoring_seconds_int8": round(scoring_seconds, 1),
+        "file_bytes": {f: (folder / f).stat().st_size for f in (ONNX_FP32_FILE, ONNX_INT8_FILE)},
+        "machine": f"{platform.machine()}, torch threads {trainer.threads}",
+    }
