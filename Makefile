@@ -7,7 +7,7 @@ LINTED := verityrag tests scripts data app.py
 REQS := requirements.txt requirements-dev.txt pyproject.toml
 STAMP := $(VENV)/.installed-$(shell cat $(REQS) | sha1sum | cut -c1-12)
 
-.PHONY: setup run ask browser test check lint format bench bench-es eval models models-answerability models-guard readme-results demo bench-api schemathesis clean demo bench-api schemathesis eval-llm
+.PHONY: setup run ask browser test check lint format bench bench-es eval models models-answerability models-guard models-nli readme-results demo bench-api schemathesis clean demo bench-api schemathesis eval-llm
 
 $(STAMP): $(REQS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -54,22 +54,28 @@ eval: setup
 	$(PY) -m verityrag.eval --real-embeddings --out eval_report_real_embeddings.json --plots-dir docs/eval/real_embeddings
 	$(PY) scripts/update_readme_results.py
 
-models: setup models-answerability models-guard
+models: setup models-answerability models-guard models-nli
 	$(PY) scripts/train_sentence_selector.py
 	$(PY) scripts/train_default_gate.py
 
 # Cross-encoders (verityrag.crossenc), trained here on CPU into guard_work/ (git-ignored).
-# Each takes ~25 min of both cores; the lock keeps heavy jobs one at a time.
+# Each takes 15-35 min of both cores; the lock keeps heavy jobs one at a time. The
+# commands are the ones the figures in scripts/results/crossenc_*.json were measured with.
 HEAVY := flock /tmp/verityrag-heavy.lock
 models-answerability: setup
 	$(PY) scripts/answer_data.py
-	$(HEAVY) $(PY) scripts/answer_train.py --max-minutes 22
+	$(HEAVY) $(PY) scripts/answer_train.py --lr 1e-4 --epochs 2 --max-minutes 35
 
 models-guard: setup
 	$(PY) scripts/guard_data.py
-	$(HEAVY) $(PY) scripts/guard_train.py --max-pairs 12000 --max-minutes 15 --lr 7e-5
+	$(HEAVY) $(PY) scripts/guard_train.py --max-pairs 12000 --max-minutes 12 --lr 7e-5
 	$(HEAVY) $(PY) scripts/guard_probe.py
 	$(HEAVY) $(PY) scripts/guard_bench_live.py
+
+# The NLI verifier warm-starts from the guard and mixes in its HaluEval rows: guard first.
+models-nli: models-guard
+	$(PY) scripts/nli_data.py
+	$(HEAVY) $(PY) scripts/nli_train.py --epochs 1 --max-minutes 28 --lr 5e-5
 
 readme-results: setup
 	$(PY) scripts/update_readme_results.py

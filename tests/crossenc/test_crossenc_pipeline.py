@@ -215,3 +215,56 @@ def test_scorer_splits_a_too_long_short_side_into_sentences(
     (score,) = scorer.score_pairs([(long_question, "a red car")])
     parts = scorer.score_pairs([("Is there a red car near the mill?", "a red car")])
     assert 0.0 <= score <= parts[0] + 1e-3  # min over sentences (1e-3: int8 batch effects)
+
+
+def test_learned_nli_is_served_sentence_by_sentence_from_its_env_dir(
+    tiny_guard_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from verityrag.guard import LearnedGuard
+    from verityrag.verify import LearnedNLI, NLIVerifier
+
+    monkeypatch.setenv("VERITY_NLI_DIR", str(tiny_guard_dir))
+    nli = LearnedNLI()
+    assert nli.model_dir == tiny_guard_dir
+    evidence = "There is a red car near the old mill. The river flows past the town square."
+    answer = "A red car is there. The river flows."
+    # The same files served as the guard give the same scores: one sentence-min implementation.
+    assert nli.score(evidence, answer) == pytest.approx(LearnedGuard(tiny_guard_dir).score(evidence, answer))
+    [result] = NLIVerifier(nli, threshold=0.0).verify(["A red car is there."], [evidence])
+    assert result.supported
+    with pytest.raises(ModelFilesMissingError, match=r"make models-nli"):
+        LearnedNLI(tmp_path / "nowhere").warm_up()
+
+
+def test_warm_start_continues_from_saved_weights(tiny_model: tuple[CrossEncoderTrainer, Path]) -> None:
+    trainer, folder = tiny_model
+    pairs, labels = _pairs(32, seed=5)
+    # A learning rate of ~0 leaves the loaded weights as they were: predictions match the saved model.
+    again = CrossEncoderTrainer(
+        max_length=64, epochs=1, batch_size=16, learning_rate=1e-12, warm_start=folder, progress=False
+    ).fit(pairs, labels)
+    np.testing.assert_allclose(
+        np.array(again.predict_logits(pairs[:8])), np.array(trainer.predict_logits(pairs[:8])), atol=1e-4
+    )
+
+
+def test_list_markers_left_by_the_sentence_splitter_are_not_scored_as_claims(
+    tiny_guard_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from verityrag.guard import LearnedGuard
+
+    guard = LearnedGuard(tiny_guard_dir)
+    scored: list[str] = []
+
+    def record(pairs: list[tuple[str, str]]) -> list[float]:
+        scored.extend(h for _, h in pairs)
+        return [0.5] * len(pairs)
+
+    monkeypatch.setattr(guard.scorer, "score_pairs", record)
+    guard.score(
+        "Move the plate, then check the latch.", "The steps are: 5. Move the plate. 6. Check the latch. 7."
+    )
+    assert scored == ["The steps are: 5.", "Move the plate.", "Check the latch."]
+    scored.clear()
+    guard.score("There is a red car.", "6.")  # an answer that is only a marker is still scored
+    assert scored == ["6."]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from verityrag.errors import InvalidInputError, NotFittedError
@@ -13,6 +14,7 @@ from verityrag.eval.ragtruth import (
     GroundingScorer,
     LexicalEntityScorer,
     PairExample,
+    ScoredRun,
     TfidfLogisticScorer,
     best_f1_threshold,
     build_scorer,
@@ -25,6 +27,7 @@ from verityrag.eval.ragtruth import (
     run_ragtruth,
     score_dataset,
     split_ragtruth,
+    stacked_run,
     top_members,
 )
 
@@ -129,6 +132,24 @@ def test_ensembles_are_calibrated_aggregates() -> None:
     assert [r.name for r in top_members(runs, labels, k=1)] in (["lexical"], ["grounding"])
 
 
+def test_stacked_run_learns_to_trust_the_informative_member_and_fits_its_threshold_out_of_fold() -> None:
+    rng = np.random.default_rng(0)
+    labels = [int(v) for v in rng.integers(0, 2, 200)]  # 1 = unsupported
+    informative = [float(np.clip(0.8 - 0.6 * y + rng.normal(0, 0.1), 0, 1)) for y in labels]
+    noise = [float(v) for v in rng.uniform(0, 1, 200)]
+    runs = [ScoredRun("good", informative, informative, 1.0), ScoredRun("noise", noise, noise, 2.0)]
+    stacked = stacked_run(runs, labels)
+    assert stacked is not None
+    assert stacked.name == "ens-lr"
+    assert stacked.ms_per_pair == 3.0
+    weights = dict(part.rsplit(" ", 1) for part in stacked.note.split("weights: ")[1].split(", "))
+    assert float(weights["good"]) > 5 * abs(float(weights["noise"]))
+    # Fitting-half scores are cross-fitted: they differ from the full model's scores on the same pairs.
+    assert stacked.fit != pytest.approx(stacked.test)
+    assert evaluate_scores(stacked.fit, labels, stacked.test, labels)["auroc"] > 0.95
+    assert stacked_run(runs[:1], labels) is None
+
+
 def test_unknown_or_missing_verifiers() -> None:
     with pytest.raises(InvalidInputError, match="unknown verifier"):
         build_scorer("magic")
@@ -149,7 +170,13 @@ def test_guard_work_scan_skips_answerability(tmp_path: Path) -> None:
     (tmp_path / "nli").mkdir()
     (tmp_path / "nli" / "metadata.json").write_text("{}")
     assert names == [f"guard:{tmp_path / 'guard'}"]
-    assert guard_work_folders(tmp_path)[0] == [f"guard:{tmp_path / 'guard'}", f"onnx:{tmp_path / 'nli'}"]
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "metadata.json").write_text("{}")
+    assert guard_work_folders(tmp_path)[0] == [
+        f"guard:{tmp_path / 'guard'}",
+        f"nli:{tmp_path / 'nli'}",
+        f"onnx:{tmp_path / 'other'}",
+    ]
     assert "answerability: skipped" in notes[0]
     assert guard_work_folders(tmp_path / "none")[0] == []
 
@@ -166,12 +193,15 @@ def test_cli_ragtruth_lexical_writes_report(tmp_path: Path, capsys: pytest.Captu
 
 
 def test_render_table_from_report() -> None:
-    report = run_ragtruth(["lexical", "grounding", "ens-max"], halueval_report_items=10, progress=False)
+    report = run_ragtruth(
+        ["lexical", "grounding", "ens-max", "ens-lr"], halueval_report_items=10, progress=False
+    )
     table = render_table(report)
-    assert [line.split("|")[1].strip() for line in table.splitlines()[2:5]] == [
+    assert [line.split("|")[1].strip() for line in table.splitlines()[2:6]] == [
         "`lexical`",
         "`grounding`",
         "`ens-max`",
+        "`ens-lr`",
     ]
     assert "ens-min" not in table
     # ens2: the two members best on the fitting half (here only two members: no ens2 rows).

@@ -29,13 +29,17 @@ Verifiers (rows, cheapest first):
   (minimum claim support over the response);
 - ``guard:<folder>``: Verity-Guard (:class:`verityrag.guard.LearnedGuard`: evidence trimmed
   per answer sentence, min over sentences), ``guard_work/guard`` by default when present;
+- ``nli:<folder>``: the NLI verifier model trained here (:class:`verityrag.verify.LearnedNLI`,
+  scripts/nli_train.py; served like the guard), ``guard_work/nli`` by default when present;
 - ``onnx:<folder>``: any other cross-encoder folder of ``verityrag.crossenc`` (every
   ``guard_work/*`` folder with a metadata.json except ``answerability`` is tried by default);
 - ``hf:<model>``: any HF sequence-classification NLI model (:mod:`verityrag.verify.nli`);
 - ``ens-{min,mean,max}``: :func:`~verityrag.verify.ensemble.aggregate` over the
   members' scores after an isotonic calibration fitted on the fitting half (raw scores
   of different verifiers are not on one scale); ``ens2-*`` the same over the two members
-  with the best AUROC on the fitting half.
+  with the best AUROC on the fitting half; ``ens-lr``: :class:`~verityrag.verify.StackedScorer`,
+  a logistic regression over all members' logit scores fitted on the fitting half (its
+  threshold from 5-fold out-of-fold scores of that half, as for ``tfidf-lr``).
 """
 
 from __future__ import annotations
@@ -74,7 +78,7 @@ HALUEVAL_PATH = ROOT / "data" / "halueval" / "qa_data.json.gz"
 GUARD_WORK = ROOT / "guard_work"
 DEFAULT_OUT = ROOT / "eval_report_ragtruth.json"
 BASE_VERIFIERS = ("lexical", "tfidf-lr", "grounding")
-ENSEMBLES = tuple(f"ens-{how}" for how in AGGREGATIONS)
+ENSEMBLES = (*(f"ens-{how}" for how in AGGREGATIONS), "ens-lr")
 
 
 @dataclass(frozen=True, slots=True)
@@ -394,8 +398,9 @@ def guard_work_folders(root: Path = GUARD_WORK) -> tuple[list[str], list[str]]:
             notes.append(f"{folder.name}: skipped (scores question-evidence answerability, not support)")
             continue
         where = folder.relative_to(ROOT) if folder.is_relative_to(ROOT) else folder
-        # The guard is served through LearnedGuard: evidence trimmed per sentence as in its training.
-        names.append(f"guard:{where}" if folder.name == "guard" else f"onnx:{where}")
+        # The guard and the NLI model are served as in training: evidence trimmed per sentence.
+        prefix = {"guard": "guard", "nli": "nli"}.get(folder.name, "onnx")
+        names.append(f"{prefix}:{where}")
     if not names:
         notes.append(f"no support cross-encoder (e.g. {root.name}/guard, {root.name}/nli) found")
     return names, notes
@@ -419,13 +424,18 @@ def build_scorer(name: str) -> NLIScorer:
 
         folder = Path(name[6:])
         return LearnedGuard(folder if folder.is_absolute() else ROOT / folder)
+    if name.startswith("nli:"):
+        from verityrag.verify.learned_nli import LearnedNLI
+
+        folder = Path(name[4:])
+        return LearnedNLI(folder if folder.is_absolute() else ROOT / folder)
     if name.startswith("hf:"):
         from verityrag.verify.nli import HFSequenceClassificationScorer
 
         return HFSequenceClassificationScorer(name[3:])
     raise InvalidInputError(
         "verifier",
-        f"unknown verifier {name!r}: use {', '.join(BASE_VERIFIERS)}, guard:<folder>, onnx:<folder>, hf:<model> or ens-<min|mean|max>",
+        f"unknown verifier {name!r}: use {', '.join(BASE_VERIFIERS)}, guard:<folder>, nli:<folder>, onnx:<folder>, hf:<model> or ens-<min|mean|max|lr>",
     )
 
 
@@ -497,6 +507,42 @@ def ensemble_runs(
     return out
 
 
+def stacked_run(runs: Sequence[ScoredRun], fit_labels: Sequence[int]) -> ScoredRun | None:
+    """``ens-lr``: a logistic regression over every member's scores, fitted on the fitting half.
+
+    Its fitting-half scores are 5-fold out-of-fold, so the threshold chosen on them is
+    not chosen on scores the model was fitted to.
+    """
+    from verityrag.verify.ensemble import StackedScorer
+
+    if len(runs) < 2:
+        return None
+    supported = [1 - y for y in fit_labels]
+    stack = StackedScorer([_Named(r.name) for r in runs]).fit_scores([r.fit for r in runs], supported)
+    weights = ", ".join(f"{k} {v:+.2f}" for k, v in stack.coefficients().items())
+    return ScoredRun(
+        "ens-lr",
+        stack.out_of_fold([r.fit for r in runs], supported),
+        stack.combine([r.test for r in runs]),
+        sum(r.ms_per_pair for r in runs),
+        f"logistic regression on the logit scores, fitted on the fitting half (threshold from 5-fold "
+        f"out-of-fold scores); weights: {weights}",
+    )
+
+
+@dataclass(frozen=True)
+class _Named:
+    """A member of a stack fitted from precomputed scores: only its name is needed."""
+
+    name: str
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def score_pairs(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        raise NotImplementedError("scores of this member were precomputed")
+
+
 def top_members(runs: Sequence[ScoredRun], fit_labels: Sequence[int], k: int = 2) -> list[ScoredRun]:
     """The ``k`` runs with the best AUROC on the *fitting* half (never the report half)."""
     from sklearn.metrics import roc_auc_score
@@ -521,6 +567,9 @@ def _dataset_report(
         ensembles = ensemble_runs(runs, fit_labels)
         if len(runs) > 2:  # also the two members that are best on the fitting half
             ensembles += ensemble_runs(top_members(runs, fit_labels), fit_labels, prefix="ens2")
+        stacked = stacked_run(runs, fit_labels)
+        if stacked is not None:
+            ensembles.append(stacked)
         runs = runs + ensembles
     rows = []
     for run in runs:
@@ -585,7 +634,8 @@ def run_ragtruth(
     report["elapsed_s"] = round(time.perf_counter() - t0, 1)
     if with_ensembles:
         report["notes"].append(
-            "ensembles aggregate isotonic-calibrated member scores; their latency is the sum of the members'"
+            "ensembles aggregate isotonic-calibrated member scores (min/mean/max) or stack them by "
+            "logistic regression (lr); an ensemble's latency is the sum of its members'"
         )
         keep = set(requested)
         for dataset in ("ragtruth", "halueval"):

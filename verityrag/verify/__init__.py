@@ -2,8 +2,9 @@
 
 from verityrag.verify.calibration import IsotonicCalibrator, confirm_threshold, pick_threshold
 from verityrag.verify.claims import answer_claims, split_claims
-from verityrag.verify.ensemble import DualNLIVerifier, EnsembleScorer
+from verityrag.verify.ensemble import DualNLIVerifier, EnsembleScorer, StackedScorer
 from verityrag.verify.grounding import GroundingChecker, GroundingWeights
+from verityrag.verify.learned_nli import LearnedNLI
 from verityrag.verify.llm_judge import LLMJudgeVerifier
 from verityrag.verify.nli import CrossEncoderNLIVerifier, HFSequenceClassificationScorer, NLIVerifier
 from verityrag.verify.protocols import NLIScorer, VerificationResult, Verifier
@@ -21,8 +22,10 @@ __all__ = [
     "HFSequenceClassificationScorer",
     "IsotonicCalibrator",
     "LLMJudgeVerifier",
+    "LearnedNLI",
     "NLIScorer",
     "NLIVerifier",
+    "StackedScorer",
     "VerificationResult",
     "Verifier",
     "VerifierStack",

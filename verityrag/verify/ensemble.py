@@ -1,7 +1,10 @@
 """Ensembles of pair scorers: ``EnsembleScorer`` (an NLIScorer) and ``DualNLIVerifier`` (a Verifier).
 
 ``min`` accepts a sentence only when every member does (precision), ``max`` when any
-does (recall), ``mean`` averages (optionally weighted). Members are any
+does (recall), ``mean`` averages (optionally weighted). ``StackedScorer`` learns the
+combination instead: a logistic regression over the members' logit scores, fitted on
+labelled pairs (fewer parameters than members + 1 cannot overfit much even on a few
+hundred labels; the RAGTruth runner fits it on its fitting half). Members are any
 :class:`~verityrag.verify.protocols.NLIScorer`: cross-encoders, ONNX scorers, baselines.
 """
 
@@ -11,11 +14,11 @@ import math
 from collections.abc import Sequence
 from typing import Any, Literal, get_args
 
-from verityrag.errors import InvalidInputError
+from verityrag.errors import InvalidInputError, NotFittedError
 from verityrag.verify.nli import NLIVerifier
 from verityrag.verify.protocols import NLIScorer
 
-__all__ = ["AGGREGATIONS", "Aggregation", "DualNLIVerifier", "EnsembleScorer", "aggregate"]
+__all__ = ["AGGREGATIONS", "Aggregation", "DualNLIVerifier", "EnsembleScorer", "StackedScorer", "aggregate"]
 
 Aggregation = Literal["min", "mean", "max"]
 AGGREGATIONS: tuple[str, ...] = get_args(Aggregation)
@@ -72,6 +75,88 @@ class EnsembleScorer:
             return []
         columns = self.member_scores(pairs)
         return [aggregate([c[i] for c in columns], self.aggregation, self.weights) for i in range(len(pairs))]
+
+
+def _logits(columns: Sequence[Sequence[float]]) -> Any:
+    """Members' probabilities as logits, one row per pair (clipped: a 0 or 1 is not infinite)."""
+    import numpy as np
+
+    p = np.clip(np.asarray(columns, dtype=float).T, 1e-4, 1 - 1e-4)
+    return np.log(p / (1 - p))
+
+
+class StackedScorer:
+    """P(supported) from a logistic regression over the members' scores (an NLIScorer once fitted).
+
+    ``fit(pairs, supported)`` scores the pairs with every member and fits the regression;
+    ``fit_scores`` does the same from scores already computed (one list per member).
+    ``out_of_fold`` gives cross-fitted scores for the fitting pairs themselves, so a
+    decision threshold can be chosen on them without reusing the fitted model's own data.
+    """
+
+    def __init__(self, scorers: Sequence[NLIScorer], c: float = 1.0) -> None:
+        if not scorers:
+            raise InvalidInputError("scorers", "a stack needs at least one scorer")
+        if not c > 0:
+            raise InvalidInputError("c", f"must be > 0, got {c!r}")
+        self.scorers = list(scorers)
+        self.c = c
+        self.model_: Any = None
+
+    def __repr__(self) -> str:
+        return f"StackedScorer({self.scorers!r}, c={self.c})"
+
+    def _new_model(self) -> Any:
+        from sklearn.linear_model import LogisticRegression
+
+        return LogisticRegression(C=self.c, max_iter=1000)
+
+    def _check_columns(self, columns: Sequence[Sequence[float]]) -> None:
+        if len(columns) != len(self.scorers):
+            raise InvalidInputError("columns", f"needs {len(self.scorers)} score lists, got {len(columns)}")
+
+    def fit_scores(self, columns: Sequence[Sequence[float]], supported: Sequence[int]) -> StackedScorer:
+        self._check_columns(columns)
+        if len(set(supported)) < 2:
+            raise InvalidInputError("supported", "needs both supported (1) and unsupported (0) labels")
+        self.model_ = self._new_model().fit(_logits(columns), list(supported))
+        return self
+
+    def fit(self, pairs: Sequence[tuple[str, str]], supported: Sequence[int]) -> StackedScorer:
+        return self.fit_scores(EnsembleScorer(self.scorers).member_scores(pairs), supported)
+
+    def combine(self, columns: Sequence[Sequence[float]]) -> list[float]:
+        """P(supported) for pairs whose member scores are ``columns`` (one list per member)."""
+        if self.model_ is None:
+            raise NotFittedError("StackedScorer is not fitted: call fit(pairs, supported) first")
+        self._check_columns(columns)
+        return [float(p) for p in self.model_.predict_proba(_logits(columns))[:, 1]]
+
+    def out_of_fold(
+        self, columns: Sequence[Sequence[float]], supported: Sequence[int], folds: int = 5
+    ) -> list[float]:
+        """Cross-fitted P(supported) for the fitting pairs (each scored by a model that never saw it)."""
+        import numpy as np
+        from sklearn.model_selection import StratifiedKFold
+
+        self._check_columns(columns)
+        x, y = _logits(columns), np.asarray(supported)
+        out = np.zeros(len(y))
+        for train_idx, held_idx in StratifiedKFold(folds, shuffle=True, random_state=0).split(x, y):
+            out[held_idx] = self._new_model().fit(x[train_idx], y[train_idx]).predict_proba(x[held_idx])[:, 1]
+        return [float(v) for v in out]
+
+    def coefficients(self) -> dict[str, float]:
+        """The fitted weight of each member's logit (by repr) and the intercept: what the stack trusts."""
+        if self.model_ is None:
+            raise NotFittedError("StackedScorer is not fitted")
+        out = {repr(s): float(w) for s, w in zip(self.scorers, self.model_.coef_[0], strict=True)}
+        return {**out, "intercept": float(self.model_.intercept_[0])}
+
+    def score_pairs(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        if not pairs:
+            return []
+        return self.combine(EnsembleScorer(self.scorers).member_scores(pairs))
 
 
 class DualNLIVerifier(NLIVerifier):

@@ -1,0 +1,36 @@
+"""``LearnedNLI``: the NLI verifier model trained here, served as int8 ONNX.
+
+No NLI weights can be had offline, so scripts/nli_data.py makes (premise, one-sentence
+hypothesis) pairs from SQuAD 2.0 paragraphs (copied, answer-swapped, other-paragraph
+and false-premise sentences) and HaluEval, and scripts/nli_train.py trains a MiniLM
+cross-encoder on them (warm-started from Verity-Guard when it is there). At run time an
+answer is scored sentence by sentence against the evidence trimmed for each sentence,
+and the least supported sentence decides (:class:`SentenceSupportCheck`).
+
+    from verityrag.verify import NLIVerifier
+    NLIVerifier(LearnedNLI())            # VERITY_NLI_DIR or guard_work/nli
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from verityrag.crossenc.learned import SentenceSupportCheck
+
+NLI_DIR_ENV = "VERITY_NLI_DIR"
+DEFAULT_NLI_DIR = Path("guard_work/nli")
+BUILD_NLI = "make models-nli"
+#: Word budget of trimmed evidence, the same in training (scripts/nli_data.py).
+EVIDENCE_WORDS = 80
+
+__all__ = ["DEFAULT_NLI_DIR", "EVIDENCE_WORDS", "NLI_DIR_ENV", "LearnedNLI"]
+
+
+class LearnedNLI(SentenceSupportCheck):
+    """The NLI cross-encoder, loaded from ``VERITY_NLI_DIR`` (default guard_work/nli)."""
+
+    what = "the NLI verifier model"
+    env_var = NLI_DIR_ENV
+    default_dir = DEFAULT_NLI_DIR
+    build_command = BUILD_NLI
+    evidence_words = EVIDENCE_WORDS
