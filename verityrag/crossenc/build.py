@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from verityrag.crossenc.encoding import LongSide
-from verityrag.crossenc.export import export_onnx
+from verityrag.crossenc.export import QUANTIZATION, export_onnx
 from verityrag.crossenc.model_folder import ONNX_FP32_FILE, ONNX_INT8_FILE
 from verityrag.crossenc.scorer import OnnxCrossEncoder
 from verityrag.crossenc.trainer import CrossEncoderTrainer
@@ -105,6 +105,7 @@ def training_record(
         "truncated_training_windows": trainer.truncated_,
         "skipped_training_pairs": trainer.skipped_,
         "frozen_word_embeddings": trainer.freeze_word_embeddings,
+        "int8_quantization": f"dynamic int8, {QUANTIZATION}",
         "export_seconds": round(export_seconds, 1),
         "eval_scoring_seconds_int8": round(scoring_seconds, 1),
         "file_bytes": {f: (folder / f).stat().st_size for f in (ONNX_FP32_FILE, ONNX_INT8_FILE)},

@@ -4,6 +4,13 @@
 sequence axes (the dynamo exporter and ``optimum`` do not work with this stack, see
 ../shared/MODELS.md), then ``onnxruntime.quantization.quantize_dynamic`` with int8
 weights: ~91 MB -> ~23 MB for MiniLM-L6.
+
+Quantisation is per channel with ``reduce_range`` (7-bit weights). Measured on 400
+validation pairs of the NLI model (guard in brackets), mean / max |int8 - fp32| logit:
+per tensor 0.30 / 7.75 (0.30 / 4.74), AUROC 0.967 vs fp32 0.973 (0.969 vs 0.979); per
+channel + reduce_range 0.11 / 3.22 (0.13 / 1.86), AUROC 0.973 (0.976); same size and speed
+(~9 ms per pair). Plain per-tensor int8 saturates on CPUs without VNNI, which
+``reduce_range`` avoids.
 """
 
 from __future__ import annotations
@@ -17,6 +24,8 @@ if TYPE_CHECKING:
     import torch
 
 OPSET = 17
+#: ``quantize_dynamic`` options; recorded in each model folder's metadata.
+QUANTIZATION = {"per_channel": True, "reduce_range": True}
 
 
 def export_onnx(model: torch.nn.Module, folder: Path, quantize: bool = True) -> tuple[Path, Path | None]:
@@ -46,8 +55,10 @@ def export_onnx(model: torch.nn.Module, folder: Path, quantize: bool = True) -> 
 
 
 def quantize_int8(fp32: Path, out: Path) -> Path:
-    """Dynamic int8 quantisation of the weights (activations stay float, scaled per batch)."""
+    """Dynamic int8 quantisation of the weights, per channel (activations quantised per batch)."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    quantize_dynamic(str(fp32), str(out), weight_type=QuantType.QInt8)
+    quantize_dynamic(
+        **QUANTIZATION, model_input=str(fp32), model_output=str(out), weight_type=QuantType.QInt8
+    )
     return out
