@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from verityrag.errors import InvalidInputError, NotFittedError
 from verityrag.eval.__main__ import main
 from verityrag.eval.ragtruth import (
+    TRAINED_SOURCES_KEY,
     GroundingScorer,
     LexicalEntityScorer,
     PairExample,
@@ -29,6 +31,7 @@ from verityrag.eval.ragtruth import (
     split_ragtruth,
     stacked_run,
     top_members,
+    trained_sources,
 )
 
 pytestmark = pytest.mark.unit
@@ -206,3 +209,43 @@ def test_render_table_from_report() -> None:
     assert "ens-min" not in table
     # ens2: the two members best on the fitting half (here only two members: no ens2 rows).
     assert "ens2" not in table
+
+
+class _AdaptedScorer:
+    """A stand-in for a cross-encoder whose metadata says which RAGTruth sources it trained on."""
+
+    def __init__(self, trained: set[str]) -> None:
+        self.metadata = SimpleNamespace(data={TRAINED_SOURCES_KEY: sorted(trained)})
+
+    def score_pairs(self, pairs: list[tuple[str, str]]) -> list[float]:
+        return [0.1 if "Pigs" in h else 0.9 for _, h in pairs]
+
+
+def test_a_model_trained_on_part_of_the_fitting_half_fits_its_threshold_on_the_rest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import verityrag.eval.ragtruth as rt
+
+    fit = [
+        PairExample(PREMISE, h, y, f"s{i}")
+        for i, (h, y) in enumerate([("Watt improved it.", 0), ("Pigs fly.", 1)] * 6)
+    ]
+    trained = {"s0", "s1", "s2"}
+    real_build = rt.build_scorer
+    monkeypatch.setattr(
+        rt, "build_scorer", lambda name: _AdaptedScorer(trained) if name == "nli:x" else real_build(name)
+    )
+    runs, _ = score_dataset(
+        ["lexical", "grounding", "nli:x"], fit, fit, None, progress=False, dataset="ragtruth"
+    )
+    adapted = runs[-1]
+    assert adapted.fit_keep == [e.group not in trained for e in fit]
+    assert "trained on 3 fitting-half responses" in adapted.note
+    assert trained_sources(_AdaptedScorer(trained)) == trained
+    assert trained_sources(object()) == set()
+    # The same run on HaluEval: no RAGTruth sources to hold out.
+    runs, _ = score_dataset(["nli:x"], fit, fit, None, progress=False, dataset="halueval")
+    assert runs[0].fit_keep is None
+    report = rt._dataset_report("ragtruth", ["lexical", "grounding", "nli:x"], fit, fit, None, False, True)
+    ens = next(r for r in report["rows"] if r["verifier"] == "ens-min")
+    assert "nli:x" not in ens["note"]  # in-sample fitting scores stay out of the ensembles

@@ -78,6 +78,9 @@ HALUEVAL_PATH = ROOT / "data" / "halueval" / "qa_data.json.gz"
 GUARD_WORK = ROOT / "guard_work"
 DEFAULT_OUT = ROOT / "eval_report_ragtruth.json"
 BASE_VERIFIERS = ("lexical", "tfidf-lr", "grounding")
+#: A cross-encoder folder's metadata.json ``data`` key listing the RAGTruth sources it was
+#: trained on (scripts/nli_ragtruth_adapt.py): its threshold is fitted without them.
+TRAINED_SOURCES_KEY = "trained_on_ragtruth_sources"
 ENSEMBLES = (*(f"ens-{how}" for how in AGGREGATIONS), "ens-lr")
 
 
@@ -100,10 +103,14 @@ def _open_text(path: Path) -> Iterable[str]:
         yield from fh
 
 
+def read_ragtruth_rows(path: Path = RAGTRUTH_PATH) -> list[dict[str, Any]]:
+    """The raw RAGTruth-QA rows (passages ``d1``, response ``d2``, hallucination spans ``labels``)."""
+    return [json.loads(line) for line in _open_text(path)]
+
+
 def load_ragtruth(path: Path = RAGTRUTH_PATH) -> list[PairExample]:
     out = []
-    for line in _open_text(path):
-        row = json.loads(line)
+    for row in read_ragtruth_rows(path):
         premise = row["d1"].strip()  # the evidence only: the question is not evidence
         out.append(PairExample(premise, row["d2"], int(bool(row["labels"])), str(row["source_id"])))
     return out
@@ -370,6 +377,9 @@ class ScoredRun:
     test: list[float]
     ms_per_pair: float
     note: str = ""
+    #: Fitting-half examples whose scores may fit a threshold (None: all). A model trained on
+    #: part of the fitting half must not pick its threshold on what it was trained on.
+    fit_keep: list[bool] | None = None
 
 
 def _timed(
@@ -399,7 +409,7 @@ def guard_work_folders(root: Path = GUARD_WORK) -> tuple[list[str], list[str]]:
             continue
         where = folder.relative_to(ROOT) if folder.is_relative_to(ROOT) else folder
         # The guard and the NLI model are served as in training: evidence trimmed per sentence.
-        prefix = {"guard": "guard", "nli": "nli"}.get(folder.name, "onnx")
+        prefix = "guard" if folder.name == "guard" else "nli" if folder.name.startswith("nli") else "onnx"
         names.append(f"{prefix}:{where}")
     if not names:
         notes.append(f"no support cross-encoder (e.g. {root.name}/guard, {root.name}/nli) found")
@@ -439,6 +449,14 @@ def build_scorer(name: str) -> NLIScorer:
     )
 
 
+def trained_sources(scorer: object) -> set[str]:
+    """RAGTruth source ids a cross-encoder's metadata says it was trained on (else empty)."""
+    onnx = getattr(scorer, "scorer", scorer)  # a LearnedPairCheck wraps an OnnxCrossEncoder
+    meta = getattr(onnx, "metadata", None)
+    data = getattr(meta, "data", None)
+    return set(data.get(TRAINED_SOURCES_KEY, [])) if isinstance(data, dict) else set()
+
+
 def score_dataset(
     names: Sequence[str],
     fit: Sequence[PairExample],
@@ -475,7 +493,15 @@ def score_dataset(
             notes.append(f"{name}: skipped on {dataset} ({exc})")
             logger.warning("%s skipped on %s: %s", name, dataset, exc)
             continue
-        runs.append(ScoredRun(name, fit_scores, test_scores, ms, note))
+        keep = None
+        trained = trained_sources(scorer) if dataset == "ragtruth" else set()
+        if trained:
+            keep = [e.group not in trained for e in fit]
+            note = (
+                f"trained on {len(fit) - sum(keep)} fitting-half responses ({len(trained)} sources); threshold "
+                f"fitted on the other {sum(keep)}; not in the ensembles"
+            )
+        runs.append(ScoredRun(name, fit_scores, test_scores, ms, note, keep))
     return runs, notes
 
 
@@ -564,16 +590,23 @@ def _dataset_report(
     fit_labels = [e.unsupported for e in fit]
     test_labels = [e.unsupported for e in test]
     if with_ensembles:
-        ensembles = ensemble_runs(runs, fit_labels)
-        if len(runs) > 2:  # also the two members that are best on the fitting half
-            ensembles += ensemble_runs(top_members(runs, fit_labels), fit_labels, prefix="ens2")
-        stacked = stacked_run(runs, fit_labels)
+        members = [r for r in runs if r.fit_keep is None]  # in-sample fitting scores would mislead
+        ensembles = ensemble_runs(members, fit_labels)
+        if len(members) > 2:  # also the two members that are best on the fitting half
+            ensembles += ensemble_runs(top_members(members, fit_labels), fit_labels, prefix="ens2")
+        stacked = stacked_run(members, fit_labels)
         if stacked is not None:
             ensembles.append(stacked)
         runs = runs + ensembles
     rows = []
     for run in runs:
-        figures = evaluate_scores(run.fit, fit_labels, run.test, test_labels)
+        keep = run.fit_keep or [True] * len(fit_labels)
+        figures = evaluate_scores(
+            [s for s, k in zip(run.fit, keep, strict=True) if k],
+            [y for y, k in zip(fit_labels, keep, strict=True) if k],
+            run.test,
+            test_labels,
+        )
         rows.append({"verifier": run.name, **figures, "ms_per_pair": run.ms_per_pair, "note": run.note})
         logger.info(
             "%s %s: AUROC %.3f F1 %.3f (%.2f ms/pair)",

@@ -1,0 +1,119 @@
+"""Adapt the NLI model to RAG answers: fine-tune it on RAGTruth-QA sentences of the *fitting* half.
+
+    python scripts/nli_ragtruth_adapt.py            # guard_work/nli -> guard_work/nli_ragtruth
+
+RAGTruth marks hallucination spans inside each response, so every response sentence gets
+a label: unsupported when it overlaps a span. Only the benchmark's fitting half is used,
+and only part of it: sources whose sha1 is 0 mod 4 train the model ("fit-A"); the rest of
+the fitting half (2 mod 4, "fit-B") is left for the decision threshold. The report half
+(odd sha1) is never seen. ``metadata.json`` lists the training sources, and the RAGTruth
+runner (``python -m verityrag.eval --ragtruth``) fits this model's threshold on the
+fitting-half responses it was *not* trained on.
+
+This is in-domain training on 1 of the 4 source buckets, not a general NLI model: the
+HaluEval row of the runner shows whether it kept its general skills.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import hashlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from verityrag.crossenc import ModelMetadata  # noqa: E402
+from verityrag.crossenc.build import (  # noqa: E402
+    add_training_arguments,
+    export_with_check,
+    trainer_from_args,
+    training_record,
+)
+from verityrag.crossenc.evidence import trim_evidence  # noqa: E402
+from verityrag.eval.ragtruth import RAGTRUTH_PATH, TRAINED_SOURCES_KEY, read_ragtruth_rows  # noqa: E402
+from verityrag.text.sentences import sentence_spans  # noqa: E402
+from verityrag.verify.learned_nli import DEFAULT_NLI_DIR, EVIDENCE_WORDS  # noqa: E402
+
+OUT = ROOT / "guard_work" / "nli_ragtruth"
+
+
+def source_bucket(source_id: str) -> int:
+    """sha1(source_id) mod 4: the runner's fitting half is the even buckets (0 and 2)."""
+    return int(hashlib.sha1(source_id.encode()).hexdigest(), 16) % 4
+
+
+def sentence_pairs(row: dict[str, Any]) -> list[dict[str, Any]]:
+    """One (trimmed passages, sentence) pair per response sentence; 0 when it overlaps a span."""
+    response, passages = row["d2"], row["d1"].strip()
+    spans = [(s["start"], s["end"]) for s in row["labels"]]
+    out = []
+    for start, end in sentence_spans(response):
+        sentence = response[start:end]
+        if len(sentence.split()) < 3:
+            continue  # list markers and fragments: nothing to learn from
+        hallucinated = any(a < end and start < b for a, b in spans)
+        out.append(
+            {
+                "premise": trim_evidence(sentence, passages, EVIDENCE_WORDS),
+                "hypothesis": sentence,
+                "label": 0 if hallucinated else 1,
+                "source_id": str(row["source_id"]),
+            }
+        )
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_training_arguments(p, RAGTRUTH_PATH, OUT, lr=3e-5)
+    p.add_argument("--warm-start", type=Path, default=ROOT / DEFAULT_NLI_DIR)
+    args = p.parse_args(argv)
+    if not (args.warm_start / "torch").is_dir():
+        raise SystemExit(f"{args.warm_start}/torch is missing: run `make models-nli` first")
+    rows = read_ragtruth_rows(args.data)
+    train_rows = [r for r in rows if source_bucket(str(r["source_id"])) == 0]
+    pairs = [pair for r in train_rows for pair in sentence_pairs(r)][: args.max_pairs]
+    trainer = trainer_from_args(args, "first", args.warm_start).fit(
+        [(r["premise"], r["hypothesis"]) for r in pairs], [float(r["label"]) for r in pairs]
+    )
+    print(
+        f"trained on {trainer.pairs_seen_} pairs ({len(train_rows)} responses) in {trainer.train_seconds_:.0f} s"
+    )
+    warm = args.warm_start.relative_to(ROOT) if args.warm_start.is_relative_to(ROOT) else args.warm_start
+    meta = ModelMetadata(
+        name="nli-verifier-ragtruth-adapted",
+        base_model=f"the NLI verifier model ({warm}), fine-tuned further",
+        data={},
+        created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        max_length=args.max_length,
+        long_side="first",
+        threshold=0.5,
+    )
+    meta.write(args.out)
+    export_s, export_check = export_with_check(
+        trainer, args.out, [(r["premise"], r["hypothesis"]) for r in pairs[:64]]
+    )
+    meta.data = {
+        "train": "RAGTruth-QA test subset (data/ragtruth), responses of the sources with sha1(source_id) % 4 == 0 "
+        "(a quarter of the sources, half of the runner's fitting half); one pair per response sentence, "
+        "unsupported when it overlaps an annotated hallucination span; passages trimmed to 80 words per sentence",
+        "train_pairs": len(pairs),
+        "train_responses": len(train_rows),
+        "unsupported_share": round(1 - sum(r["label"] for r in pairs) / max(1, len(pairs)), 3),
+        TRAINED_SOURCES_KEY: sorted({str(r["source_id"]) for r in train_rows}),
+        "threshold": "fitted by the RAGTruth runner on the fitting-half sources not trained on",
+    }
+    meta.metrics = {"export_check_64_pairs": export_check}
+    meta.training = training_record(trainer, args.out, export_s, 0.0)
+    meta.write(args.out)
+    print(json.dumps({k: v for k, v in meta.data.items() if k != TRAINED_SOURCES_KEY}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
