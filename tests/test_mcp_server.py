@@ -73,6 +73,7 @@ async def test_query_answers_from_bundled_docs_and_abstains_off_topic(tmp_path: 
     assert answered["citations"][0]["chunk_id"].startswith("squad-super-bowl-50-")
     assert answered["citations"][0]["title"] == "Super Bowl 50"
     assert 0.0 < answered["grounding_score"] <= 1.0
+    assert answered["unsupported_claims"] == []  # an extractive answer is one verbatim sentence
     assert refused["abstained"]
     assert refused["answer"] is None
     assert refused["abstain_reason"] in {"no_evidence", "sufficiency", "answerability", "grounding", "guard"}

@@ -61,6 +61,7 @@ def query_result_dict(result: QueryResult) -> dict[str, Any]:
         "abstain_reason": result.abstain_reason.value if result.abstain_reason else None,
         "confidence": result.confidence,
         "grounding_score": result.grounding.overall_score,
+        "unsupported_claims": list(result.unsupported_claims),
         "citations": [
             {"chunk_id": c.chunk_id, "doc_id": c.doc_id, "title": c.title, "start": c.start, "end": c.end}
             for c in result.citations

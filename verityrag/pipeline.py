@@ -117,7 +117,7 @@ class VerityRAGPipeline:
             if not callable(getattr(generator, "answer", None)):
                 raise InvalidInputError(
                     "generator",
-                    "must be an ExtractiveGenerator, an LLMGenerator or have answer(question, hits)",
+                    "must be an ExtractiveGenerator, an LLMGenerator or have answer(question, hits, strictness)",
                 )
             self.answer_strategy = generator
         self._gate: SufficiencyGate | None = None

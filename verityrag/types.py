@@ -138,6 +138,9 @@ class QueryResult:
     sentences: tuple[CitedSentence, ...] = ()
     evidence: tuple[Hit, ...] = ()
     trace: tuple[TraceStep, ...] = ()
+    # Sentences of an LLM answer its verifier did not support: dropped from ``answer`` by the
+    # strictness level, or kept in it under ``loose``. Empty for an extractive answer.
+    unsupported_claims: tuple[str, ...] = ()
 
     @property
     def citations(self) -> tuple[Citation, ...]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -11,8 +12,9 @@ from verityrag import VerityRAGPipeline
 from verityrag.errors import InvalidInputError
 from verityrag.generation.completion import Completion
 from verityrag.generation.llm import REFUSAL, LLMGenerator
-from verityrag.generation.verified import BestOfN
+from verityrag.generation.verified import BestOfN, RejectAndRetry
 from verityrag.types import AbstainReason
+from verityrag.verify.protocols import VerificationResult
 
 
 def echo_first_sentence(prompt: str, **kwargs: Any) -> Completion:
@@ -29,6 +31,25 @@ def invent(prompt: str, **kwargs: Any) -> Completion:
 
 def refuse(prompt: str, **kwargs: Any) -> Completion:
     return Completion(REFUSAL, "refuser", 10, 8)
+
+
+INVENTED = "Zorblax did it."
+
+
+def echo_plus_invention(prompt: str, **kwargs: Any) -> Completion:
+    """The first sentence of passage [1], then a short invented sentence, both cited."""
+    grounded = echo_first_sentence(prompt).text
+    return Completion(f"{grounded} {INVENTED[:-1]} [1].", "echo+", 10, 20)
+
+
+class NoZorblax:
+    """A verifier that rejects exactly the invented sentence."""
+
+    def verify(self, sentences: Sequence[str], documents: Sequence[str]) -> list[VerificationResult]:
+        return [
+            VerificationResult(s, 0.0 if "Zorblax" in s else 1.0, "Zorblax" not in s, "fake")
+            for s in sentences
+        ]
 
 
 @pytest.fixture(scope="module")
@@ -88,3 +109,41 @@ def test_pipeline_model_refusal_is_an_answerability_abstention(
 def test_pipeline_rejects_a_generator_of_the_wrong_kind() -> None:
     with pytest.raises(InvalidInputError, match="generator"):
         VerityRAGPipeline(generator=object())  # type: ignore[arg-type]
+
+
+def test_pipeline_strictness_per_request_decides_what_happens_to_an_unsupported_sentence(
+    corpus_slice: list[dict[str, str]], answered_question: str
+) -> None:
+    pipeline = _pipeline(corpus_slice, RejectAndRetry(LLMGenerator(echo_plus_invention), NoZorblax()))
+    balanced = pipeline.query(answered_question, settings=pipeline.settings.replace(strictness="balanced"))
+    assert not balanced.abstained, balanced.abstain_reason
+    assert balanced.unsupported_claims == (INVENTED,)
+    assert balanced.answer
+    assert "Zorblax" not in balanced.answer
+    step = next(s for s in balanced.trace if s.stage == "llm_generation")
+    assert step.details["strictness"] == "balanced"
+    assert step.details["unsupported_claims"] == [INVENTED]
+
+    paranoid = pipeline.query(answered_question, settings=pipeline.settings.replace(strictness="paranoid"))
+    assert paranoid.abstained
+    assert paranoid.abstain_reason is AbstainReason.GROUNDING
+    assert paranoid.unsupported_claims == ()
+    step = next(s for s in paranoid.trace if s.stage == "llm_generation")
+    assert step.details["attempts"] == 3
+
+    # loose: every sentence is returned; verification is informational (reported, not enforced).
+    loose = pipeline.query(answered_question, settings=pipeline.settings.replace(strictness="loose"))
+    assert not loose.abstained, loose.abstain_reason
+    assert INVENTED in (loose.answer or "")
+    assert loose.unsupported_claims == (INVENTED,)
+    grounding = next(s for s in loose.trace if s.stage == "grounding")
+    assert grounding.details["enforced"] is False
+    assert loose.grounding.overall_score < grounding.details["threshold"]
+
+
+def test_extractive_answer_has_no_unsupported_claims(
+    corpus_slice: list[dict[str, str]], answered_question: str
+) -> None:
+    result = _pipeline(corpus_slice, None).query(answered_question)
+    assert not result.abstained
+    assert result.unsupported_claims == ()

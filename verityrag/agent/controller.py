@@ -257,12 +257,14 @@ class AgentController:
 
         evidence = {h.chunk_id: h.chunk for h in best.hits}
         answer_sentences: list[CitedSentence] = [best.sentences[0].sentence]
+        unsupported_claims: tuple[str, ...] = ()
         report = GroundingReport(1.0)  # an extractive sentence is verbatim evidence when unverified
         if self.answer_strategy is not None:
             # The LLM writes the answer from the same evidence; its strategy verifies (and
-            # retries) itself. A refusal by the model is an answerability abstention.
+            # retries) itself at this request's strictness level, which decides what happens
+            # to unsupported sentences. A refusal by the model is an answerability abstention.
             t0 = time.perf_counter()
-            generated = self.answer_strategy.answer(question, best.hits)
+            generated = self.answer_strategy.answer(question, best.hits, strictness=self.strictness)
             trace.append(
                 TraceStep("llm_generation", (time.perf_counter() - t0) * 1000, generated.trace_details())
             )
@@ -274,13 +276,21 @@ class AgentController:
                 )
                 # A fail-closed verifier that could not decide (timeout, malformed verdict) is
                 # its own reason; the error text is in the trace's attempt_log verdicts.
-                last = generated.attempts[-1].verdicts if generated.attempts else ()
-                if reason is AbstainReason.GROUNDING and any(v.error and not v.supported for v in last):
+                last = generated.attempts[-1] if generated.attempts else None
+                if (
+                    reason is AbstainReason.GROUNDING
+                    and last is not None
+                    and last.rejection == "verifier_error"
+                ):
                     reason = AbstainReason.VERIFIER_ERROR
                 return self._abstain(question, reason, best, trace, base)
             answer_sentences = list(generated.sentences)
+            unsupported_claims = generated.unsupported_claims
             if not self.verify:  # reported, not enforced: a generated answer is not verbatim evidence
                 report = self.grounding.check(answer_sentences, evidence)
+        # A level that keeps unsupported sentences (loose) makes an LLM answer's checks
+        # informational: its strategy already verified it; the report and trace show the result.
+        enforce = self.answer_strategy is None or strictness_policy(self.strictness).drops_unsupported
         if self.verify:
             t0 = time.perf_counter()
             report = self.grounding.check(answer_sentences, evidence)
@@ -289,13 +299,18 @@ class AgentController:
                 TraceStep(
                     "grounding",
                     (time.perf_counter() - t0) * 1000,
-                    {"score": report.overall_score, "threshold": g_threshold, "claims": len(report.claims)},
+                    {
+                        "score": report.overall_score,
+                        "threshold": g_threshold,
+                        "claims": len(report.claims),
+                        "enforced": enforce,
+                    },
                 )
             )
-            if report.overall_score < g_threshold:
+            if enforce and report.overall_score < g_threshold:
                 return self._abstain(question, AbstainReason.GROUNDING, best, trace, base, report)
 
-        if self.verify and self.answer_guard is not None:
+        if self.verify and enforce and self.answer_guard is not None:
             cited_ids = dict.fromkeys(c.chunk_id for s in answer_sentences for c in s.citations)
             cited = " ".join(evidence[cid].text for cid in cited_ids if cid in evidence)
             answer_text = " ".join(s.text for s in answer_sentences)
@@ -314,6 +329,7 @@ class AgentController:
             sentences=tuple(answer_sentences),
             evidence=tuple(best.hits),
             trace=tuple(trace),
+            unsupported_claims=unsupported_claims,
         )
 
     def _abstain(

@@ -431,6 +431,7 @@ def _query_out(result: QueryResult) -> QueryOut:
             overall_score=result.grounding.overall_score,
             claims=[ClaimOut(claim=c.claim, support=c.support) for c in result.grounding.claims],
         ),
+        unsupported_claims=list(result.unsupported_claims),
         citations=[CitationOut(**_fields(c, *_CITATION_FIELDS)) for c in result.citations],
         trace=[_step_out(t) for t in result.trace],
         latency_ms=result.latency_ms,

@@ -186,6 +186,7 @@ _ANSWER_EXAMPLE: dict[str, Any] = {
         "overall_score": 0.91,
         "claims": [{"claim": "James Watt improved it in 1776.", "support": 0.91}],
     },
+    "unsupported_claims": [],
     "citations": [
         {
             "chunk_id": "steam-engine#0",
@@ -231,6 +232,11 @@ class QueryOut(BaseModel):
     )
     confidence: float
     grounding: GroundingOut
+    unsupported_claims: list[str] = Field(
+        description="Sentences of an LLM answer its verifier did not support: dropped from `answer` at "
+        "balanced, strict and paranoid, kept in it (and only listed) at loose. Empty for an extractive "
+        "answer and for an abstention.",
+    )
     citations: list[CitationOut]
     trace: list[TraceStepOut]
     latency_ms: float

@@ -1,10 +1,18 @@
 """Verified LLM answers: reject-and-retry and best-of-N over any ``Verifier``.
 
     RejectAndRetry   generate -> verify every sentence against the passages it cites
-                     rejected -> regenerate with feedback (which claim, which passages, why)
+                     -> apply the strictness level (verityrag.verify.strictness)
+                     refused -> regenerate with feedback (which claim, which passages, why)
                      at most ``max_attempts`` (3) -> else abstain with every attempt's log
-    BestOfN          ``n`` sampled candidates -> verify each -> the best whose weakest
-                     sentence scores >= ``threshold`` (and all supported) -> else abstain
+    BestOfN          ``n`` sampled candidates -> verify each -> apply the level -> the best
+                     accepted one whose weakest kept sentence scores >= ``threshold`` -> else abstain
+
+The strictness level comes per request (``answer(question, hits, strictness=...)``; the
+agent passes ``Settings.strictness``). ``loose`` keeps every sentence (verification is
+informational); ``balanced``, ``strict`` and ``paranoid`` drop unsupported sentences and
+refuse an attempt when the faithfulness of what remains is under the level's minimum.
+Either way the unsupported sentences are the answer's ``unsupported_claims``. Without a
+level, ``paranoid``: an attempt stands only when every sentence is supported.
 
 A sentence that cites nothing is rejected without asking the verifier. The model
 saying the evidence does not hold the answer is an abstention, not a retry. Every
@@ -27,8 +35,25 @@ from verityrag.generation.llm import Feedback, LLMAnswer, LLMGenerator
 from verityrag.types import CitedSentence, Hit
 from verityrag.verify.grounding_verifier import GroundingVerifier
 from verityrag.verify.protocols import VerificationResult, Verifier
+from verityrag.verify.strictness import (
+    StrictnessLevel,
+    StrictnessOutcome,
+    apply_strictness,
+    strictness_policy,
+)
 
-__all__ = ["AnswerStrategy", "AttemptRecord", "BestOfN", "RejectAndRetry", "VerifiedAnswer", "verify_answer"]
+__all__ = [
+    "DEFAULT_STRICTNESS",
+    "AnswerStrategy",
+    "AttemptRecord",
+    "BestOfN",
+    "RejectAndRetry",
+    "VerifiedAnswer",
+    "verify_answer",
+]
+
+# The level a strategy applies when the caller names none: every sentence must be supported.
+DEFAULT_STRICTNESS: StrictnessLevel = "paranoid"
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +75,11 @@ class AttemptRecord:
     completion_tokens: int | None = None
     generate_ms: float = 0.0
     verify_ms: float = 0.0
+    unsupported_claims: tuple[str, ...] = ()  # the sentences the verifier did not support
+    faithfulness: float = 0.0  # supported share of the answer's characters
+    # Why this attempt was not accepted: the strictness refusal ("verifier_error",
+    # "unfaithful", "nothing_supported"), "below_threshold" (best-of-N), or None.
+    rejection: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -73,6 +103,9 @@ class AttemptRecord:
             "accepted": self.accepted,
             "score": round(self.score, 4),
             "refused": self.refused,
+            "unsupported_claims": list(self.unsupported_claims),
+            "faithfulness": round(self.faithfulness, 4),
+            "rejection": self.rejection,
             "feedback_given": [f.render() for f in self.feedback_given],
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
@@ -83,7 +116,13 @@ class AttemptRecord:
 
 @dataclass(frozen=True, slots=True)
 class VerifiedAnswer:
-    """The outcome: accepted sentences, or an abstention with every attempt's log."""
+    """The outcome: accepted sentences, or an abstention with every attempt's log.
+
+    ``sentences`` are the accepted attempt's kept sentences (all of them under ``loose``);
+    ``unsupported_claims`` are its sentences the verifier did not support (dropped, or kept
+    under ``loose``) and ``faithfulness`` its supported share of characters. Both are empty /
+    ``None`` on an abstention; every attempt's own figures are in ``attempts``.
+    """
 
     strategy: str
     sentences: tuple[CitedSentence, ...]
@@ -93,6 +132,9 @@ class VerifiedAnswer:
     abstain_reason: str | None = None  # "rejected" | "refused"
     latency_ms: float = 0.0
     evidence: tuple[Hit, ...] = field(default=())
+    strictness: StrictnessLevel = DEFAULT_STRICTNESS
+    unsupported_claims: tuple[str, ...] = ()
+    faithfulness: float | None = None
 
     @property
     def answer(self) -> str | None:
@@ -119,6 +161,9 @@ class VerifiedAnswer:
             "accepted": self.accepted,
             "chosen_attempt": None if self.chosen is None else self.attempts[self.chosen].attempt,
             "abstain_reason": self.abstain_reason,
+            "strictness": self.strictness,
+            "unsupported_claims": list(self.unsupported_claims),
+            "faithfulness": None if self.faithfulness is None else round(self.faithfulness, 4),
             "evidence": [h.chunk_id for h in self.evidence],
             **self.accounting(),
             "attempt_log": [a.as_dict() for a in self.attempts],
@@ -126,9 +171,13 @@ class VerifiedAnswer:
 
 
 class AnswerStrategy(Protocol):
-    """What the agent calls after its gates: an answer over the evidence, verified, or an abstention."""
+    """What the agent calls after its gates: an answer over the evidence, verified, or an abstention.
 
-    def answer(self, question: str, hits: Sequence[Hit]) -> VerifiedAnswer: ...
+    ``strictness`` is the request's level (a :data:`~verityrag.verify.strictness.STRICTNESS_TABLE`
+    name or alias); the agent always passes it.
+    """
+
+    def answer(self, question: str, hits: Sequence[Hit], strictness: str = ...) -> VerifiedAnswer: ...
 
 
 def verify_answer(answer: LLMAnswer, verifier: Verifier) -> list[VerificationResult]:
@@ -163,6 +212,16 @@ def _feedback(answer: LLMAnswer, verdicts: Sequence[VerificationResult]) -> tupl
     return tuple(out)
 
 
+def _judge(
+    answer: LLMAnswer, verdicts: Sequence[VerificationResult], level: StrictnessLevel
+) -> tuple[StrictnessOutcome, tuple[CitedSentence, ...]]:
+    """The level's outcome for one attempt, and the cited sentences it keeps (in order)."""
+    outcome = apply_strictness(verdicts, level)
+    keep_all = not strictness_policy(level).drops_unsupported
+    kept = tuple(s for s, v in zip(answer.sentences, verdicts, strict=True) if keep_all or v.supported)
+    return outcome, kept
+
+
 def _record(
     attempt: int,
     answer: LLMAnswer,
@@ -170,6 +229,7 @@ def _record(
     accepted: bool,
     feedback_given: tuple[Feedback, ...],
     verify_ms: float,
+    outcome: StrictnessOutcome | None = None,
 ) -> AttemptRecord:
     score = min((v.score for v in verdicts), default=0.0)
     return AttemptRecord(
@@ -186,6 +246,9 @@ def _record(
         completion_tokens=answer.completion.completion_tokens,
         generate_ms=answer.latency_ms,
         verify_ms=verify_ms,
+        unsupported_claims=outcome.unsupported_claims if outcome is not None else (),
+        faithfulness=outcome.faithfulness if outcome is not None else 0.0,
+        rejection=outcome.refusal if outcome is not None else None,
     )
 
 
@@ -217,7 +280,15 @@ class RejectAndRetry:
     def __repr__(self) -> str:
         return f"RejectAndRetry({self.generator!r}, verifier={self.verifier!r}, max_attempts={self.max_attempts})"
 
-    def answer(self, question: str, hits: Sequence[Hit]) -> VerifiedAnswer:
+    def answer(
+        self, question: str, hits: Sequence[Hit], strictness: str = DEFAULT_STRICTNESS
+    ) -> VerifiedAnswer:
+        """Answer at ``strictness`` (default ``paranoid``: every sentence supported).
+
+        An attempt the level refuses is regenerated with feedback on its unsupported
+        sentences; the accepted one answers with the sentences the level keeps.
+        """
+        level = strictness_policy(strictness).level
         started = time.perf_counter()
         records: list[AttemptRecord] = []
         feedback: tuple[Feedback, ...] = ()
@@ -228,21 +299,30 @@ class RejectAndRetry:
             if answer.refused:
                 records.append(_record(attempt, answer, [], False, feedback, 0.0))
                 logger.debug("attempt %d: the model says the evidence does not answer %r", attempt, question)
-                return _verified_answer(self.name, answer, records, None, "refused", started)
+                return _verified_answer(self.name, level, answer, records, None, "refused", started)
             verdicts, verify_ms = _check(answer, self.verifier)
-            accepted = bool(verdicts) and all(v.supported for v in verdicts)
-            records.append(_record(attempt, answer, verdicts, accepted, feedback, verify_ms))
+            outcome, kept = _judge(answer, verdicts, level)
+            accepted = not outcome.refused
+            records.append(_record(attempt, answer, verdicts, accepted, feedback, verify_ms, outcome))
             if accepted:
-                return _verified_answer(self.name, answer, records, len(records) - 1, None, started)
+                chosen = len(records) - 1
+                return _verified_answer(
+                    self.name, level, answer, records, chosen, None, started, kept, outcome
+                )
             feedback = _feedback(answer, verdicts)
-            logger.debug("attempt %d rejected: %s", attempt, [f.render() for f in feedback])
+            logger.debug(
+                "attempt %d rejected (%s): %s", attempt, outcome.refusal, [f.render() for f in feedback]
+            )
         assert answer is not None
-        return _verified_answer(self.name, answer, records, None, "rejected", started)
+        return _verified_answer(self.name, level, answer, records, None, "rejected", started)
 
 
 class BestOfN:
-    """``n`` candidates sampled at ``temperature``; the verifier ranks them by their weakest
-    sentence; the best one with every sentence supported and a score >= ``threshold`` wins."""
+    """``n`` candidates sampled at ``temperature``, each verified and judged by the strictness
+    level; among the accepted ones whose weakest kept sentence scores >= ``threshold`` (not
+    checked under ``loose``), the most faithful wins, then the one with the best weakest kept
+    sentence. At ``paranoid`` (the default) that is: every sentence supported, ranked by the
+    weakest sentence."""
 
     name = "best_of_n"
 
@@ -267,10 +347,16 @@ class BestOfN:
     def __repr__(self) -> str:
         return f"BestOfN({self.generator!r}, verifier={self.verifier!r}, n={self.n})"
 
-    def answer(self, question: str, hits: Sequence[Hit]) -> VerifiedAnswer:
+    def answer(
+        self, question: str, hits: Sequence[Hit], strictness: str = DEFAULT_STRICTNESS
+    ) -> VerifiedAnswer:
+        """Answer at ``strictness`` (default ``paranoid``: every sentence supported)."""
+        policy = strictness_policy(strictness)
         started = time.perf_counter()
         records: list[AttemptRecord] = []
         answers: list[LLMAnswer] = []
+        judged: dict[int, tuple[StrictnessOutcome, tuple[CitedSentence, ...]]] = {}
+        rank: dict[int, tuple[float, float]] = {}
         seen: dict[str, tuple[list[VerificationResult], float]] = {}
         for attempt in range(1, self.n + 1):
             answer = self.generator.generate(question, hits, temperature=self.temperature)
@@ -281,39 +367,53 @@ class BestOfN:
             # Identical candidates (common at low temperature) are verified once.
             verdicts, verify_ms = seen.get(answer.raw_text) or _check(answer, self.verifier)
             seen[answer.raw_text] = (verdicts, verify_ms)
-            ok = bool(verdicts) and all(v.supported for v in verdicts)
-            score = min((v.score for v in verdicts), default=0.0)
-            records.append(_record(attempt, answer, verdicts, ok and score >= self.threshold, (), verify_ms))
-        eligible = [i for i, r in enumerate(records) if r.accepted]
-        chosen = max(eligible, key=lambda i: (records[i].score, -i)) if eligible else None
+            outcome, kept = _judge(answer, verdicts, policy.level)
+            # The weakest sentence the answer would keep that the verifier supports.
+            weakest = min((v.score for v in verdicts if v.supported), default=0.0)
+            ok = not outcome.refused and (not policy.drops_unsupported or weakest >= self.threshold)
+            if ok:
+                judged[len(records)] = (outcome, kept)
+                rank[len(records)] = (outcome.faithfulness, weakest)
+            elif not outcome.refused:
+                outcome = dataclasses.replace(outcome, refusal="below_threshold")
+            records.append(_record(attempt, answer, verdicts, ok, (), verify_ms, outcome))
+        chosen = max(rank, key=lambda i: (*rank[i], -i)) if rank else None
         # Only the winner stays "accepted" in the log; the others were ranked below it.
         final = [r if i == chosen else _replace_accepted(r, False) for i, r in enumerate(records)]
         if chosen is None:
             reason = "refused" if records and all(r.refused for r in records) else "rejected"
-        else:
-            reason = None
-        pick = answers[chosen] if chosen is not None else answers[-1]
-        return _verified_answer(self.name, pick, final, chosen, reason, started)
+            return _verified_answer(self.name, policy.level, answers[-1], final, None, reason, started)
+        outcome, kept = judged[chosen]
+        return _verified_answer(
+            self.name, policy.level, answers[chosen], final, chosen, None, started, kept, outcome
+        )
 
 
 def _verified_answer(
     strategy: str,
+    level: StrictnessLevel,
     answer: LLMAnswer,
     records: Sequence[AttemptRecord],
     chosen: int | None,
     reason: str | None,
     started: float,
+    kept: tuple[CitedSentence, ...] = (),
+    outcome: StrictnessOutcome | None = None,
 ) -> VerifiedAnswer:
-    """The outcome of a strategy: ``answer``'s sentences when one was chosen, else none."""
+    """The outcome of a strategy: the kept sentences of ``answer`` when one was chosen, else none."""
+    accepted = chosen is not None and outcome is not None
     return VerifiedAnswer(
         strategy=strategy,
-        sentences=answer.sentences if chosen is not None else (),
-        accepted=chosen is not None,
+        sentences=kept if accepted else (),
+        accepted=accepted,
         attempts=tuple(records),
-        chosen=chosen,
+        chosen=chosen if accepted else None,
         abstain_reason=reason,
         latency_ms=(time.perf_counter() - started) * 1000,
         evidence=answer.evidence,
+        strictness=level,
+        unsupported_claims=outcome.unsupported_claims if accepted and outcome is not None else (),
+        faithfulness=outcome.faithfulness if accepted and outcome is not None else None,
     )
 
 
