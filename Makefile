@@ -65,6 +65,7 @@ HEAVY := flock /tmp/verityrag-heavy.lock
 models-answerability: setup
 	$(PY) scripts/answer_data.py
 	$(HEAVY) $(PY) scripts/answer_train.py --lr 1e-4 --epochs 2 --max-minutes 35
+	$(HEAVY) $(PY) scripts/answer_train.py --warm-start guard_work/answerability --lr 5e-5 --epochs 2 --max-minutes 30
 
 models-guard: setup
 	$(PY) scripts/guard_data.py

@@ -49,8 +49,9 @@ class CrossEncoderTrainer:
     base folder's tokenizer. ``freeze_word_embeddings``: keep the 30k x d word-embedding
     table fixed (half of MiniLM's weights; saves optimizer time, little accuracy lost on
     small data). ``warm_start``: a saved model folder's ``torch/`` weights (same
-    tokenizer as the base) to continue from instead of the base weights. ``max_seconds``: stop early when training time runs out (the schedule
-    is not shortened; ``stopped_early_`` and ``pairs_seen_`` record it).
+    tokenizer as the base) to continue from instead of the base weights.
+    ``max_seconds``: stop early when training time runs out (the schedule is not
+    shortened; ``stopped_early_`` and ``pairs_seen_`` record it).
     """
 
     def __init__(

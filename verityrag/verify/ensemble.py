@@ -2,9 +2,9 @@
 
 ``min`` accepts a sentence only when every member does (precision), ``max`` when any
 does (recall), ``mean`` averages (optionally weighted). ``StackedScorer`` learns the
-combination instead: a logistic regression over the members' logit scores, fitted on
-labelled pairs (fewer parameters than members + 1 cannot overfit much even on a few
-hundred labels; the RAGTruth runner fits it on its fitting half). Members are any
+combination instead: a logistic regression over the members' logit scores (one weight
+per member plus an intercept), fitted on labelled pairs (the RAGTruth runner fits it on
+its fitting half; there it did not beat its best member). Members are any
 :class:`~verityrag.verify.protocols.NLIScorer`: cross-encoders, ONNX scorers, baselines.
 """
 

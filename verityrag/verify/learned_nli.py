@@ -1,9 +1,10 @@
 """``LearnedNLI``: the NLI verifier model trained here, served as int8 ONNX.
 
 No NLI weights can be had offline, so scripts/nli_data.py makes (premise, one-sentence
-hypothesis) pairs from SQuAD 2.0 paragraphs (copied, answer-swapped, other-paragraph
-and false-premise sentences) and HaluEval, and scripts/nli_train.py trains a MiniLM
-cross-encoder on them (warm-started from Verity-Guard when it is there). At run time an
+hypothesis) pairs from SQuAD 2.0 paragraphs (copied, restated, partial and merged
+sentences against answer-swapped, other-paragraph, half-foreign and false-premise ones,
+all with the same random rewording) and HaluEval, and scripts/nli_train.py trains a
+MiniLM cross-encoder on them (warm-started from Verity-Guard when it is there). At run time an
 answer is scored sentence by sentence against the evidence trimmed for each sentence,
 and the least supported sentence decides (:class:`SentenceSupportCheck`).
 
