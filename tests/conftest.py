@@ -57,6 +57,20 @@ def test_questions() -> list[dict[str, Any]]:
         return [json.loads(line) for line in fh]
 
 
+@pytest.fixture(scope="session")
+def answered_question(corpus_slice: list[dict[str, str]], test_questions: list[dict[str, Any]]) -> str:
+    """A test question the extractive pipeline answers on ``corpus_slice`` (so the gates let it through)."""
+    from verityrag import VerityRAGPipeline
+
+    pipeline = VerityRAGPipeline()
+    pipeline.ingest_documents(corpus_slice)
+    in_slice = {d["doc_id"] for d in corpus_slice}
+    for q in test_questions:
+        if q["answers"] and q["source_doc_id"] in in_slice and not pipeline.query(q["question"]).abstained:
+            return str(q["question"])
+    pytest.fail("no answered question in the corpus slice")
+
+
 # ---------------------------------------------------------------- index helpers
 
 

@@ -52,18 +52,6 @@ class NoZorblax:
         ]
 
 
-@pytest.fixture(scope="module")
-def answered_question(corpus_slice: list[dict[str, str]], test_questions: list[dict[str, Any]]) -> str:
-    """A test question the extractive pipeline answers on this slice (so the gates let it through)."""
-    pipeline = VerityRAGPipeline()
-    pipeline.ingest_documents(corpus_slice)
-    in_slice = {d["doc_id"] for d in corpus_slice}
-    for q in test_questions:
-        if q["answers"] and q["source_doc_id"] in in_slice and not pipeline.query(q["question"]).abstained:
-            return str(q["question"])
-    pytest.fail("no answered question in the corpus slice")
-
-
 def _pipeline(corpus_slice: list[dict[str, str]], generator: Any) -> VerityRAGPipeline:
     pipeline = VerityRAGPipeline(generator=generator)
     pipeline.ingest_documents(corpus_slice)

@@ -38,17 +38,6 @@ def judge_supports(prompt: str, **kwargs: Any) -> Completion:
     return Completion(json.dumps(verdict), "judge")
 
 
-@pytest.fixture(scope="module")
-def answered_question(corpus_slice: list[dict[str, str]], test_questions: list[dict[str, Any]]) -> str:
-    pipeline = VerityRAGPipeline()
-    pipeline.ingest_documents(corpus_slice)
-    in_slice = {d["doc_id"] for d in corpus_slice}
-    for q in test_questions:
-        if q["answers"] and q["source_doc_id"] in in_slice and not pipeline.query(q["question"]).abstained:
-            return str(q["question"])
-    pytest.fail("no answered question in the corpus slice")
-
-
 def _pipeline(corpus_slice: list[dict[str, str]], judge: Any) -> VerityRAGPipeline:
     strategy = RejectAndRetry(
         LLMGenerator(echo_first_sentence), verifier=LLMJudgeVerifier(judge), max_attempts=2
