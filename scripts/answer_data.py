@@ -21,7 +21,6 @@ Evidence is trimmed to the most question-relevant sentences (verityrag.crossenc.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import random
 import sys
@@ -33,20 +32,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from verityrag.crossenc.answerability import EVIDENCE_WORDS  # noqa: E402
-from verityrag.crossenc.build import write_pairs  # noqa: E402
+from verityrag.crossenc.build import VALIDATION_TITLES, SquadSources, add_squad_arguments, write_pairs  # noqa: E402
 from verityrag.crossenc.evidence import trim_evidence  # noqa: E402
 from verityrag.text.analyzer import DEFAULT_ANALYZER  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data" / "squad_v2.0"
 OUT = ROOT / "guard_work" / "answerability" / "data"
-VALIDATION_TITLES = ("Force", "French_and_Indian_War")
 
 Pair = dict[str, Any]
-
-
-def reserved_titles() -> set[str]:
-    manifest = json.loads((ROOT / "data" / "corpus_manifest.json").read_text(encoding="utf-8"))
-    return set(manifest["reserved_articles"])
 
 
 def bm25_best_other(question: str, paragraphs: list[str], own: int, golds: list[str]) -> int | None:
@@ -108,9 +101,7 @@ def _pair(question: str, paragraph: str, label: int, kind: str, title: str, sour
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--squad-train", type=Path, default=SHARED / "train-v2.0.first11articles.json")
-    p.add_argument("--squad-dev", type=Path, default=SHARED / "dev-v2.0.reconstructed.json")
-    p.add_argument("--split", type=Path, default=SHARED / "answerability_split.json")
+    add_squad_arguments(p, SHARED)
     p.add_argument(
         "--unrelated-share", type=float, default=0.25, help="share of questions given an unrelated negative"
     )
@@ -118,16 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=OUT)
     args = p.parse_args(argv)
     rng = random.Random(args.seed)
-    split = json.loads(args.split.read_text(encoding="utf-8"))
-    dev = {a["title"]: a for a in json.loads(args.squad_dev.read_text(encoding="utf-8"))["data"]}
-    train_prefix = json.loads(args.squad_train.read_text(encoding="utf-8"))["data"]
-    reserved = reserved_titles()
-    train_titles = [a["title"] for a in train_prefix] + [
-        t for t in split["split_a_titles"] if t not in VALIDATION_TITLES
-    ]
-    assert not reserved & set(train_titles), "reserved article in training"
-    assert not reserved & set(VALIDATION_TITLES), "reserved article in validation"
-    assert not set(split["split_b_titles"]) & (set(train_titles) | set(VALIDATION_TITLES))
+    squad = SquadSources.load(args, ROOT / "data" / "corpus_manifest.json")
+    split, dev, train_prefix = squad.split, squad.dev, squad.train_prefix
     train: list[Pair] = []
     for a in train_prefix:
         train += article_pairs(a, "squad2-train-prefix", args.unrelated_share, rng, training=True)

@@ -43,7 +43,6 @@ main eval (asserted), never RAGTruth (its runner is the test).
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import re
 import sys
@@ -54,7 +53,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from verityrag.crossenc.build import read_pairs, write_pairs  # noqa: E402
+from verityrag.crossenc.build import (  # noqa: E402
+    VALIDATION_TITLES,
+    SquadSources,
+    add_squad_arguments,
+    read_pairs,
+    write_pairs,
+)
 from verityrag.crossenc.evidence import trim_evidence  # noqa: E402
 from verityrag.text.analyzer import DEFAULT_ANALYZER  # noqa: E402
 from verityrag.text.sentences import split_sentences  # noqa: E402
@@ -63,7 +68,6 @@ from verityrag.verify.learned_nli import EVIDENCE_WORDS  # noqa: E402
 SHARED = ROOT.parent / "shared" / "data" / "squad_v2.0"
 OUT = ROOT / "guard_work" / "nli" / "data"
 GUARD_TRAIN = ROOT / "guard_work" / "guard" / "data" / "train.jsonl.gz"
-VALIDATION_TITLES = ("Force", "French_and_Indian_War")
 #: An "other paragraph" sentence counts as baseless only if at most this share of its
 #: content terms occur in the premise paragraph.
 MAX_OTHER_OVERLAP = 0.5
@@ -243,21 +247,15 @@ def halueval_rows(path: Path, limit: int) -> list[Pair]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--squad-train", type=Path, default=SHARED / "train-v2.0.first11articles.json")
-    p.add_argument("--squad-dev", type=Path, default=SHARED / "dev-v2.0.reconstructed.json")
-    p.add_argument("--split", type=Path, default=SHARED / "answerability_split.json")
+    add_squad_arguments(p, SHARED)
     p.add_argument("--guard-train", type=Path, default=GUARD_TRAIN)
     p.add_argument("--halueval-rows", type=int, default=4000, help="HaluEval rows mixed into training")
     p.add_argument("--seed", type=int, default=13)
     p.add_argument("--out", type=Path, default=OUT)
     args = p.parse_args(argv)
     rng = random.Random(args.seed)
-    split = json.loads(args.split.read_text(encoding="utf-8"))
-    dev = {a["title"]: a for a in json.loads(args.squad_dev.read_text(encoding="utf-8"))["data"]}
-    train_prefix = json.loads(args.squad_train.read_text(encoding="utf-8"))["data"]
-    reserved = set(json.loads((ROOT / "data" / "corpus_manifest.json").read_text())["reserved_articles"])
-    train_titles = [t for t in split["split_a_titles"] if t not in VALIDATION_TITLES]
-    assert not reserved & ({a["title"] for a in train_prefix} | set(train_titles) | set(VALIDATION_TITLES))
+    squad = SquadSources.load(args, ROOT / "data" / "corpus_manifest.json")
+    dev, train_prefix, train_titles = squad.dev, squad.train_prefix, squad.split_a_train_titles
     train: list[Pair] = []
     for a in train_prefix:
         train += article_pairs(a, "squad2-train-prefix", rng)

@@ -12,6 +12,7 @@ import json
 import platform
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,44 @@ def trainer_from_args(
         max_seconds=args.max_minutes * 60 if args.max_minutes else None,
         warm_start=warm_start,
     )
+
+
+#: The two dev ``split_a`` articles every SQuAD-built model picks its threshold on.
+VALIDATION_TITLES = ("Force", "French_and_Indian_War")
+
+
+def add_squad_arguments(parser: argparse.ArgumentParser, squad_dir: Path) -> None:
+    """The SQuAD 2.0 source files every SQuAD-built data script reads (``squad_dir``: ../shared/data/squad_v2.0)."""
+    parser.add_argument("--squad-train", type=Path, default=squad_dir / "train-v2.0.first11articles.json")
+    parser.add_argument("--squad-dev", type=Path, default=squad_dir / "dev-v2.0.reconstructed.json")
+    parser.add_argument("--split", type=Path, default=squad_dir / "answerability_split.json")
+
+
+@dataclass(frozen=True)
+class SquadSources:
+    """SQuAD 2.0 articles for training: the train prefix and dev ``split_a`` (minus validation)."""
+
+    train_prefix: list[dict[str, Any]]
+    dev: dict[str, dict[str, Any]]  # by title
+    split: dict[str, Any]
+
+    @property
+    def split_a_train_titles(self) -> list[str]:
+        return [t for t in self.split["split_a_titles"] if t not in VALIDATION_TITLES]
+
+    @classmethod
+    def load(cls, args: argparse.Namespace, manifest: Path) -> SquadSources:
+        """Read the files named by :func:`add_squad_arguments`'s options; refuse any article
+        reserved for the main eval (``manifest``: data/corpus_manifest.json) or in ``split_b``."""
+        split = json.loads(args.split.read_text(encoding="utf-8"))
+        dev = {a["title"]: a for a in json.loads(args.squad_dev.read_text(encoding="utf-8"))["data"]}
+        train_prefix = json.loads(args.squad_train.read_text(encoding="utf-8"))["data"]
+        out = cls(train_prefix, dev, split)
+        used = {a["title"] for a in train_prefix} | set(out.split_a_train_titles) | set(VALIDATION_TITLES)
+        reserved = set(json.loads(manifest.read_text(encoding="utf-8"))["reserved_articles"])
+        assert not reserved & used, "an article reserved for the main eval would be trained or validated on"
+        assert not set(split["split_b_titles"]) & used, "a split_b (test) article would be trained on"
+        return out
 
 
 def read_pairs(path: Path) -> list[dict[str, Any]]:
