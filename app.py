@@ -1,9 +1,11 @@
 """VerityRAG in the browser: ``streamlit run app.py`` (``make run`` starts it next to the API).
 
 Two tabs. "Ask a question": the bundled corpus, calibrated once per process; the answer
-with its grounding score, the support of each claim, the evidence and the agent's trace,
-or the refusal with its reason. "Real-time streaming demo": a question refused, documents
-streamed in live, the same question answered, an out-of-domain question still refused.
+with its grounding score, the support of each claim, the claims the verifier did not
+support (an LLM answer's; dropped, or kept under ``loose``), the evidence and the agent's
+trace, or the refusal with its reason. "Real-time streaming demo": a question refused,
+documents streamed in live, the same question answered, an out-of-domain question still
+refused.
 All the logic lives in ``verityrag``; this file only lays it out.
 """
 
@@ -91,6 +93,10 @@ def show_result(view: ResultView) -> None:
     if view.citations:
         st.markdown("**Citations**")
         st.table(view.citations)
+    if view.unsupported_claims:
+        with st.expander(view.unsupported_label, expanded=True):
+            for claim in view.unsupported_claims:
+                st.markdown(f"- {claim}")
     with st.expander(f"Evidence ({len(view.evidence)} chunks)"):
         for ev in view.evidence:
             st.markdown(f"**{ev['rank']}. {ev['title']}** `{ev['chunk_id']}` score {ev['score']}")

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
+from typing import Any
 
 import pytest
 from streamlit.testing.v1 import AppTest
+
+from verityrag.pipeline import VerityRAGPipeline
+from verityrag.types import GroundingReport, QueryResult, TraceStep
+from verityrag.ui.views import UNSUPPORTED_DROPPED, UNSUPPORTED_KEPT, result_view
 
 APP = Path(__file__).resolve().parents[2] / "app.py"
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
@@ -37,6 +43,8 @@ def test_ask_answers_with_citation_and_claim_support(app: AppTest) -> None:
     assert claims["support"].between(0, 1).all()
     citations = app.table[1].value
     assert citations["doc_id"].str.startswith("squad-nikola-tesla").any()
+    # An extractive answer is verbatim evidence: no unsupported-claims section.
+    assert not [e.label for e in app.expander if e.label.startswith("Claims the verifier")]
 
 
 def test_ask_refuses_out_of_domain_with_reason(app: AppTest) -> None:
@@ -63,3 +71,78 @@ def test_streaming_demo_tells_the_story(app: AppTest) -> None:
     text = "\n".join(m.value for m in app.markdown)
     assert "Abstained" in text
     assert "Budapest" in text
+
+
+UNSUPPORTED = ("Tesla also invented the telephone.", "He moved to Paris in 1881.")
+
+
+def _llm_result(*trace: TraceStep, claims: tuple[str, ...] = UNSUPPORTED) -> QueryResult:
+    return QueryResult(
+        question="q",
+        answer="Tesla worked for the Budapest Telephone Exchange.",
+        abstained=False,
+        abstain_reason=None,
+        grounding=GroundingReport(0.9),
+        confidence=0.8,
+        trace=trace,
+        unsupported_claims=claims,
+    )
+
+
+def _grounding(enforced: bool) -> TraceStep:
+    return TraceStep("grounding", 1.0, {"score": 0.9, "threshold": 0.5, "claims": 1, "enforced": enforced})
+
+
+def _llm(strictness: str) -> TraceStep:
+    return TraceStep(
+        "llm_generation", 1.0, {"strictness": strictness, "unsupported_claims": list(UNSUPPORTED)}
+    )
+
+
+@pytest.mark.parametrize(
+    ("trace", "label"),
+    [
+        ((_llm("balanced"), _grounding(True)), UNSUPPORTED_DROPPED),
+        ((_llm("loose"), _grounding(False)), UNSUPPORTED_KEPT),
+        ((_llm("strict"),), UNSUPPORTED_DROPPED),  # unverified pipeline: no grounding step
+        ((_llm("loose"),), UNSUPPORTED_KEPT),
+        ((_llm("lenient"),), UNSUPPORTED_KEPT),  # the Settings/API alias of loose
+        ((), UNSUPPORTED_DROPPED),  # nothing recorded: every level but loose drops
+    ],
+)
+def test_view_labels_unsupported_claims_dropped_or_kept(trace: tuple[TraceStep, ...], label: str) -> None:
+    view = result_view(_llm_result(*trace))
+    assert view.unsupported_claims == list(UNSUPPORTED)
+    assert view.unsupported_label == label
+
+
+def test_view_has_no_unsupported_claims_for_an_extractive_answer() -> None:
+    assert result_view(_llm_result(claims=())).unsupported_claims == []
+
+
+@pytest.mark.parametrize(
+    ("strictness", "label"), [("balanced", UNSUPPORTED_DROPPED), ("loose", UNSUPPORTED_KEPT)]
+)
+def test_ask_lists_unsupported_claims(
+    app: AppTest, monkeypatch: pytest.MonkeyPatch, strictness: str, label: str
+) -> None:
+    # The bundled pipeline answers extractively (never any unsupported claim), so its real
+    # result is given an LLM step's trace and claims, as an LLM answer strategy would.
+    real_query = VerityRAGPipeline.query
+
+    def query(self: VerityRAGPipeline, *args: Any, **kwargs: Any) -> QueryResult:
+        result = real_query(self, *args, **kwargs)
+        level = kwargs["settings"].strictness
+        # As the agent records it for an LLM answer: loose makes the grounding check informational.
+        trace = [_grounding(enforced=level != "loose") if s.stage == "grounding" else s for s in result.trace]
+        return dataclasses.replace(result, trace=(_llm(level), *trace), unsupported_claims=UNSUPPORTED)
+
+    monkeypatch.setattr(VerityRAGPipeline, "query", query)
+    app.selectbox(key="sample").select("Which company did Tesla work for in 1881?").run()
+    app.selectbox(key="strictness").select(strictness).run()
+    app.button(key="ask").click().run()
+    assert not app.exception, app.exception
+    assert "Budapest" in app.success[0].value
+    [section] = [e for e in app.expander if e.label.startswith("Claims the verifier")]
+    assert section.label == label
+    assert [m.value for m in section.markdown] == [f"- {c}" for c in UNSUPPORTED]

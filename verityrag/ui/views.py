@@ -6,6 +6,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from verityrag.types import QueryResult
+from verityrag.verify.strictness import STRICTNESS_ALIASES, STRICTNESS_TABLE
+
+UNSUPPORTED_DROPPED = "Claims the verifier did not support (dropped from the answer)"
+UNSUPPORTED_KEPT = "Claims the verifier did not support (kept; verification was informational)"
 
 # Why a refusal happened, in words a user of the demo understands.
 REASON_TEXT = {
@@ -32,12 +36,35 @@ class ResultView:
     citations: list[dict[str, Any]]
     evidence: list[dict[str, Any]]
     trace: list[dict[str, Any]]
+    unsupported_claims: list[str]
+    unsupported_kept: bool  # True when a loose level kept them in the answer
+
+    @property
+    def unsupported_label(self) -> str:
+        return UNSUPPORTED_KEPT if self.unsupported_kept else UNSUPPORTED_DROPPED
 
     @property
     def headline(self) -> str:
         if self.abstained:
             return f"Abstained ({self.reason}): {self.reason_text}"
         return f"Answered (grounding {self.grounding:.2f}, confidence {self.confidence:.2f})"
+
+
+def unsupported_kept(result: QueryResult) -> bool:
+    """Whether the answer kept its unsupported claims: verification was informational (``loose``).
+
+    Read from the trace: the grounding step's ``enforced``, else the strictness the LLM step
+    ran at. Neither recorded: dropped, the behaviour of every level but ``loose``.
+    """
+    for step in result.trace:
+        if step.stage == "grounding" and "enforced" in step.details:
+            return not bool(step.details["enforced"])
+    for step in result.trace:
+        level = step.details.get("strictness") if step.stage == "llm_generation" else None
+        policy = STRICTNESS_TABLE.get(STRICTNESS_ALIASES.get(level, level)) if level else None
+        if policy is not None:
+            return not policy.drops_unsupported
+    return False
 
 
 def result_view(result: QueryResult, max_evidence: int = 5) -> ResultView:
@@ -74,4 +101,6 @@ def result_view(result: QueryResult, max_evidence: int = 5) -> ResultView:
             for i, h in enumerate(result.evidence[:max_evidence])
         ],
         trace=[{"stage": s.stage, "ms": round(s.duration_ms, 2), "details": s.details} for s in result.trace],
+        unsupported_claims=list(result.unsupported_claims),
+        unsupported_kept=unsupported_kept(result),
     )
