@@ -1,12 +1,16 @@
 """Train, export (ONNX int8) and evaluate Verity-Guard on HaluEval QA pairs.
 
     python scripts/guard_data.py                       # pairs -> guard_work/guard/data
+    python scripts/guard_gemma_answers.py ...          # optional: gemma_{train,test}.jsonl.gz there
     python scripts/guard_train.py --max-pairs 8000 --max-minutes 15
+    python scripts/guard_train.py --warm-start guard_work/guard --gemma-repeat 4 ...   # continue with them
 
 Writes guard_work/guard/ (model folder + metadata.json) and
 scripts/results/crossenc_guard.json. Threshold: chosen on the validation items so that
 at most 10% of supported answers are flagged. Test: the last 2,000 HaluEval items
-(never trained on). AUROC is reported overall and per answer style, so a model that
+(never trained on), and gemma-3-270m's answers to test items where they were generated.
+Gemma's answers to training items (``gemma_train.jsonl.gz``) are mixed into training,
+each repeated ``--gemma-repeat`` times (they are few next to the HaluEval pairs). AUROC is reported overall and per answer style, so a model that
 only learned "short = correct" shows up (its sentence-only AUROC would be ~0.5).
 Run it under ``flock /tmp/verityrag-heavy.lock``.
 """
@@ -16,6 +20,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import random
 import sys
 import time
 from pathlib import Path
@@ -77,15 +82,41 @@ def evaluate(scores: list[float], rows: list[dict[str, Any]], threshold: float) 
     }
 
 
+def evaluate_gemma(scorer: OnnxCrossEncoder, rows: list[dict[str, Any]], threshold: float) -> dict[str, Any]:
+    """The guard on real small-model answers (gemma-3-270m on HaluEval test items, labelled vs gold)."""
+    scores = scorer.score_pairs([(r["evidence"], r["answer"]) for r in rows])
+    labels = [r["label"] for r in rows]
+    return {
+        "pairs": len(rows),
+        "supported": sum(labels),
+        "auroc": auroc(scores, labels),
+        "unsupported_caught": negatives_caught(
+            [s for s, y in zip(scores, labels, strict=True) if not y], threshold
+        ),
+        "supported_flagged": negatives_caught(
+            [s for s, y in zip(scores, labels, strict=True) if y], threshold
+        ),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_training_arguments(p, ROOT / DEFAULT_GUARD_DIR / "data", ROOT / DEFAULT_GUARD_DIR, lr=4e-5)
     p.add_argument("--test-pairs", type=int, default=None, help="score only the first N test pairs (faster)")
     p.add_argument("--results", type=Path, default=RESULTS)
+    p.add_argument("--warm-start", type=Path, default=None, help="continue training this saved model folder")
+    p.add_argument(
+        "--gemma-repeat", type=int, default=0, help="mix gemma_train pairs in, each this many times"
+    )
     args = p.parse_args(argv)
     train = read_pairs(args.data / "train.jsonl.gz")[: args.max_pairs]
+    gemma_train = read_pairs(args.data / "gemma_train.jsonl.gz") if args.gemma_repeat else []
+    if gemma_train:
+        train = train + gemma_train * args.gemma_repeat
+        random.Random(args.seed).shuffle(train)
     pairs = [(r["evidence"], r["answer"]) for r in train]
-    trainer = trainer_from_args(args, "first").fit(pairs, [float(r["label"]) for r in train])
+    trainer = trainer_from_args(args, "first", warm_start=args.warm_start)
+    trainer.fit(pairs, [float(r["label"]) for r in train])
     rate = trainer.pairs_seen_ / trainer.train_seconds_
     print(
         f"trained on {trainer.pairs_seen_} of {len(pairs)} pairs in {trainer.train_seconds_:.1f} s ({rate:.1f}/s)"
@@ -118,13 +149,22 @@ def main(argv: list[str] | None = None) -> int:
         "test_halueval_last_2000_items": evaluate(test_scores, test, threshold),
         "export_check_64_pairs": export_check,
     }
+    gemma_test_path = args.data / "gemma_test.jsonl.gz"
+    if gemma_test_path.exists():
+        metrics["test_gemma_answers"] = evaluate_gemma(scorer, read_pairs(gemma_test_path), threshold)
     meta.data = {
         "train": "HaluEval QA items 0-7499, six answer styles per item (scripts/guard_data.py); evidence trimmed "
         "to the 80 words most relevant to the answer",
         "validation": "HaluEval QA items 7500-7999 (threshold: <=10% supported flagged)",
         "test": "HaluEval QA items 8000-9999 (never trained on)",
         "train_pairs": len(pairs),
-        "gemma_answers": "not included (no time in this session)",
+        "gemma_answers": (
+            f"{len(gemma_train)} labelled gemma-3-270m answers to HaluEval training items "
+            f"(scripts/guard_gemma_answers.py), each repeated {args.gemma_repeat} times"
+            if gemma_train
+            else "not included"
+        ),
+        "warm_start": str(args.warm_start) if args.warm_start else None,
     }
     meta.threshold = threshold
     meta.metrics = metrics
