@@ -67,9 +67,14 @@ models-answerability: setup
 	$(HEAVY) $(PY) scripts/answer_train.py --lr 1e-4 --epochs 2 --max-minutes 35
 	$(HEAVY) $(PY) scripts/answer_train.py --warm-start guard_work/answerability --lr 5e-5 --epochs 2 --max-minutes 30
 
+# The guard is trained on HaluEval, then continued with gemma-3-270m's own answers to
+# HaluEval questions, labelled against the gold answer (generating them takes ~45 min).
 models-guard: setup
 	$(PY) scripts/guard_data.py
 	$(HEAVY) $(PY) scripts/guard_train.py --max-pairs 12000 --max-minutes 12 --lr 7e-5
+	$(HEAVY) $(PY) scripts/guard_gemma_answers.py --split test --items 300
+	$(HEAVY) $(PY) scripts/guard_gemma_answers.py --split train --items 1400 --max-minutes 32
+	$(HEAVY) $(PY) scripts/guard_train.py --warm-start guard_work/guard --gemma-repeat 3 --max-pairs 6000 --max-minutes 12 --lr 3e-5
 	$(HEAVY) $(PY) scripts/guard_probe.py
 	$(HEAVY) $(PY) scripts/guard_bench_live.py
 
