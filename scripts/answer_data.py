@@ -10,6 +10,24 @@ Pairs are (question, evidence) -> 1 if the question can be answered from the evi
 - validation: two split_a articles (threshold and early checks; never trained on).
 - test: dev ``split_b``, SQuAD labels, plus unrelated-paragraph negatives reported apart.
 
+Synthetic unanswerables (train only, ``--synthetic-share``, default 0.3): SQuAD 2.0's own
+unanswerables are mostly small edits of answerable questions, so a share of the answerable
+training questions get one such edit, paired with the question's OWN paragraph -> 0.
+The edit is drawn among those that apply to the question (none applies: nothing is added):
+
+- ``synthetic_entity_swap``: a name (capitalised word run), month, year or number of the
+  question that is in the paragraph is replaced by one of the same shape from another
+  training article that is nowhere in the paragraph ("When did Beyonce ..." -> "When did
+  Chopin ...").
+- ``synthetic_antonym``: first<->last, largest<->smallest, before<->after, ... (``ANTONYMS``),
+  when the new word is not in the sentence(s) holding the gold answer.
+- ``synthetic_negation``: the question's first auxiliary is negated ("did" -> "didn't"),
+  when the answer sentence(s) hold no negation word; offered for only ``NEGATION_RATE`` of
+  the questions, and then at a third of the weight of the others.
+
+``--synthetic-share 0`` gives the pairs of the script without them, byte for byte (the
+synthetic draws use their own random stream, seeded ``--seed`` + 1).
+
 No article reserved for the main eval (data/corpus_manifest.json ``reserved_articles``)
 is ever used for training or validation; the script asserts it.
 Evidence is trimmed to the most question-relevant sentences (verityrag.crossenc.trim_evidence,
@@ -23,6 +41,7 @@ from __future__ import annotations
 import argparse
 import math
 import random
+import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -35,11 +54,267 @@ from verityrag.crossenc.answerability import EVIDENCE_WORDS  # noqa: E402
 from verityrag.crossenc.build import VALIDATION_TITLES, SquadSources, add_squad_arguments, write_pairs  # noqa: E402
 from verityrag.crossenc.evidence import trim_evidence  # noqa: E402
 from verityrag.text.analyzer import DEFAULT_ANALYZER  # noqa: E402
+from verityrag.text.sentences import sentence_spans  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data" / "squad_v2.0"
 OUT = ROOT / "guard_work" / "answerability" / "data"
 
 Pair = dict[str, Any]
+Pool = dict[str, list[str]]
+
+# Comparative / ordinal / superlative / temporal words and their opposites (both directions).
+ANTONYMS: dict[str, str] = {
+    "first": "last",
+    "last": "first",
+    "earliest": "latest",
+    "latest": "earliest",
+    "earlier": "later",
+    "later": "earlier",
+    "before": "after",
+    "after": "before",
+    "oldest": "youngest",
+    "youngest": "oldest",
+    "newest": "oldest",
+    "older": "younger",
+    "younger": "older",
+    "largest": "smallest",
+    "smallest": "largest",
+    "biggest": "smallest",
+    "larger": "smaller",
+    "smaller": "larger",
+    "most": "least",
+    "least": "most",
+    "highest": "lowest",
+    "lowest": "highest",
+    "higher": "lower",  # not "lower" -> "higher": "lower" is often a verb ("lower costs")
+    "longest": "shortest",
+    "shortest": "longest",
+    "longer": "shorter",
+    "shorter": "longer",
+    "maximum": "minimum",
+    "minimum": "maximum",
+    "increase": "decrease",
+    "decrease": "increase",
+    "increased": "decreased",
+    "decreased": "increased",
+    "best": "worst",
+    "worst": "best",
+}
+AUXILIARIES: dict[str, str] = {
+    "is": "isn't",
+    "was": "wasn't",
+    "are": "aren't",
+    "were": "weren't",
+    "did": "didn't",
+    "does": "doesn't",
+    "do": "don't",
+    "can": "can't",
+    "could": "couldn't",
+    "has": "hasn't",
+    "have": "haven't",
+    "had": "hadn't",
+}
+NEGATIONS = frozenset("not no never none nor neither nothing nobody nowhere without cannot n't".split())
+MONTHS = frozenset(
+    "January February March April May June July August September October November December".split()
+)
+# Capitalised words that are not names (sentence starters, titles of address, pronouns).
+NOT_NAMES = frozenset(
+    """I A An The This That These Those It Its In On At Of For From By With To As And Or But If
+    When Where What Which Who Whom Whose Why How After Before During Since Until While Although
+    However Then There Thus Also Later Today Both Some Many Most Each All Other Such Not No He She
+    They We You His Her Their Our Your Because Despite Under Over Between Among Upon Within
+    Without Following According Mr Mrs Ms Dr St""".split()
+)
+# Negation is the least natural edit ("How many nights didn't she perform ...?") and applies to
+# most questions: it is offered only this often, and then weighs a third of the others.
+NEGATION_RATE = 0.3
+SYNTHETIC_WEIGHTS = {"synthetic_entity_swap": 1.0, "synthetic_antonym": 1.0, "synthetic_negation": 1 / 3}
+
+_WORD_RE = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")  # "B'Day", "Lefébure-Wély", "Destiny's"
+_YEAR_RE = re.compile(r"(?<![\w.,/-])(?:1[0-9]{3}|20[0-9]{2})(?![\d,/-]|\.\d)")
+_NUMBER_RE = re.compile(r"(?<![\w.,/-])\d+(?:[.,]\d+)*(?![\w/-]|[.,]\d)")  # not in "2/21/2016"
+
+
+def _names(text: str, skip_first: bool) -> list[tuple[int, int]]:
+    """``(start, end)`` spans of runs of capitalised words (joined by a space or "'s ") in ``text``.
+
+    Months and ``NOT_NAMES`` words break runs and are never names. ``skip_first``: the
+    text's first word is capitalised because it starts a sentence; a run it starts is
+    dropped, unless that word is a ``NOT_NAMES`` one ("Which Beyonce album" keeps "Beyonce").
+    """
+    words = list(_WORD_RE.finditer(text))
+    runs: list[list[re.Match[str]]] = []
+    for i, w in enumerate(words):
+        word = re.sub(r"['’]s$", "", w.group())
+        is_name = word[0].isupper() and len(word) > 1 and word not in NOT_NAMES and word not in MONTHS
+        if not is_name:
+            continue
+        if runs and runs[-1][-1] is words[i - 1] and text[words[i - 1].end() : w.start()] == " ":
+            runs[-1].append(w)
+        else:
+            runs.append([w])
+    if skip_first and words and runs and runs[0][0] is words[0]:
+        runs = runs[1:]
+    return [(r[0].start(), r[-1].end() - (2 if r[-1].group()[-2:] in ("'s", "’s") else 0)) for r in runs]
+
+
+def _shape(entity: str) -> str:
+    """Pool key: ``year``, ``number<digits>`` (4: 4+), ``month``, ``acronym`` or ``name<words>`` (3: 3+)."""
+    if _YEAR_RE.fullmatch(entity):
+        return "year"
+    if _NUMBER_RE.fullmatch(entity):
+        return f"number{min(4, sum(c.isdigit() for c in entity))}"
+    if entity in MONTHS:
+        return "month"
+    if " " not in entity and entity.replace("-", "").isupper():
+        return "acronym"
+    return f"name{min(3, len(entity.split()))}"
+
+
+def entities(text: str, skip_first: bool = True) -> list[tuple[int, int]]:
+    """Spans of the swappable entities of ``text``: names, months, years and other numbers."""
+    spans = _names(text, skip_first)
+    spans += [(m.start(), m.end()) for m in re.finditer(r"\b(?:" + "|".join(MONTHS) + r")\b", text)]
+    years = [(m.start(), m.end()) for m in _YEAR_RE.finditer(text)]
+    spans += years
+    spans += [(m.start(), m.end()) for m in _NUMBER_RE.finditer(text) if (m.start(), m.end()) not in years]
+    return sorted(spans)
+
+
+def entity_pool(texts: list[str], min_names: int = 2) -> dict[str, set[str]]:
+    """Entities of ``texts`` (questions or paragraphs) by shape; each sentence's first word is skipped.
+
+    Names and acronyms must be seen ``min_names`` times: a capitalised word seen once is as
+    often a heading word or a clause start after a colon or quote ("Restaurant") as a name.
+    """
+    seen: Counter[str] = Counter()
+    for text in texts:
+        for s, e in sentence_spans(text):
+            sentence = text[s:e]
+            seen.update(sentence[a:b] for a, b in entities(sentence))
+    pool: dict[str, set[str]] = {}
+    for entity, n in seen.items():
+        shape = _shape(entity)
+        if n >= min_names or not shape.startswith(("name", "acronym")):
+            pool.setdefault(shape, set()).add(entity)
+    return pool
+
+
+def _in_text(entity: str, text_lower: str) -> bool:
+    """``entity`` occurs in ``text_lower``: as a substring for words, between non-digits for numbers."""
+    e = entity.lower()
+    if e[0].isdigit():
+        return re.search(r"(?<!\d)" + re.escape(e) + r"(?!\d)", text_lower) is not None
+    return e in text_lower
+
+
+def swap_entity(question: str, paragraph: str, pool: Pool, rng: random.Random) -> str | None:
+    """``question`` with one entity that is also in ``paragraph`` swapped for a same-shape one.
+
+    The replacement comes from ``pool`` (shape -> entities of other articles, see ``_shape``)
+    and occurs nowhere in ``paragraph`` (case-insensitive). None when no entity of the
+    question is in the paragraph or no replacement is found.
+    """
+    para = paragraph.lower()
+    spans = [(a, b) for a, b in entities(question) if _in_text(question[a:b], para)]
+    rng.shuffle(spans)
+    for a, b in spans:
+        old = question[a:b]
+        shape = _shape(old)
+        candidates = pool.get(shape) or (pool.get("name1", []) if shape.startswith("name") else [])
+        for _ in range(30):
+            if not candidates:
+                break
+            new = rng.choice(candidates)
+            if new.lower() != old.lower() and not _in_text(new, para) and not _in_text(new, question.lower()):
+                return question[:a] + new + question[b:]
+    return None
+
+
+def _match_case(word: str, like: str) -> str:
+    """``word`` in the case of ``like`` (lower, Capitalised or UPPER)."""
+    if like.isupper() and len(like) > 1:
+        return word.upper()
+    if like[0].isupper():
+        return word[0].upper() + word[1:]
+    return word
+
+
+def _has_word(word: str, text: str) -> bool:
+    return re.search(r"\b" + re.escape(word) + r"\b", text, re.IGNORECASE) is not None
+
+
+def swap_antonym(question: str, answer_sentences: list[str]) -> str | None:
+    """``question`` with its first ``ANTONYMS`` word (whole word, any case) swapped for its opposite.
+
+    Only words whose opposite does not occur in ``answer_sentences`` (the paragraph
+    sentences holding the gold answer) are swapped; None when there is none. "first" /
+    "last" before a word ending in "ed" are adverbs ("Phagocytosis first evolved as ...")
+    that the opposite would make nonsense of, not the question's point: left alone.
+    """
+    support = " ".join(answer_sentences)
+    for m in re.finditer(r"\b[A-Za-z]+\b", question):
+        new = ANTONYMS.get(m.group().lower())
+        if m.group().lower() in ("first", "last") and re.match(r"\s+[A-Za-z]+ed\b", question[m.end() :]):
+            continue
+        if new is not None and not _has_word(new, support):
+            return question[: m.start()] + _match_case(new, m.group()) + question[m.end() :]
+    return None
+
+
+def negate(question: str, answer_sentences: list[str]) -> str | None:
+    """``question`` with its first auxiliary negated ("did" -> "didn't", "Was" -> "Wasn't").
+
+    The contracted form keeps inverted questions grammatical ("What didn't X build?",
+    where "What did not X build?" is not). None when the question has no auxiliary or
+    already a negation, or the answer sentences hold a negation word (the paragraph may
+    then support the negated question).
+    """
+    tokens = [t.lower() for t in re.findall(r"[A-Za-z]+(?:n't)?", question)]
+    answer = " ".join(answer_sentences).lower()
+    if any(t in NEGATIONS or t.endswith("n't") for t in tokens):
+        return None
+    if any(_has_word(n, answer) for n in NEGATIONS if n != "n't") or "n't" in answer or "n’t" in answer:
+        return None
+    m = re.search(r"\b(?:" + "|".join(AUXILIARIES) + r")\b", question, re.IGNORECASE)
+    if m is None:
+        return None
+    return (
+        question[: m.start()] + _match_case(AUXILIARIES[m.group().lower()], m.group()) + question[m.end() :]
+    )
+
+
+def answer_sentences(paragraph: str, answers: list[dict[str, Any]]) -> list[str]:
+    """The sentences of ``paragraph`` that overlap a gold answer span (SQuAD ``answer_start``)."""
+    out: list[str] = []
+    for s, e in sentence_spans(paragraph):
+        for a in answers:
+            start = int(a["answer_start"])
+            if start < e and start + len(a["text"]) > s:
+                out.append(paragraph[s:e])
+                break
+    return out
+
+
+def synthetic_unanswerable(
+    question: str, paragraph: str, answers: list[dict[str, Any]], pool: Pool, rng: random.Random
+) -> tuple[str, str] | None:
+    """One edit of an answerable question that the paragraph no longer answers: (question, kind)."""
+    support = answer_sentences(paragraph, answers) or [paragraph]
+    options: list[tuple[str, str]] = []
+    swapped = swap_entity(question, paragraph, pool, rng)
+    if swapped is not None:
+        options.append((swapped, "synthetic_entity_swap"))
+    antonym = swap_antonym(question, support)
+    if antonym is not None:
+        options.append((antonym, "synthetic_antonym"))
+    negated = negate(question, support) if rng.random() < NEGATION_RATE else None
+    if negated is not None:
+        options.append((negated, "synthetic_negation"))
+    if not options:
+        return None
+    return rng.choices(options, weights=[SYNTHETIC_WEIGHTS[k] for _, k in options])[0]
 
 
 def bm25_best_other(question: str, paragraphs: list[str], own: int, golds: list[str]) -> int | None:
@@ -65,9 +340,18 @@ def bm25_best_other(question: str, paragraphs: list[str], own: int, golds: list[
 
 
 def article_pairs(
-    article: dict[str, Any], source: str, unrelated_share: float, rng: random.Random, training: bool = False
+    article: dict[str, Any],
+    source: str,
+    unrelated_share: float,
+    rng: random.Random,
+    training: bool = False,
+    synthetic: tuple[float, Pool, random.Random] | None = None,
 ) -> list[Pair]:
-    """Pairs of one article. ``training`` drops answerable pairs whose trimmed evidence lost the answer."""
+    """Pairs of one article. ``training`` drops answerable pairs whose trimmed evidence lost the answer.
+
+    ``synthetic``: (share, entity pool of the other articles, its own random stream); that
+    share of the kept answerable questions get one synthetic unanswerable (own paragraph).
+    """
     paragraphs = [p["context"] for p in article["paragraphs"]]
     out: list[Pair] = []
     for pi, para in enumerate(article["paragraphs"]):
@@ -79,6 +363,13 @@ def article_pairs(
             if training and answerable and not any(a["text"] in pair["evidence"] for a in qa["answers"]):
                 continue  # ~3%: trimming dropped the answer sentence; a wrong label to learn from
             out.append(pair)
+            if synthetic is not None and answerable:
+                share, pool, syn_rng = synthetic
+                made = None
+                if syn_rng.random() < share:
+                    made = synthetic_unanswerable(q, para["context"], qa["answers"], pool, syn_rng)
+                if made is not None:
+                    out.append(_pair(made[0], para["context"], 0, made[1], article["title"], source))
             if rng.random() < unrelated_share:
                 golds = [a["text"] for a in qa.get("answers", []) + qa.get("plausible_answers", [])]
                 other = bm25_best_other(q, paragraphs, pi, golds)
@@ -105,18 +396,40 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--unrelated-share", type=float, default=0.25, help="share of questions given an unrelated negative"
     )
+    p.add_argument(
+        "--synthetic-share",
+        type=float,
+        default=0.3,
+        help="share of answerable training questions given a synthetic unanswerable (edited question)",
+    )
     p.add_argument("--seed", type=int, default=13)
     p.add_argument("--out", type=Path, default=OUT)
     args = p.parse_args(argv)
     rng = random.Random(args.seed)
     squad = SquadSources.load(args, ROOT / "data" / "corpus_manifest.json")
     split, dev, train_prefix = squad.split, squad.dev, squad.train_prefix
+    train_articles = [(a, "squad2-train-prefix") for a in train_prefix] + [
+        (dev[t], "squad2-dev-split_a") for t in split["split_a_titles"] if t not in VALIDATION_TITLES
+    ]
+    pools = {
+        a["title"]: entity_pool(
+            [p["context"] for p in a["paragraphs"]]
+            + [qa["question"] for p in a["paragraphs"] for qa in p["qas"]]
+        )
+        for a, _ in train_articles
+    }
+    syn_rng = random.Random(args.seed + 1)
     train: list[Pair] = []
-    for a in train_prefix:
-        train += article_pairs(a, "squad2-train-prefix", args.unrelated_share, rng, training=True)
-    for t in split["split_a_titles"]:
-        if t not in VALIDATION_TITLES:
-            train += article_pairs(dev[t], "squad2-dev-split_a", args.unrelated_share, rng, training=True)
+    for a, source in train_articles:
+        synthetic = None
+        if args.synthetic_share > 0:
+            others: dict[str, set[str]] = {}
+            for title, pool in pools.items():
+                if title != a["title"]:
+                    for shape, found in pool.items():
+                        others.setdefault(shape, set()).update(found)
+            synthetic = (args.synthetic_share, {k: sorted(v) for k, v in others.items()}, syn_rng)
+        train += article_pairs(a, source, args.unrelated_share, rng, training=True, synthetic=synthetic)
     validation = [
         r for t in VALIDATION_TITLES for r in article_pairs(dev[t], "squad2-dev-split_a", 0.25, rng)
     ]

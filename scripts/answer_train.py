@@ -18,6 +18,7 @@ import datetime as dt
 import json
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -119,10 +120,12 @@ def main(argv: list[str] | None = None) -> int:
     }
     meta.data = {
         "train": "SQuAD 2.0 train prefix (11 articles) + dev split_a (14 of 16 articles), "
-        "+ BM25-retrieved same-article paragraphs without the answer as negatives; evidence trimmed to 80 words",
+        "+ BM25-retrieved same-article paragraphs without the answer as negatives, + synthetic unanswerables "
+        "(edited answerable questions, kinds synthetic_*) where the data has them; evidence trimmed to 80 words",
         "validation": "dev split_a articles Force, French_and_Indian_War (threshold: <=10% answerable flagged)",
         "test": "dev split_b (19 articles, never trained on)",
         "train_pairs": len(pairs),
+        "train_pairs_by_kind": dict(sorted(Counter(r["kind"] for r in train).items())),
         "excluded_articles": "data/corpus_manifest.json reserved_articles (asserted by scripts/answer_data.py)",
     }
     meta.threshold = threshold
