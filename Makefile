@@ -78,6 +78,8 @@ models-guard: setup
 	$(HEAVY) $(PY) scripts/guard_gemma_answers.py --split test --items 300
 	$(HEAVY) $(PY) scripts/guard_gemma_answers.py --split train --items 1400 --max-minutes 32
 	$(HEAVY) $(PY) scripts/guard_train.py --warm-start guard_work/guard --gemma-repeat 3 --max-pairs 6000 --max-minutes 12 --lr 3e-5
+	$(HEAVY) $(PY) scripts/guard_gemma_answers.py --split validation --items 300
+	$(HEAVY) $(PY) scripts/guard_train.py --refit-threshold
 	$(HEAVY) $(PY) scripts/guard_probe.py
 	$(HEAVY) $(PY) scripts/guard_bench_live.py
 

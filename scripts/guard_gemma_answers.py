@@ -14,18 +14,19 @@ and labels each answer against the gold answer:
 - dropped, and counted: wrong answers made only of evidence words (support is not
   the guard's question: it never sees the question, so it cannot tell a copied but
   irrelevant sentence from a right one), right answers with unsupported additions,
-  partial matches, yes/no gold answers, refusals and empty answers.
+  partial matches, yes/no gold answers and empty answers.
 
 Items keep guard_data.py's split (train 0-7499, validation 7500-7999, test
 8000-9999). Generation is resumable: raw answers are appended to
 ``guard_work/gemma_answers/<split>.jsonl`` as they come, and a rerun skips the items
 already there. Temperature cycles 0.0 / 0.7 / 1.0 so answers are not all greedy.
 
-    python scripts/guard_gemma_answers.py --split train --items 900 --max-minutes 30
+    python scripts/guard_gemma_answers.py --split train --items 1400 --max-minutes 32
+    python scripts/guard_gemma_answers.py --split validation --items 300   # threshold report
     python scripts/guard_gemma_answers.py --split test --items 300
     python scripts/guard_gemma_answers.py --label-only    # -> guard_work/guard/data/gemma_*.jsonl.gz
 
-Run it under ``flock /tmp/verityrag-heavy.lock`` (~2-3 s per answer on 2 cores).
+Run it under ``flock /tmp/verityrag-heavy.lock`` (~1.5-2 s per answer on 2 cores, in batches of 8).
 """
 
 from __future__ import annotations
