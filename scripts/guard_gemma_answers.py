@@ -115,7 +115,7 @@ def _answer_batch(
     temperature: float,
 ) -> list[str]:
     """One answer per item, decoded as one left-padded batch (the provider answers one at a time;
-    a batch of 8 is ~3x the throughput on 2 cores). Same prompt and parsing as ``generator.generate``."""
+    a batch of 8 is ~2x the throughput on 2 cores). Same prompt and parsing as ``generator.generate``."""
     import torch
 
     tokenizer, model = gemma._tokenizer, gemma._model
