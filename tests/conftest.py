@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import socket
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -150,3 +152,20 @@ def child_env() -> dict[str, str]:
 @pytest.fixture
 def python_exe() -> str:
     return sys.executable
+
+
+def _load_script(name: str) -> ModuleType:
+    """``scripts/<name>.py`` as a module (scripts/ is not a package); registered in sys.modules
+    so the dataclasses it defines can find their module."""
+    spec = importlib.util.spec_from_file_location(f"{name}_script", REPO_ROOT / "scripts" / f"{name}.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="session")
+def load_script() -> Callable[[str], ModuleType]:
+    return _load_script

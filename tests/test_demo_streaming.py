@@ -2,28 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
+from collections.abc import Callable
 from types import ModuleType
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "demo_streaming.py"
-
-
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("demo_streaming", SCRIPT)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 @pytest.mark.integration
 @pytest.mark.timeout(60)
-def test_demo_streaming_tells_the_story(capsys: pytest.CaptureFixture[str]) -> None:
-    demo = _load()
+def test_demo_streaming_tells_the_story(
+    capsys: pytest.CaptureFixture[str], load_script: Callable[[str], ModuleType]
+) -> None:
+    demo = load_script("demo_streaming")
     assert demo.main(["--delay", "0"]) == 0
     out = capsys.readouterr().out
     before, _, rest = out.partition("3. Streaming")

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -11,14 +12,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.unit
-def test_readme_results_match_the_committed_reports() -> None:
-    spec = importlib.util.spec_from_file_location(
-        "update_readme_results", ROOT / "scripts" / "update_readme_results.py"
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+def test_readme_results_match_the_committed_reports(load_script: Callable[[str], ModuleType]) -> None:
+    module = load_script("update_readme_results")
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert module.render(readme) == readme, "README figures are stale: run `make readme-results`"
 

@@ -2,29 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import random
-import sys
-from pathlib import Path
+from collections.abc import Callable
 from types import ModuleType
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "answer_data.py"
 
 pytestmark = pytest.mark.unit
 
 
 @pytest.fixture(scope="module")
-def ad() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("answer_data_script", SCRIPT)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+def ad(load_script: Callable[[str], ModuleType]) -> ModuleType:
+    return load_script("answer_data")
 
 
 PARAGRAPH = "Beyonce rose to fame in 1997 as the lead singer of Destiny's Child. She was born in Houston."

@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
+from collections.abc import Callable
 from types import ModuleType
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "guard_gemma_answers.py"
 
 pytestmark = pytest.mark.unit
 
@@ -19,14 +14,8 @@ QUESTION = "Where was Arthur's Magazine published?"
 
 
 @pytest.fixture(scope="module")
-def gg() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("guard_gemma_answers_script", SCRIPT)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+def gg(load_script: Callable[[str], ModuleType]) -> ModuleType:
+    return load_script("guard_gemma_answers")
 
 
 def test_right_and_grounded_is_supported(gg: ModuleType) -> None:
