@@ -27,7 +27,6 @@ import argparse
 import gzip
 import json
 import random
-import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -36,7 +35,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from verityrag.crossenc.build import write_pairs  # noqa: E402
+from verityrag.crossenc.build import halueval_knowledge, write_pairs  # noqa: E402
 from verityrag.crossenc.evidence import trim_evidence  # noqa: E402
 from verityrag.guard import EVIDENCE_WORDS  # noqa: E402
 from verityrag.text.sentences import split_sentences  # noqa: E402
@@ -49,13 +48,8 @@ VALIDATION_ITEMS = 500
 Pair = dict[str, Any]
 
 
-def _knowledge_sentences(knowledge: str) -> list[str]:
-    # HaluEval joins its paragraphs without a space ("...century.First for Women"): split there too.
-    return split_sentences(re.sub(r"([a-z0-9)\"])\.([A-Z])", r"\1. \2", knowledge))
-
-
 def item_pairs(item: dict[str, Any], others: list[dict[str, Any]], rng: random.Random) -> list[Pair]:
-    knowledge = re.sub(r"([a-z0-9)\"])\.([A-Z])", r"\1. \2", item["knowledge"])
+    knowledge = halueval_knowledge(item["knowledge"])
     right = item["right_answer"].strip()
     other = rng.choice(others)["right_answer"].strip()
     while other.lower() == right.lower():
@@ -66,7 +60,7 @@ def item_pairs(item: dict[str, Any], others: list[dict[str, Any]], rng: random.R
         (item["hallucinated_answer"].strip(), 0, "sentence_hallucinated"),
         (f"{item['question'].strip().rstrip('?')}: {right}.", 1, "sentence_question_right"),
     ]
-    holding = [s for s in _knowledge_sentences(knowledge) if right and right in s]
+    holding = [s for s in split_sentences(knowledge) if right and right in s]
     if holding:
         sentence = holding[0]
         out.append((sentence, 1, "sentence_evidence"))

@@ -48,7 +48,7 @@ from tqdm import tqdm
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from verityrag.crossenc.build import write_pairs  # noqa: E402
+from verityrag.crossenc.build import halueval_knowledge, write_pairs  # noqa: E402
 from verityrag.crossenc.evidence import trim_evidence  # noqa: E402
 from verityrag.generation.llm import LLMGenerator, parse_cited_sentences  # noqa: E402
 from verityrag.guard import DEFAULT_GUARD_DIR, EVIDENCE_WORDS  # noqa: E402
@@ -90,8 +90,7 @@ def label_answer(answer: str, gold: str, evidence: str, question: str) -> tuple[
     grounded = sum(w in known for w in words) / len(words) if words else 1.0
     if f" {gold_norm} " in f" {answer_norm} ":
         return (1, "right") if grounded >= MIN_GROUNDED else (None, "right_with_additions")
-    gold_words = set(normalise(gold).split())
-    if gold_words & set(answer_norm.split()):
+    if set(gold_norm.split()) & set(answer_norm.split()):
         return None, "partial"
     return (0, "wrong_ungrounded") if grounded < 1.0 else (None, "wrong_but_grounded")
 
@@ -189,7 +188,7 @@ def label(args: argparse.Namespace, items: list[dict[str, Any]]) -> None:
         rows, why = [], Counter()
         for i, r in sorted(raw.items()):
             item = items[i]
-            knowledge = re.sub(r"([a-z0-9)\"])\.([A-Z])", r"\1. \2", item["knowledge"])
+            knowledge = halueval_knowledge(item["knowledge"])
             y, reason = label_answer(r["answer"], item["right_answer"], knowledge, item["question"])
             why[reason] += 1
             if y is None:

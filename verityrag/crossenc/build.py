@@ -10,6 +10,7 @@ import argparse
 import gzip
 import json
 import platform
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -51,6 +52,15 @@ def trainer_from_args(
         max_seconds=args.max_minutes * 60 if args.max_minutes else None,
         warm_start=warm_start,
     )
+
+
+_RUN_TOGETHER = re.compile(r"([a-z0-9)\"])\.([A-Z])")
+
+
+def halueval_knowledge(knowledge: str) -> str:
+    """A HaluEval knowledge passage with its paragraphs apart: HaluEval joins them without a
+    space ("...century.First for Women"), which would hide a sentence boundary."""
+    return _RUN_TOGETHER.sub(r"\1. \2", knowledge)
 
 
 #: The two dev ``split_a`` articles every SQuAD-built model picks its threshold on.
