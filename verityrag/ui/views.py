@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from verityrag.errors import InvalidInputError
 from verityrag.types import QueryResult
-from verityrag.verify.strictness import STRICTNESS_ALIASES, STRICTNESS_TABLE
+from verityrag.verify.strictness import strictness_policy
 
 UNSUPPORTED_DROPPED = "Claims the verifier did not support (dropped from the answer)"
 UNSUPPORTED_KEPT = "Claims the verifier did not support (kept; verification was informational)"
@@ -60,10 +61,11 @@ def unsupported_kept(result: QueryResult) -> bool:
         if step.stage == "grounding" and "enforced" in step.details:
             return not bool(step.details["enforced"])
     for step in result.trace:
-        level = step.details.get("strictness") if step.stage == "llm_generation" else None
-        policy = STRICTNESS_TABLE.get(STRICTNESS_ALIASES.get(level, level)) if level else None
-        if policy is not None:
-            return not policy.drops_unsupported
+        if step.stage == "llm_generation" and step.details.get("strictness"):
+            try:
+                return not strictness_policy(step.details["strictness"]).drops_unsupported
+            except InvalidInputError:  # a level this version does not know: not decisive
+                continue
     return False
 
 
