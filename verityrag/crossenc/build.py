@@ -15,7 +15,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -24,6 +24,8 @@ from verityrag.crossenc.export import QUANTIZATION, export_onnx
 from verityrag.crossenc.model_folder import ONNX_FP32_FILE, ONNX_INT8_FILE
 from verityrag.crossenc.scorer import OnnxCrossEncoder
 from verityrag.crossenc.trainer import CrossEncoderTrainer
+
+T = TypeVar("T", bound=CrossEncoderTrainer)
 
 
 def add_training_arguments(parser: argparse.ArgumentParser, data: Path, out: Path, lr: float) -> None:
@@ -40,9 +42,13 @@ def add_training_arguments(parser: argparse.ArgumentParser, data: Path, out: Pat
 
 
 def trainer_from_args(
-    args: argparse.Namespace, long_side: LongSide, warm_start: Path | None = None
-) -> CrossEncoderTrainer:
-    return CrossEncoderTrainer(
+    args: argparse.Namespace,
+    long_side: LongSide,
+    warm_start: Path | None = None,
+    cls: type[T] = CrossEncoderTrainer,  # type: ignore[assignment]
+) -> T:
+    """``cls`` (a :class:`CrossEncoderTrainer` or a subclass) built from the shared training options."""
+    return cls(
         max_length=args.max_length,
         long_side=long_side,
         epochs=args.epochs,

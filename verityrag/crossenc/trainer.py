@@ -147,7 +147,6 @@ class CrossEncoderTrainer:
         scheduler = torch.optim.lr_scheduler.LambdaLR(
             optimizer, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup)))
         )
-        loss_fn = torch.nn.BCEWithLogitsLoss()
         rng = random.Random(self.seed)
         losses: list[float] = []
         self.stopped_early_ = False
@@ -161,13 +160,7 @@ class CrossEncoderTrainer:
                     self.stopped_early_ = True
                     break
                 batch = [examples[j] for j in order[start : start + self.batch_size]]
-                ids, mask, types = pad_batch([w for w, _ in batch])
-                out = model(
-                    input_ids=torch.tensor(ids),
-                    attention_mask=torch.tensor(mask),
-                    token_type_ids=torch.tensor(types),
-                )
-                loss = loss_fn(out.logits.squeeze(-1), torch.tensor([y for _, y in batch]))
+                loss: Any = self._batch_loss(model, [w for w, _ in batch], [y for _, y in batch])
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(trainable, 1.0)
                 optimizer.step()
@@ -186,6 +179,21 @@ class CrossEncoderTrainer:
         self.n_pairs_ = len(pairs)
         return self
 
+    def _batch_loss(
+        self, model: Any, windows: Sequence[EncodedWindow], labels: Sequence[float]
+    ) -> torch.Tensor:
+        """The training loss of one batch: BCE of the one logit against the labels."""
+        import torch
+
+        ids, mask, types = pad_batch(windows)
+        out = model(
+            input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask), token_type_ids=torch.tensor(types)
+        )
+        loss: torch.Tensor = torch.nn.functional.binary_cross_entropy_with_logits(
+            _logits(out).squeeze(-1), torch.tensor(list(labels))
+        )
+        return loss
+
     def _check_fitted(self) -> None:
         if not hasattr(self, "model_"):
             raise NotFittedError("CrossEncoderTrainer is not fitted; call fit(pairs, labels) first")
@@ -201,11 +209,13 @@ class CrossEncoderTrainer:
             for start in range(0, len(windows), batch_size):
                 chunk = windows[start : start + batch_size]
                 ids, mask, types = pad_batch(chunk)
-                logits = self.model_(
-                    input_ids=torch.tensor(ids),
-                    attention_mask=torch.tensor(mask),
-                    token_type_ids=torch.tensor(types),
-                ).logits.squeeze(-1)
+                logits = _logits(
+                    self.model_(
+                        input_ids=torch.tensor(ids),
+                        attention_mask=torch.tensor(mask),
+                        token_type_ids=torch.tensor(types),
+                    )
+                ).squeeze(-1)
                 for w, value in zip(chunk, logits.tolist(), strict=True):
                     grouped[w.pair_index].append(float(value))
         return grouped
@@ -217,3 +227,9 @@ class CrossEncoderTrainer:
         self.model_.save_pretrained(str(folder / TORCH_DIR))
         shutil.copyfile(self._base() / TOKENIZER_FILE, folder / TOKENIZER_FILE)
         return folder
+
+
+def _logits(out: Any) -> torch.Tensor:
+    """The logits of a model's output: a transformers output object, or the tensor itself."""
+    logits: torch.Tensor = getattr(out, "logits", out)
+    return logits

@@ -1,0 +1,141 @@
+"""The span (extractive QA) answerability model: null-score difference, targets, train -> ONNX -> serve.
+
+A tiny randomly initialised BERT with the real MiniLM tokenizer learns "is there a
+coloured car, and which colour" in seconds; the ONNX export must reproduce torch.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from _tiny_bert import TINY_BERT, TINY_TRAINING, write_tiny_metadata
+
+from verityrag.crossenc import CrossEncoderTrainer, OnnxCrossEncoder, export_onnx
+from verityrag.crossenc.encoding import EncodedWindow
+from verityrag.crossenc.model_folder import ONNX_FP32_FILE
+from verityrag.crossenc.span import (
+    SpanAnswerabilityModel,
+    SpanAnswerabilityTrainer,
+    evidence_mask,
+    find_answer,
+    null_difference,
+)
+
+pytestmark = pytest.mark.integration
+
+COLOURS = ["red", "blue", "green", "yellow", "purple", "orange"]
+FILLER = "the river flows past the old mill and the town square near the bridge".split()
+
+
+def test_evidence_mask_is_the_second_segment_without_its_closing_sep() -> None:
+    # [CLS] q q [SEP] e e e [SEP] pad
+    mask = torch.tensor([[1, 1, 1, 1, 1, 1, 1, 1, 0]])
+    types = torch.tensor([[0, 0, 0, 0, 1, 1, 1, 1, 0]])
+    assert evidence_mask(mask, types).tolist() == [[False] * 4 + [True] * 3 + [False] * 2]
+
+
+def test_null_difference_takes_the_best_valid_evidence_span_minus_cls() -> None:
+    evidence = torch.tensor([[False, False, True, True, True, False]])
+    start = torch.tensor([[1.0, 9.0, 2.0, 0.0, 3.0, 9.0]])  # 9s: question token and [SEP], never spans
+    end = torch.tensor([[0.5, 9.0, 0.0, 4.0, 1.0, 9.0]])
+    # Valid spans (start <= end, both evidence): best is start 2 + end 3 = 2 + 4 = 6; null = 1.5.
+    assert null_difference(start, end, evidence).tolist() == pytest.approx([4.5])
+    # Spans may not end before they start: start 4 (3.0) only pairs with end 4 (1.0).
+    assert null_difference(start, end, evidence, max_answer_tokens=1).tolist() == pytest.approx([4.0 - 1.5])
+
+
+def test_find_answer_looks_only_in_the_evidence_segment() -> None:
+    window = EncodedWindow(0, [101, 7, 8, 102, 5, 7, 8, 102], [0, 0, 0, 0, 1, 1, 1, 1])
+    assert find_answer(window, [[7, 8]]) == (5, 6)  # not the copy in the question
+    assert find_answer(window, [[9], [5]]) == (4, 4)
+    assert find_answer(window, [[9]]) is None
+
+
+def _pairs(n: int, seed: int) -> tuple[list[tuple[str, str]], list[float], list[list[str]]]:
+    """(question, evidence): answerable when the car's colour is given; the answer is that colour."""
+    rng = random.Random(seed)
+    pairs, labels, answers = [], [], []
+    for _ in range(n):
+        present = rng.random() < 0.5
+        colour = rng.choice(COLOURS)
+        words = rng.sample(FILLER, 6)
+        words.insert(rng.randrange(len(words) + 1), f"{colour} car" if present else "car")
+        pairs.append(("what colour is the car", " ".join(words)))
+        labels.append(float(present))
+        answers.append([colour] if present else [])
+    return pairs, labels, answers
+
+
+@pytest.fixture(scope="module")
+def span_model(tmp_path_factory: pytest.TempPathFactory) -> tuple[SpanAnswerabilityTrainer, Path]:
+    pairs, labels, answers = _pairs(320, seed=1)
+    trainer = SpanAnswerabilityTrainer(**TINY_TRAINING).fit_with_answers(pairs, labels, answers)
+    folder = tmp_path_factory.mktemp("tiny_span")
+    trainer.save(folder)
+    export_onnx(trainer.model_, folder)
+    write_tiny_metadata(folder, "tiny-span", 320)
+    return trainer, folder
+
+
+def test_span_targets_are_found_for_every_answerable_pair(
+    span_model: tuple[SpanAnswerabilityTrainer, Path],
+) -> None:
+    trainer, _ = span_model
+    _, labels, _ = _pairs(320, seed=1)
+    assert trainer.spans_missing_ == 0
+    assert trainer.spans_found_ == trainer.epochs * sum(labels)  # every answerable pair, every epoch
+
+
+def test_tiny_span_model_learns_answerability_and_onnx_matches_torch(
+    span_model: tuple[SpanAnswerabilityTrainer, Path],
+) -> None:
+    trainer, folder = span_model
+    pairs, labels, _ = _pairs(100, seed=2)
+    scores = OnnxCrossEncoder(folder).score_pairs(pairs)
+    accuracy = np.mean([(s >= 0.5) == (y == 1.0) for s, y in zip(scores, labels, strict=True)])
+    assert accuracy >= 0.8
+    torch_logits = np.array([x[0] for x in trainer.predict_logits(pairs[:40])])
+    fp32 = np.array(
+        [x[0] for x in OnnxCrossEncoder(folder, onnx_file=ONNX_FP32_FILE).window_logits(pairs[:40])]
+    )
+    assert np.allclose(fp32, torch_logits, atol=1e-4)
+
+
+def test_the_span_head_points_at_the_answer(span_model: tuple[SpanAnswerabilityTrainer, Path]) -> None:
+    trainer, _ = span_model
+    pairs, labels, answers = _pairs(60, seed=3)
+    model = trainer.model_
+    assert isinstance(model, SpanAnswerabilityModel)
+    encoder = trainer.encoder_
+    hits = 0
+    answerable = [(p, a) for p, y, a in zip(pairs, labels, answers, strict=True) if y]
+    for pair, answer in answerable:
+        (window,) = encoder.windows([pair])
+        ids = torch.tensor([window.input_ids])
+        start, _, evidence = model.span_logits(
+            ids, torch.ones_like(ids), torch.tensor([window.token_type_ids])
+        )
+        first = int(start.masked_fill(~evidence, -1e4).argmax())
+        colour = encoder.tokenizer.encode(answer[0], add_special_tokens=False).ids
+        hits += window.input_ids[first : first + len(colour)] == colour
+    assert hits / len(answerable) >= 0.8
+
+
+def test_span_model_warm_starts_from_a_classifier_folder(tmp_path: Path) -> None:
+    pairs, labels, answers = _pairs(32, seed=4)
+    classifier = CrossEncoderTrainer(
+        max_length=64, epochs=1, random_init_config=TINY_BERT, freeze_word_embeddings=False, progress=False
+    ).fit(pairs, labels)
+    classifier.save(tmp_path)
+    span = SpanAnswerabilityTrainer(
+        max_length=64, epochs=1, learning_rate=1e-12, warm_start=tmp_path, progress=False
+    )
+    span.fit_with_answers(pairs, labels, answers)
+    # The encoder came from the classifier (the span head is new): same embeddings.
+    assert torch.equal(
+        span.model_.get_input_embeddings().weight, classifier.model_.get_input_embeddings().weight
+    )
