@@ -11,6 +11,14 @@ every sentence must be supported, and nothing is cut.
 
     from verityrag.agent.controller import AgentController
     AgentController(..., answer_guard=LearnedGuard())    # VERITY_GUARD_DIR or guard_work/guard
+    LearnedGuard(answers_from="gemma")  # the threshold fitted on a small LLM's answers
+
+The right threshold depends on who writes the answers. ``metadata.json`` records the
+default (at most 10% of HaluEval's validation answers flagged: short human-written
+answers) and, under ``metrics.threshold_by_validation_source``, the same rule applied to
+other answer sources (``gemma``: gemma-3-270m's answers, scripts/guard_gemma_answers.py).
+Session 4 measured 0.954 on HaluEval and 0.035 on gemma's answers: at the HaluEval
+threshold the guard flags 72.5% of gemma's *supported* answers.
 """
 
 from __future__ import annotations
@@ -18,21 +26,53 @@ from __future__ import annotations
 from pathlib import Path
 
 from verityrag.crossenc.learned import SentenceSupportCheck
+from verityrag.errors import InvalidInputError
 
 GUARD_DIR_ENV = "VERITY_GUARD_DIR"
 DEFAULT_GUARD_DIR = Path("guard_work/guard")
 BUILD_GUARD = "make models-guard"
 #: Word budget of trimmed evidence, the same in training (scripts/guard_data.py).
 EVIDENCE_WORDS = 80
+#: ``metadata.json`` metrics key: answer source -> threshold fitted on its validation answers.
+THRESHOLDS_BY_SOURCE_KEY = "threshold_by_validation_source"
 
-__all__ = ["DEFAULT_GUARD_DIR", "GUARD_DIR_ENV", "LearnedGuard"]
+__all__ = ["DEFAULT_GUARD_DIR", "GUARD_DIR_ENV", "THRESHOLDS_BY_SOURCE_KEY", "LearnedGuard"]
 
 
 class LearnedGuard(SentenceSupportCheck):
-    """The Verity-Guard cross-encoder, loaded from ``VERITY_GUARD_DIR`` (default guard_work/guard)."""
+    """The Verity-Guard cross-encoder, loaded from ``VERITY_GUARD_DIR`` (default guard_work/guard).
+
+    ``threshold``: a fixed decision threshold. ``answers_from``: instead, the threshold the
+    model folder records for answers from that source (e.g. ``"gemma"``); an unknown source
+    is an error naming the recorded ones. Neither: the metadata's default threshold.
+    """
 
     what = "the Verity-Guard model"
     env_var = GUARD_DIR_ENV
     default_dir = DEFAULT_GUARD_DIR
     build_command = BUILD_GUARD
     evidence_words = EVIDENCE_WORDS
+
+    def __init__(
+        self,
+        model_dir: Path | str | None = None,
+        threshold: float | None = None,
+        answers_from: str | None = None,
+    ) -> None:
+        if threshold is not None and answers_from is not None:
+            raise InvalidInputError("answers_from", "give a threshold or an answer source, not both")
+        super().__init__(model_dir, threshold)
+        self.answers_from = answers_from
+
+    def _default_threshold(self) -> float:
+        if self.answers_from is None:
+            return super()._default_threshold()
+        recorded = self.scorer.metadata.metrics.get(THRESHOLDS_BY_SOURCE_KEY) or {}
+        if self.answers_from not in recorded:
+            known = ", ".join(sorted(recorded)) or "none"
+            raise InvalidInputError(
+                "answers_from",
+                f"{self.model_dir}/metadata.json records no threshold for {self.answers_from!r} answers "
+                f"(recorded: {known}); `make models-guard` fits them",
+            )
+        return float(recorded[self.answers_from])

@@ -36,7 +36,7 @@ class LearnedPairCheck:
     @property
     def threshold(self) -> float:
         if self._threshold is None:
-            self._threshold = self.scorer.metadata.threshold
+            self._threshold = self._default_threshold()
         return self._threshold
 
     @threshold.setter
@@ -44,6 +44,10 @@ class LearnedPairCheck:
         if not 0.0 <= value <= 1.0:
             raise InvalidInputError("threshold", f"must be in [0, 1], got {value}")
         self._threshold = value
+
+    def _default_threshold(self) -> float:
+        """The threshold when none was given: the one ``metadata.json`` records."""
+        return self.scorer.metadata.threshold
 
     def warm_up(self) -> LearnedPairCheck:
         """Check the files (clear error naming what is missing) and load the session."""
