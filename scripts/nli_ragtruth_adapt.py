@@ -1,14 +1,17 @@
 """Adapt the NLI model to RAG answers: fine-tune it on RAGTruth-QA sentences of the *fitting* half.
 
-    python scripts/nli_ragtruth_adapt.py            # guard_work/nli -> guard_work/nli_ragtruth
+    python scripts/nli_ragtruth_adapt.py              # guard_work/nli -> guard_work/nli_ragtruth
+    python scripts/nli_ragtruth_adapt.py --bucket 2   # the other fold -> guard_work/nli_ragtruth_b2
 
 RAGTruth marks hallucination spans inside each response, so every response sentence gets
-a label: unsupported when it overlaps a span. Only the benchmark's fitting half is used,
-and only part of it: sources whose sha1 is 0 mod 4 train the model ("fit-A"); the rest of
-the fitting half (2 mod 4, "fit-B") is left for the decision threshold. The report half
-(odd sha1) is never seen. ``metadata.json`` lists the training sources, and the RAGTruth
-runner (``python -m verityrag.eval --ragtruth``) fits this model's threshold on the
-fitting-half responses it was *not* trained on.
+a label: unsupported when it overlaps a span. Only the benchmark's fitting half is used
+(sources whose sha1 is even), in two folds: sources whose sha1 is 0 mod 4 train the
+default model, 2 mod 4 the ``--bucket 2`` one. The report half (odd sha1) is never seen.
+``metadata.json`` lists the training sources, and the RAGTruth runner
+(``python -m verityrag.eval --ragtruth``) fits a model's threshold on the fitting-half
+responses it was *not* trained on; with both folds present it also reports them as one
+cross-fitted verifier (``folds``): each fitting-half response scored by the fold model
+that did not see it, the report half by the mean of both.
 
 This is in-domain training on 1 of the 4 source buckets, not a general NLI model: the
 HaluEval row of the runner shows whether it kept its general skills.
@@ -72,11 +75,20 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_training_arguments(p, RAGTRUTH_PATH, OUT, lr=3e-5)
     p.add_argument("--warm-start", type=Path, default=ROOT / DEFAULT_NLI_DIR)
+    p.add_argument(
+        "--bucket",
+        type=int,
+        choices=(0, 2),
+        default=0,
+        help="the fitting-half fold to train on: sha1(source_id) %% 4 (default 0; 2 writes nli_ragtruth_b2)",
+    )
     args = p.parse_args(argv)
+    if args.bucket == 2 and args.out == OUT:
+        args.out = OUT.with_name(OUT.name + "_b2")
     if not (args.warm_start / "torch").is_dir():
         raise SystemExit(f"{args.warm_start}/torch is missing: run `make models-nli` first")
     rows = read_ragtruth_rows(args.data)
-    train_rows = [r for r in rows if source_bucket(str(r["source_id"])) == 0]
+    train_rows = [r for r in rows if source_bucket(str(r["source_id"])) == args.bucket]
     pairs = [pair for r in train_rows for pair in sentence_pairs(r)][: args.max_pairs]
     trainer = trainer_from_args(args, "first", args.warm_start).fit(
         [(r["premise"], r["hypothesis"]) for r in pairs], [float(r["label"]) for r in pairs]
@@ -99,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         trainer, args.out, [(r["premise"], r["hypothesis"]) for r in pairs[:64]]
     )
     meta.data = {
-        "train": "RAGTruth-QA test subset (data/ragtruth), responses of the sources with sha1(source_id) % 4 == 0 "
+        "train": f"RAGTruth-QA test subset (data/ragtruth), responses of the sources with sha1(source_id) % 4 == {args.bucket} "
         "(a quarter of the sources, half of the runner's fitting half); one pair per response sentence, "
         "unsupported when it overlaps an annotated hallucination span; passages trimmed to 80 words per sentence",
         "train_pairs": len(pairs),

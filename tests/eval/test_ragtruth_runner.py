@@ -249,3 +249,31 @@ def test_a_model_trained_on_part_of_the_fitting_half_fits_its_threshold_on_the_r
     report = rt._dataset_report("ragtruth", ["lexical", "grounding", "nli:x"], fit, fit, None, False, True)
     ens = next(r for r in report["rows"] if r["verifier"] == "ens-min")
     assert "nli:x" not in ens["note"]  # in-sample fitting scores stay out of the ensembles
+
+
+def test_fold_models_become_one_cross_fitted_run_scored_out_of_fold() -> None:
+    from verityrag.eval.ragtruth import ScoredRun, cross_fitted_run
+
+    # Two models, each trained on half of four fitting examples (keep = not trained on).
+    a = ScoredRun(
+        "nli:guard_work/a", [0.9, 0.9, 0.2, 0.4], [0.1, 0.5], 3.0, fit_keep=[False, False, True, True]
+    )
+    b = ScoredRun(
+        "nli:guard_work/b", [0.3, 0.7, 0.8, 0.8], [0.3, 0.9], 4.0, fit_keep=[True, True, False, False]
+    )
+    plain = ScoredRun("lexical", [0.5] * 4, [0.5, 0.5], 1.0)
+    run = cross_fitted_run([plain, a, b])
+    assert run is not None
+    assert run.name == "folds:a+b"
+    assert run.fit == [0.3, 0.7, 0.2, 0.4]  # each example from the model that never saw it
+    assert run.test == pytest.approx([0.2, 0.7])  # the report half: mean of both
+    assert run.fit_keep is None  # the held-out parts cover the fitting half
+    assert run.ms_per_pair == 7.0
+    # A fitting example both models trained on has no out-of-fold score: held out of the threshold.
+    c = ScoredRun("nli:c", [0.1] * 4, [0.2, 0.2], 1.0, fit_keep=[False, True, True, True])
+    d = ScoredRun("nli:d", [0.2] * 4, [0.2, 0.2], 1.0, fit_keep=[False, True, True, False])
+    partial = cross_fitted_run([c, d])
+    assert partial is not None
+    assert partial.fit_keep == [False, True, True, True]
+    assert partial.fit[1:] == pytest.approx([0.15, 0.15, 0.1])
+    assert cross_fitted_run([plain, a]) is None

@@ -34,6 +34,9 @@ Verifiers (rows, cheapest first):
 - ``onnx:<folder>``: any other cross-encoder folder of ``verityrag.crossenc`` (every
   ``guard_work/*`` folder with a metadata.json except ``answerability`` is tried by default);
 - ``hf:<model>``: any HF sequence-classification NLI model (:mod:`verityrag.verify.nli`);
+- ``folds:<a>+<b>``: added when two or more cross-encoders were each trained on part of the
+  RAGTruth fitting half (scripts/nli_ragtruth_adapt.py ``--bucket``): their mean, with every
+  fitting-half response scored by the members not trained on it (:func:`cross_fitted_run`);
 - ``ens-{min,mean,max}``: :func:`~verityrag.verify.ensemble.aggregate` over the
   members' scores after an isotonic calibration fitted on the fitting half (raw scores
   of different verifiers are not on one scale); ``ens2-*`` the same over the two members
@@ -569,6 +572,35 @@ class _Named:
         raise NotImplementedError("scores of this member were precomputed")
 
 
+def cross_fitted_run(runs: Sequence[ScoredRun]) -> ScoredRun | None:
+    """``folds``: models each trained on part of the fitting half, used as one cross-fitted verifier.
+
+    A fitting-half example is scored by the mean of the members that were *not* trained on
+    it (its out-of-fold score), a report-half example by the mean of all members. When the
+    members' held-out parts cover the whole fitting half, its threshold is fitted on every
+    fitting-half example and the run can join the ensembles like any untrained verifier.
+    """
+    adapted = [r for r in runs if r.fit_keep is not None]
+    if len(adapted) < 2:
+        return None
+    fit, keep = [], []
+    for i in range(len(adapted[0].fit)):
+        held_out = [r.fit[i] for r in adapted if r.fit_keep is not None and r.fit_keep[i]]
+        keep.append(bool(held_out))
+        fit.append(float(np.mean(held_out)) if held_out else 0.0)
+    test = np.mean([r.test for r in adapted], axis=0).tolist()
+    names = "+".join(r.name.rsplit("/", 1)[-1] for r in adapted)
+    return ScoredRun(
+        f"folds:{names}",
+        fit,
+        test,
+        sum(r.ms_per_pair for r in adapted),
+        f"mean of {len(adapted)} models trained on parts of the fitting half; each fitting-half response "
+        f"scored by the members not trained on it ({sum(keep)} of {len(keep)} covered), the report half by all",
+        None if all(keep) else keep,
+    )
+
+
 def top_members(runs: Sequence[ScoredRun], fit_labels: Sequence[int], k: int = 2) -> list[ScoredRun]:
     """The ``k`` runs with the best AUROC on the *fitting* half (never the report half)."""
     from sklearn.metrics import roc_auc_score
@@ -587,6 +619,9 @@ def _dataset_report(
     with_ensembles: bool,
 ) -> dict[str, Any]:
     runs, notes = score_dataset(names, fit, test, train, progress, label)
+    folds = cross_fitted_run(runs)
+    if folds is not None:
+        runs.append(folds)
     fit_labels = [e.unsupported for e in fit]
     test_labels = [e.unsupported for e in test]
     if with_ensembles:
