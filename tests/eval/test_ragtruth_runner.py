@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -60,6 +61,8 @@ def test_halueval_splits_are_disjoint_and_balanced() -> None:
     assert not groups[1] & groups[2]
     assert not groups[0] & groups[2]
     assert sum(e.unsupported for e in test) == 10
+    # Paragraphs are set apart as in training ("...century.First for Women" -> "century. First").
+    assert not any(re.search(r"[a-z]\.[A-Z]", e.premise) for e in train + fit + test)
     with pytest.raises(InvalidInputError, match=r"needs 1\.\.2000"):
         load_halueval(report_items=5000)
 

@@ -8,8 +8,9 @@ Data (copied into ``data/`` with attribution, see data/README.md):
   MS MARCO passages (evidence only), hypothesis = the model's response. A response is
   *unsupported* when it has any annotated hallucination span (160 of 829).
 - HaluEval QA (10,000 items, each with a right and a hallucinated answer): premise =
-  the knowledge (evidence only), hypothesis = one answer (both answers of an item stay
-  in the same split).
+  the knowledge (evidence only; its paragraphs, which HaluEval runs together as
+  "...century.First for Women", set apart as in training), hypothesis = one answer (both
+  answers of an item stay in the same split).
 
 Protocol: every decision threshold is fitted on a fixed *fitting* half (RAGTruth: sources
 whose sha1(source_id) is even; HaluEval: a seeded item split) as the F1-best threshold
@@ -64,6 +65,7 @@ from typing import Any
 
 import numpy as np
 
+from verityrag.crossenc.build import halueval_knowledge
 from verityrag.errors import InvalidInputError, NotFittedError, VerityRAGError
 from verityrag.text.analyzer import DEFAULT_ANALYZER
 from verityrag.text.sentences import split_sentences
@@ -164,7 +166,7 @@ def load_halueval(
         out = []
         for i in indices:
             r = rows[i]
-            premise = r["knowledge"]
+            premise = halueval_knowledge(r["knowledge"])  # as the cross-encoders were trained
             out.append(PairExample(premise, r["right_answer"], 0, str(i)))
             out.append(PairExample(premise, r["hallucinated_answer"], 1, str(i)))
         return out
