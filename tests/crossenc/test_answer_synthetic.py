@@ -119,3 +119,27 @@ def test_synthetic_unanswerable_returns_an_edit_and_its_kind(ad: ModuleType) -> 
     assert made[1] in {"synthetic_entity_swap", "synthetic_negation"}
     assert made[0] != "When did Beyonce become famous?"
     assert ad.synthetic_unanswerable("what sang she?", PARAGRAPH, answers, {}, random.Random(0)) is None
+
+
+def test_typed_entity_swap_keeps_the_ner_type(ad: ModuleType) -> None:
+    types = {"Beyonce": "PERSON", "Chopin": "PERSON", "Celsius": "ORG", "Houston": "GPE", "Warsaw": "GPE"}
+    texts = ["Later Chopin met Celsius in Warsaw.", "Later Chopin and Celsius left Warsaw in 1830."]
+    pool = {k: sorted(v) for k, v in ad.entity_pool(texts, types=types).items()}
+    assert pool == {
+        "name:PERSON": ["Chopin"],
+        "name:ORG": ["Celsius"],
+        "name:GPE": ["Warsaw"],
+        "year": ["1830"],
+    }
+    for seed in range(10):  # a person only ever becomes a person
+        new = ad.swap_entity("When did Beyonce become famous?", PARAGRAPH, pool, random.Random(seed), types)
+        assert new == "When did Chopin become famous?"
+    # A name the tagger never labelled is not swapped (untyped, it could become anything).
+    assert ad.swap_entity("Who sang with Destiny's Child?", PARAGRAPH, pool, random.Random(0), types) is None
+    # Numbers keep their shape pool.
+    assert ad.swap_entity("What happened in 1997?", PARAGRAPH, pool, random.Random(0), types) == (
+        "What happened in 1830?"
+    )
+    assert ad.pool_key("Chopin", types) == "name:PERSON"
+    assert ad.pool_key("Chopin") == "name1"
+    assert ad.pool_key("Tibet", types) is None
