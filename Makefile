@@ -62,12 +62,14 @@ models: setup models-answerability models-guard models-nli
 # Each takes 15-35 min of both cores; the lock keeps heavy jobs one at a time. The
 # commands are the ones the figures in scripts/results/crossenc_*.json were measured with.
 HEAVY := flock /tmp/verityrag-heavy.lock
-# Answerability: two stages on the SQuAD pairs, then a third with synthetic unanswerables.
+# Answerability: two stages on the SQuAD pairs, then a third with synthetic unanswerables whose
+# name swaps keep the spaCy NER type (spaCy is needed only here: requirements-models.txt).
 models-answerability: setup
+	$(PY) -m pip install -q -r requirements-models.txt
 	$(PY) scripts/answer_data.py --synthetic-share 0
 	$(HEAVY) $(PY) scripts/answer_train.py --lr 1e-4 --epochs 2 --max-minutes 35
 	$(HEAVY) $(PY) scripts/answer_train.py --warm-start guard_work/answerability --lr 5e-5 --epochs 2 --max-minutes 30
-	$(PY) scripts/answer_data.py --synthetic-share 0.3
+	$(PY) scripts/answer_data.py --synthetic-share 0.3 --typed-entities
 	$(HEAVY) $(PY) scripts/answer_train.py --warm-start guard_work/answerability --lr 5e-5 --epochs 1 --max-minutes 24
 
 # The guard is trained on HaluEval, then continued with gemma-3-270m's own answers to
