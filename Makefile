@@ -7,7 +7,7 @@ LINTED := verityrag tests scripts data app.py
 REQS := requirements.txt requirements-dev.txt pyproject.toml
 STAMP := $(VENV)/.installed-$(shell cat $(REQS) | sha1sum | cut -c1-12)
 
-.PHONY: setup run ask browser test check lint format bench bench-es eval models models-answerability models-guard models-nli models-nli-ragtruth readme-results demo bench-api schemathesis clean demo bench-api schemathesis eval-llm
+.PHONY: setup run ask browser test check lint format bench bench-es eval models models-answerability models-guard models-nli models-nli-ragtruth models-reader readme-results demo bench-api schemathesis clean demo bench-api schemathesis eval-llm
 
 $(STAMP): $(REQS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -54,7 +54,7 @@ eval: setup
 	$(PY) -m verityrag.eval --real-embeddings --out eval_report_real_embeddings.json --plots-dir docs/eval/real_embeddings
 	$(PY) scripts/update_readme_results.py
 
-models: setup models-answerability models-guard models-nli
+models: setup models-answerability models-guard models-nli models-reader
 	$(PY) scripts/train_sentence_selector.py
 	$(PY) scripts/train_default_gate.py
 
@@ -89,6 +89,14 @@ models-guard: setup
 models-nli: models-guard
 	$(PY) scripts/nli_data.py
 	$(HEAVY) $(PY) scripts/nli_train.py --epochs 1 --max-minutes 30 --lr 5e-5
+
+# The reader check's extractive reader: the extractive-QA answerability model (span + no-answer head,
+# warm-started from the answerability classifier, two epochs, ~45 min), exported with its start / end
+# logits; its threshold is fitted on gemma's labelled validation answers, so the guard's come first.
+models-reader: models-answerability models-guard
+	$(HEAVY) $(PY) scripts/answer_train.py --span --warm-start guard_work/answerability --out guard_work/answer_span/stage1 --lr 5e-5 --epochs 1 --results guard_work/answer_span/stage1/results.json
+	$(HEAVY) $(PY) scripts/answer_train.py --span --warm-start guard_work/answer_span/stage1 --out guard_work/answer_span --lr 3e-5 --epochs 1 --seed 14 --results guard_work/answer_span/results.json
+	$(HEAVY) $(PY) scripts/reader_build.py
 
 # The NLI model fine-tuned on RAGTruth's sources in two folds, each a quarter of the sources (half of the
 # benchmark's fitting half): each row holds the other fold out, and the `folds` row cross-fits the pair.

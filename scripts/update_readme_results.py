@@ -85,9 +85,69 @@ def ragtruth_section() -> str:
     return render_table(json.loads(RAGTRUTH.read_text()))
 
 
+READER = ROOT / "scripts" / "results" / "answer_reader.json"
+
+
+def reader_section() -> str:
+    """The reader check against Verity-Guard on gemma's labelled test answers (scripts/reader_build.py)."""
+    if not READER.exists():
+        return "_No scripts/results/answer_reader.json yet: run `make models-reader`._"
+    data: dict[str, Any] = json.loads(READER.read_text())
+    test = data["test"]
+    n = test["answers"]
+
+    def pct(x: float) -> str:
+        return f"{100 * x:.1f}%"
+
+    lines = [
+        f"gemma-3-270m's answers to HaluEval test questions, {sum(n.values())} of them labelled against the "
+        f"gold answer: {n['right']} right, "
+        f"{n['wrong_but_grounded']} wrong but made of evidence words, {n['wrong_ungrounded']} wrong with "
+        "words from outside the evidence. AUROC separates right from wrong; the operating points use "
+        f"the thresholds fitted on validation answers (reader {data['threshold']:.3f}, guard "
+        f"{data['guard_threshold']:.3f}).",
+        "",
+        "| check | AUROC, right vs all wrong | vs wrong-but-grounded | vs wrong-ungrounded "
+        "| right flagged | wrong-but-grounded caught | wrong-ungrounded caught |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    names = {
+        "guard": "Verity-Guard (gemma threshold)",
+        "reader": "reader check",
+        "guard_then_reader": "guard, then reader",
+    }
+    for key, name in names.items():
+        auroc = test["auroc"].get(key)
+        cells = (
+            [
+                f"{auroc[k]:.3f}"
+                for k in ("right_vs_all_wrong", "right_vs_wrong_but_grounded", "right_vs_wrong_ungrounded")
+            ]
+            if auroc
+            else ["-", "-", "-"]
+        )
+        point = test["at_threshold"][key]
+        cells += [
+            pct(point["right_flagged"]),
+            pct(point["wrong_but_grounded_caught"]),
+            pct(point["wrong_ungrounded_caught"]),
+        ]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    latency = data["latency_ms_per_answer"]
+    lines += [
+        "",
+        f"Reader check latency p50 {latency['p50']:.1f} ms / p95 {latency['p95']:.1f} ms per answer (int8 ONNX, 2 threads).",
+    ]
+    return "\n".join(lines)
+
+
 def render(text: str) -> str:
     sections = (("eval-results", eval_section()), ("bench-results", bench_section()))
-    for name, body in (*sections, ("ragtruth-results", ragtruth_section())):
+    for name, body in (
+        *sections,
+        ("ragtruth-results", ragtruth_section()),
+        ("reader-results", reader_section()),
+    ):
         pattern = re.compile(rf"(<!-- {name}:start -->).*?(<!-- {name}:end -->)", re.S)
         if not pattern.search(text):
             raise SystemExit(f"README.md lacks the <!-- {name}:start/end --> markers")

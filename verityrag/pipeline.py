@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from verityrag.agent.controller import AgentController, AnswerabilityModel, AnswerGuard
+from verityrag.agent.controller import AgentController, AnswerabilityModel, AnswerGuard, ReaderAgreementCheck
 from verityrag.agent.reformulation import Reformulator, SalientTermExpansion, TitleAnchoredRewrite
 from verityrag.agent.sufficiency import SufficiencyGate
 from verityrag.config import Settings
@@ -123,6 +123,7 @@ class VerityRAGPipeline:
         self._gate: SufficiencyGate | None = None
         self.answer_guard: AnswerGuard | None = None
         self.answerability: AnswerabilityModel | None = None
+        self.answer_reader: ReaderAgreementCheck | None = None
         self._write_lock = threading.Lock()
         resolved = data_dir if data_dir is not None else os.environ.get(DATA_DIR_ENV) or None
         self.data_dir = Path(resolved) if resolved else None
@@ -354,6 +355,7 @@ class VerityRAGPipeline:
             reformulators=reformulators,
             answer_guard=self.answer_guard,
             answerability=self.answerability,
+            answer_reader=self.answer_reader,
             max_reformulations=settings.max_reformulations if self.reformulate else 0,
             signal_floor=settings.reformulation_signal_floor,
             candidates=settings.candidates,

@@ -81,6 +81,7 @@ class AbstainReason(enum.StrEnum):
     ANSWERABILITY = "answerability"
     GROUNDING = "grounding"
     GUARD = "guard"
+    READER = "reader"
     VERIFIER_ERROR = "verifier_error"
 
 

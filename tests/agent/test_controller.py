@@ -115,6 +115,20 @@ class ScoreStub:
         return 0.0
 
 
+class ReaderStub:
+    """A reader check scoring ``value`` against a 0.5 threshold; records (question, evidence, answer)."""
+
+    threshold = 0.5
+
+    def __init__(self, value: float = 0.0) -> None:
+        self.value = value
+        self.calls: list[tuple[str, str, str]] = []
+
+    def score(self, question: str, evidence: str, answer: str) -> float:
+        self.calls.append((question, evidence, answer))
+        return self.value
+
+
 PASSING = (0.95, 0.5)  # a gate that always answers: (probability, threshold)
 UNREACHABLE = (0.5, 1.1)  # probability above the signal floor, threshold never reached
 
@@ -314,12 +328,17 @@ def _guard(pipeline: VerityRAGPipeline) -> QueryResult:
     return controller(pipeline, PASSING, answer_guard=ScoreStub()).run(REFORMULABLE)
 
 
+def _reader(pipeline: VerityRAGPipeline) -> QueryResult:
+    return controller(pipeline, PASSING, answer_reader=ReaderStub()).run(REFORMULABLE)
+
+
 SCENARIOS: dict[AbstainReason, Callable[[VerityRAGPipeline], QueryResult]] = {
     AbstainReason.NO_EVIDENCE: _no_evidence,
     AbstainReason.SUFFICIENCY: _sufficiency,
     AbstainReason.ANSWERABILITY: _answerability,
     AbstainReason.GROUNDING: _grounding,
     AbstainReason.GUARD: _guard,
+    AbstainReason.READER: _reader,
 }
 
 
@@ -388,6 +407,33 @@ def test_abstain_guard_scores_answer_against_its_cited_chunks(pipeline: VerityRA
     assert answer
     assert answer in cited
     assert result.grounding.overall_score >= GROUNDING_THRESHOLDS["balanced"]
+
+
+def test_abstain_reader_reads_question_top_evidence_and_answer_after_the_guard(
+    pipeline: VerityRAGPipeline,
+) -> None:
+    reader = ReaderStub()
+    passing_guard = ScoreStub()
+    passing_guard.threshold = 0.0
+    result = controller(pipeline, PASSING, answer_guard=passing_guard, answer_reader=reader).run(REFORMULABLE)
+    assert stages(result)[-4:] == ["grounding", "guard", "reader", "abstain"]
+    assert result.abstain_reason is AbstainReason.READER
+    assert result.trace[-2].details == {"score": 0.0, "threshold": 0.5}
+    ((question, evidence, answer),) = reader.calls
+    assert question == REFORMULABLE
+    assert evidence == " ".join(h.chunk.text for h in result.evidence[:3])
+    assert answer
+    assert answer in evidence
+
+
+def test_reader_passing_answers_and_is_skipped_when_verify_off(pipeline: VerityRAGPipeline) -> None:
+    passing = controller(pipeline, PASSING, answer_reader=ReaderStub(0.5)).run(REFORMULABLE)
+    assert not passing.abstained
+    assert stages(passing)[-2:] == ["reader", "answer"]
+    reader = ReaderStub()
+    unverified = controller(pipeline, PASSING, answer_reader=reader, verify=False).run(REFORMULABLE)
+    assert not unverified.abstained
+    assert reader.calls == []
 
 
 def test_guard_skipped_when_verify_off(pipeline: VerityRAGPipeline) -> None:

@@ -1,4 +1,4 @@
-"""``python -m verityrag.eval --answerability/--guard`` without a built model: a clear startup error."""
+"""``python -m verityrag.eval --answerability/--guard/--reader`` without a built model: a clear startup error."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from verityrag.eval.__main__ import main
     [
         ("--answerability", "VERITY_ANSWER_DIR", "make models-answerability"),
         ("--guard", "VERITY_GUARD_DIR", "make models-guard"),
+        ("--reader", "VERITY_READER_DIR", "make models-reader"),
     ],
 )
 def test_eval_learned_gate_without_model_names_missing_files_and_command(

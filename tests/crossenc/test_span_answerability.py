@@ -1,12 +1,15 @@
-"""The span (extractive QA) answerability model: null-score difference, targets, train -> ONNX -> serve.
+"""The span (extractive QA) answerability model: null-score difference, targets, train -> ONNX -> serve,
+and its reader export (start / end logits) served by ``SpanReader`` and ``ReaderCheck``.
 
 A tiny randomly initialised BERT with the real MiniLM tokenizer learns "is there a
-coloured car, and which colour" in seconds; the ONNX export must reproduce torch.
+coloured car, and which colour" in seconds; the ONNX exports must reproduce torch, and
+the reader must read the colour off the evidence.
 """
 
 from __future__ import annotations
 
 import random
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -16,14 +19,19 @@ from _tiny_bert import TINY_BERT, TINY_TRAINING, write_tiny_metadata
 
 from verityrag.crossenc import CrossEncoderTrainer, OnnxCrossEncoder, export_onnx
 from verityrag.crossenc.encoding import EncodedWindow
-from verityrag.crossenc.model_folder import ONNX_FP32_FILE
+from verityrag.crossenc.model_folder import ONNX_FP32_FILE, TOKENIZER_FILE
+from verityrag.crossenc.reader import READER_OUTPUTS, SpanReader
+from verityrag.crossenc.scorer import open_session
 from verityrag.crossenc.span import (
     SpanAnswerabilityModel,
     SpanAnswerabilityTrainer,
     evidence_mask,
+    export_reader,
     find_answer,
     null_difference,
 )
+from verityrag.errors import InvalidInputError
+from verityrag.reader_check import ReaderCheck
 
 pytestmark = pytest.mark.integration
 
@@ -139,3 +147,82 @@ def test_span_model_warm_starts_from_a_classifier_folder(tmp_path: Path) -> None
     assert torch.equal(
         span.model_.get_input_embeddings().weight, classifier.model_.get_input_embeddings().weight
     )
+
+
+@pytest.fixture(scope="module")
+def reader_folder(
+    span_model: tuple[SpanAnswerabilityTrainer, Path], tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    trainer, span_folder = span_model
+    assert isinstance(trainer.model_, SpanAnswerabilityModel)
+    folder = tmp_path_factory.mktemp("tiny_reader")
+    export_reader(trainer.model_.qa, folder)
+    shutil.copy(span_folder / TOKENIZER_FILE, folder / TOKENIZER_FILE)
+    write_tiny_metadata(folder, "tiny-reader", 320)
+    return folder
+
+
+def test_reader_export_matches_torch_start_and_end_logits(
+    span_model: tuple[SpanAnswerabilityTrainer, Path], reader_folder: Path
+) -> None:
+    trainer, _ = span_model
+    assert isinstance(trainer.model_, SpanAnswerabilityModel)
+    pairs, _, _ = _pairs(16, seed=5)
+    windows = trainer.encoder_.windows(pairs)
+    width = max(len(w.input_ids) for w in windows)
+    ids = np.array([w.input_ids + [0] * (width - len(w.input_ids)) for w in windows])
+    mask = np.array([[1] * len(w.input_ids) + [0] * (width - len(w.input_ids)) for w in windows])
+    types = np.array([w.token_type_ids + [0] * (width - len(w.token_type_ids)) for w in windows])
+    with torch.inference_mode():
+        start, end, _ = trainer.model_.span_logits(torch.tensor(ids), torch.tensor(mask), torch.tensor(types))
+    onnx = open_session(reader_folder / ONNX_FP32_FILE, 1).run(
+        list(READER_OUTPUTS), {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+    )
+    real = mask == 1
+    assert np.allclose(onnx[0][real], start.numpy()[real], atol=1e-4)
+    assert np.allclose(onnx[1][real], end.numpy()[real], atol=1e-4)
+
+
+def test_reader_reads_the_colour_off_the_evidence_best_first(reader_folder: Path) -> None:
+    reader = SpanReader(reader_folder)
+    pairs, labels, answers = _pairs(40, seed=6)
+    hits = 0
+    answerable = [(p, a) for p, y, a in zip(pairs, labels, answers, strict=True) if y]
+    for (question, evidence), answer in answerable:
+        spans = reader.top_spans(question, evidence, k=5)
+        assert len(spans) == 5
+        assert [s.score for s in spans] == sorted((s.score for s in spans), reverse=True)
+        assert sum(s.probability for s in spans) == pytest.approx(1.0)
+        hits += spans[0].text == answer[0]
+    assert hits / len(answerable) >= 0.8
+    assert reader.top_spans("what colour is the car", "") == []
+
+
+def test_reader_windows_long_evidence_and_keeps_offsets_into_the_whole_text(reader_folder: Path) -> None:
+    reader = SpanReader(reader_folder)
+    found = 0
+    for colour in COLOURS:
+        evidence = " ".join(FILLER * 4) + f" a {colour} car " + " ".join(FILLER)  # ~90 tokens, window 64
+        (best,) = reader.top_spans("what colour is the car", evidence, k=1)
+        found += best.text == colour and best.start > len(" ".join(FILLER * 4))
+    assert found >= len(COLOURS) - 1
+
+
+def test_reader_check_scores_the_right_colour_above_a_wrong_one(reader_folder: Path) -> None:
+    check = ReaderCheck(reader_folder, threshold=0.5)
+    pairs, labels, answers = _pairs(30, seed=7)
+    right, wrong = [], []
+    for (question, evidence), y, answer in zip(pairs, labels, answers, strict=True):
+        if not y:
+            continue
+        other = next(c for c in COLOURS if c != answer[0])
+        right.append(check.score(question, evidence, f"The car is {answer[0]}."))
+        wrong.append(check.score(question, evidence, f"The car is {other}."))
+    assert np.mean(right) > 0.5 > np.mean(wrong)
+    assert all(0.0 <= s <= 1.0 for s in right + wrong)
+
+
+def test_span_reader_refuses_a_one_logit_export(span_model: tuple[SpanAnswerabilityTrainer, Path]) -> None:
+    _, span_folder = span_model  # the answerability export: one logit per window
+    with pytest.raises(InvalidInputError, match="not a reader export"):
+        SpanReader(span_folder).warm_up()

@@ -167,9 +167,10 @@ def test_unknown_or_missing_verifiers() -> None:
     assert "guard:/nonexistent/guard: skipped" in notes[1]
 
 
-def test_guard_work_scan_skips_answerability(tmp_path: Path) -> None:
-    (tmp_path / "answerability").mkdir()
-    (tmp_path / "answerability" / "metadata.json").write_text("{}")
+def test_guard_work_scan_skips_the_question_side_models(tmp_path: Path) -> None:
+    for name in ("answerability", "answer_span", "reader"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "metadata.json").write_text("{}")
     (tmp_path / "guard").mkdir()
     (tmp_path / "guard" / "metadata.json").write_text("{}")
     names, notes = guard_work_folders(tmp_path)
@@ -183,7 +184,8 @@ def test_guard_work_scan_skips_answerability(tmp_path: Path) -> None:
         f"nli:{tmp_path / 'nli'}",
         f"onnx:{tmp_path / 'other'}",
     ]
-    assert "answerability: skipped" in notes[0]
+    assert [n.split(":")[0] for n in notes] == ["answer_span", "answerability", "reader"]
+    assert all("skipped" in n for n in notes)
     assert guard_work_folders(tmp_path / "none")[0] == []
 
 

@@ -6,6 +6,7 @@
         insufficient, some signal, retries left -> reformulate, loop again
         otherwise -> ABSTAIN(sufficiency)
     answerability gate (optional) -> generator's answer -> grounding check -> guard (optional)
+    -> reader check (optional: does the answer say what a reader finds for the question?)
 
 Every attempt and stage is recorded in the trace with its figures and timing.
 An abstention is a normal result with a reason, never an exception.
@@ -61,6 +62,15 @@ class AnswerGuard(Protocol):
     threshold: float
 
     def score(self, evidence: str, answer: str) -> float: ...
+
+
+class ReaderAgreementCheck(Protocol):
+    """A question-aware check of (question, evidence, answer): ``score`` is how far the answer says what
+    an extractive reader finds in the evidence for the question (:class:`verityrag.reader_check.ReaderCheck`)."""
+
+    threshold: float
+
+    def score(self, question: str, evidence: str, answer: str) -> float: ...
 
 
 class AnswerabilityModel(Protocol):
@@ -125,7 +135,10 @@ def gate_features(
 
 
 def _passes(
-    stage: str, model: AnswerGuard | AnswerabilityModel, args: tuple[str, str], trace: list[TraceStep]
+    stage: str,
+    model: AnswerGuard | AnswerabilityModel | ReaderAgreementCheck,
+    args: tuple[str, str] | tuple[str, str, str],
+    trace: list[TraceStep],
 ) -> bool:
     """Score with a learned check, record the score and threshold in the trace, compare."""
     t0 = time.perf_counter()
@@ -151,6 +164,7 @@ class AgentController:
         reformulators: Sequence[Reformulator] = (),
         answer_guard: AnswerGuard | None = None,
         answerability: AnswerabilityModel | None = None,
+        answer_reader: ReaderAgreementCheck | None = None,
         max_reformulations: int = 2,
         candidates: int = 20,
         top_k: int = 5,
@@ -171,6 +185,7 @@ class AgentController:
         self.reformulators = list(reformulators)
         self.answer_guard = answer_guard
         self.answerability = answerability
+        self.answer_reader = answer_reader
         self.max_reformulations = max_reformulations
         self.candidates = candidates
         self.top_k = top_k
@@ -250,10 +265,12 @@ class AgentController:
         if best.probability < threshold:
             return self._abstain(question, AbstainReason.SUFFICIENCY, best, trace, base)
 
-        if self.answerability is not None:
-            evidence_text = " ".join(h.chunk.text for h in best.hits[:3])
-            if not _passes("answerability", self.answerability, (question, evidence_text), trace):
-                return self._abstain(question, AbstainReason.ANSWERABILITY, best, trace, base)
+        # The question-side checks (answerability, reader) read the top three chunks.
+        evidence_text = " ".join(h.chunk.text for h in best.hits[:3])
+        if self.answerability is not None and not _passes(
+            "answerability", self.answerability, (question, evidence_text), trace
+        ):
+            return self._abstain(question, AbstainReason.ANSWERABILITY, best, trace, base)
 
         evidence = {h.chunk_id: h.chunk for h in best.hits}
         answer_sentences: list[CitedSentence] = [best.sentences[0].sentence]
@@ -316,6 +333,13 @@ class AgentController:
             answer_text = " ".join(s.text for s in answer_sentences)
             if not _passes("guard", self.answer_guard, (cited, answer_text), trace):
                 return self._abstain(question, AbstainReason.GUARD, best, trace, base, report)
+
+        # The support checks never see the question: a copied sentence that answers something
+        # else passes them. The reader check does see it.
+        if self.verify and enforce and self.answer_reader is not None:
+            answer_text = " ".join(s.text for s in answer_sentences)
+            if not _passes("reader", self.answer_reader, (question, evidence_text, answer_text), trace):
+                return self._abstain(question, AbstainReason.READER, best, trace, base, report)
 
         logger.debug("answer %r with p=%.3f >= %.3f", question, best.probability, threshold)
         trace.append(TraceStep("answer", 0.0, {"probability": best.probability, **base}))

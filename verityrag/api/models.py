@@ -228,7 +228,7 @@ class QueryOut(BaseModel):
     answer: str | None
     abstained: bool
     abstain_reason: str | None = Field(
-        description="Why it abstained: no_evidence, sufficiency, answerability, grounding, guard, verifier_error."
+        description="Why it abstained: no_evidence, sufficiency, answerability, grounding, guard, reader, verifier_error."
     )
     confidence: float
     grounding: GroundingOut

@@ -117,18 +117,23 @@ class PairEncoder:
         return out
 
 
-def _spans(ids: list[int], budget: int, stride: int) -> list[list[int]]:
-    """Overlapping pieces of ``ids`` of at most ``budget`` tokens (``stride`` tokens of overlap)."""
-    if len(ids) <= budget:
-        return [ids]
+def window_starts(n: int, budget: int, stride: int) -> list[int]:
+    """Where each window of ``n`` tokens starts: at most ``budget`` tokens each, ``stride`` of overlap."""
+    if n <= budget:
+        return [0]
     step = max(1, budget - min(stride, budget // 2))
-    pieces = []
+    starts = []
     start = 0
     while True:
-        pieces.append(ids[start : start + budget])
-        if start + budget >= len(ids):
-            return pieces
+        starts.append(start)
+        if start + budget >= n:
+            return starts
         start += step
+
+
+def _spans(ids: list[int], budget: int, stride: int) -> list[list[int]]:
+    """Overlapping pieces of ``ids`` of at most ``budget`` tokens (``stride`` tokens of overlap)."""
+    return [ids[start : start + budget] for start in window_starts(len(ids), budget, stride)]
 
 
 def pad_batch(windows: Sequence[EncodedWindow]) -> tuple[list[list[int]], list[list[int]], list[list[int]]]:

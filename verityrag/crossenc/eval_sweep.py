@@ -1,4 +1,4 @@
-"""The main eval's support for the learned gates (``--answerability``, ``--guard``).
+"""The main eval's support for the learned gates (``--answerability``, ``--guard``, ``--reader``).
 
 For a gate, every calibration and test question is run once with the gate's threshold
 at 0 (it scores every question that reaches it and blocks none); the score is read
@@ -25,6 +25,9 @@ from verityrag.eval.dataset import EvalQuestion
 from verityrag.eval.metrics import contains_gold
 from verityrag.guard import LearnedGuard
 from verityrag.pipeline import VerityRAGPipeline
+from verityrag.reader_check import ReaderCheck
+
+LearnedGate = LearnedAnswerability | LearnedGuard | ReaderCheck
 
 #: Probabilities; dense near 0 because a model whose scores sit low (the extractive-QA
 #: answerability model's null-score difference: 10% of answerable validation pairs under
@@ -43,12 +46,20 @@ class GateOutcome:
     latency_ms: float
 
 
-def check_learned_gates(answerability: bool, guard: bool) -> None:
+def check_learned_gates(answerability: bool, guard: bool, reader: bool = False) -> None:
     """Fail at startup (before ingesting) when a requested model folder is incomplete."""
     if answerability:
         LearnedAnswerability().scorer.check_files()
     if guard:
         LearnedGuard().scorer.check_files()
+    if reader:
+        ReaderCheck().reader.metadata  # noqa: B018 - reading it checks the folder's files
+
+
+def _metadata_threshold(model: LearnedGate) -> float:
+    return (
+        model.reader.metadata.threshold if isinstance(model, ReaderCheck) else model.scorer.metadata.threshold
+    )
 
 
 def _run(
@@ -118,19 +129,28 @@ def attach_learned_gates(
     guard: bool,
     answerability_threshold: float | None = None,
     progress: bool = True,
+    reader: bool = False,
 ) -> dict[str, Any]:
-    """Sweep each requested gate, choose its threshold on calibration, attach it to ``pipeline``."""
+    """Sweep each requested gate, choose its threshold on calibration, attach it to ``pipeline``.
+
+    Gates are swept one after the other, each with the ones before it already attached at
+    their chosen thresholds.
+    """
     report: dict[str, Any] = {}
-    gates: list[tuple[str, LearnedAnswerability | LearnedGuard, float | None]] = []
+    gates: list[tuple[str, LearnedGate, float | None]] = []
     if answerability:
         gates.append(("answerability", LearnedAnswerability(), answerability_threshold))
     if guard:
         gates.append(("guard", LearnedGuard(), None))
+    if reader:
+        gates.append(("reader", ReaderCheck(), None))
     for stage, model, fixed in gates:
         model.warm_up()
         model.threshold = 0.0
         if isinstance(model, LearnedAnswerability):
             pipeline.answerability = model
+        elif isinstance(model, ReaderCheck):
+            pipeline.answer_reader = model
         else:
             pipeline.answer_guard = model
         cal = _run(pipeline, calibration, stage, progress)
@@ -140,7 +160,7 @@ def attach_learned_gates(
             chosen, rule = fixed, "given on the command line"
         elif reached == 0:  # nothing to choose on: keep the model's own threshold
             chosen, rule = (
-                model.scorer.metadata.threshold,
+                _metadata_threshold(model),
                 "metadata.json (no calibration question reached the gate)",
             )
         else:
@@ -154,7 +174,7 @@ def attach_learned_gates(
             "model_dir": str(model.model_dir),
             "threshold": chosen,
             "threshold_rule": rule,
-            "metadata_threshold": model.scorer.metadata.threshold,
+            "metadata_threshold": _metadata_threshold(model),
             "calibration_sweep": [sweep_row(cal, t) for t in SWEEP_THRESHOLDS],
             "test_sweep": [sweep_row(tst, t) for t in SWEEP_THRESHOLDS],
             "questions_reaching_gate": {

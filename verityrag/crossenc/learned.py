@@ -13,7 +13,31 @@ from verityrag.errors import InvalidInputError
 from verityrag.text.sentences import split_sentences
 
 
-class LearnedPairCheck:
+class ThresholdedCheck:
+    """A decision threshold in [0, 1]: given, or (None) :meth:`_default_threshold` on first read."""
+
+    def __init__(self, threshold: float | None = None) -> None:
+        self._threshold: float | None = None
+        if threshold is not None:
+            self.threshold = threshold
+
+    @property
+    def threshold(self) -> float:
+        if self._threshold is None:
+            self._threshold = self._default_threshold()
+        return self._threshold
+
+    @threshold.setter
+    def threshold(self, value: float) -> None:
+        if not 0.0 <= value <= 1.0:
+            raise InvalidInputError("threshold", f"must be in [0, 1], got {value}")
+        self._threshold = value
+
+    def _default_threshold(self) -> float:
+        raise NotImplementedError
+
+
+class LearnedPairCheck(ThresholdedCheck):
     """A cross-encoder folder found by an env var (else a default), with a decision threshold.
 
     ``threshold``: None means the one in ``metadata.json`` (chosen when the model was
@@ -27,23 +51,9 @@ class LearnedPairCheck:
     build_command = "make models"
 
     def __init__(self, model_dir: Path | str | None = None, threshold: float | None = None) -> None:
-        if threshold is not None and not 0.0 <= threshold <= 1.0:
-            raise InvalidInputError("threshold", f"must be in [0, 1], got {threshold}")
+        super().__init__(threshold)
         self.model_dir = Path(model_dir or os.environ.get(self.env_var) or self.default_dir)
-        self._threshold = threshold
         self.scorer = OnnxCrossEncoder(self.model_dir, what=self.what, build_command=self.build_command)
-
-    @property
-    def threshold(self) -> float:
-        if self._threshold is None:
-            self._threshold = self._default_threshold()
-        return self._threshold
-
-    @threshold.setter
-    def threshold(self, value: float) -> None:
-        if not 0.0 <= value <= 1.0:
-            raise InvalidInputError("threshold", f"must be in [0, 1], got {value}")
-        self._threshold = value
 
     def _default_threshold(self) -> float:
         """The threshold when none was given: the one ``metadata.json`` records."""

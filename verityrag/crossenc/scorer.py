@@ -32,6 +32,16 @@ if TYPE_CHECKING:
     import onnxruntime
 
 
+def open_session(path: Path, threads: int) -> onnxruntime.InferenceSession:
+    """A CPU onnxruntime session on ``threads`` intra-op threads (requests are parallel above it)."""
+    import onnxruntime
+
+    opts = onnxruntime.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    return onnxruntime.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+
+
 def sigmoid(x: float) -> float:
     return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
 
@@ -74,12 +84,7 @@ class OnnxCrossEncoder:
         with self._lock:
             if self._session is not None:
                 return self
-            import onnxruntime
-
             meta = self.metadata
-            opts = onnxruntime.SessionOptions()
-            opts.intra_op_num_threads = self.threads
-            opts.inter_op_num_threads = 1
             path = self.folder / (self.onnx_file or meta.onnx_file)
             self._encoder = PairEncoder(
                 load_tokenizer(self.folder / meta.tokenizer_files[0]),
@@ -87,7 +92,7 @@ class OnnxCrossEncoder:
                 long_side=meta.long_side,
                 stride=meta.stride,
             )
-            self._session = onnxruntime.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+            self._session = open_session(path, self.threads)
         return self
 
     def window_logits(self, pairs: Sequence[tuple[str, str]]) -> list[list[float]]:

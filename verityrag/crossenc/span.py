@@ -23,16 +23,17 @@ Training only: this module imports torch at import time (serving needs only onnx
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
 
 from verityrag.crossenc.encoding import EncodedWindow, pad_batch
+from verityrag.crossenc.export import export_onnx
 from verityrag.crossenc.model_folder import TORCH_DIR
+from verityrag.crossenc.reader import MAX_ANSWER_TOKENS, READER_OUTPUTS
 from verityrag.crossenc.trainer import CrossEncoderTrainer
 
-#: Longest answer span scored, in tokens (SQuAD answers: 95% are under 12 words).
-MAX_ANSWER_TOKENS = 30
 _MASKED = -1e4  # a logit no real span reaches; finite so that ONNX and fp16 stay well defined
 
 
@@ -82,6 +83,26 @@ class SpanAnswerabilityModel(torch.nn.Module):
     def save_pretrained(self, path: str) -> None:
         """The inner QA model's files: a warm start reloads them, head included."""
         self.qa.save_pretrained(path)
+
+
+class ReaderLogits(torch.nn.Module):
+    """The QA model's start and end logits, (batch, sequence) each: what the served reader runs
+    (:class:`~verityrag.crossenc.reader.SpanReader`; export with ``outputs=READER_OUTPUTS``)."""
+
+    def __init__(self, qa: Any) -> None:
+        super().__init__()
+        self.qa = qa
+
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        out = self.qa(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
+        return out.start_logits, out.end_logits
+
+
+def export_reader(qa: Any, folder: Path) -> tuple[Path, Path | None]:
+    """Write the reader export of a QA model (start / end logits per token) as model.onnx + model.int8.onnx."""
+    return export_onnx(ReaderLogits(qa), folder, outputs=READER_OUTPUTS, per_token_outputs=True)
 
 
 def find_answer(window: EncodedWindow, answers: Sequence[Sequence[int]]) -> tuple[int, int] | None:

@@ -29,6 +29,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--guard", action="store_true", help="add the learned guard after grounding")
     p.add_argument("--answerability", action="store_true", help="add the learned answerability gate")
+    p.add_argument(
+        "--reader",
+        action="store_true",
+        help="add the reader check after the guard (does the answer say what an extractive reader finds?)",
+    )
     p.add_argument("--answerability-threshold", type=float, default=None, metavar="X")
     p.add_argument(
         "--real-llm",

@@ -314,9 +314,11 @@ def run_llm_cli(args: Any) -> int:
     if args.llm_attempts < 1:
         print("error: --llm-attempts must be >= 1", file=sys.stderr)
         return 2
-    if args.answerability or args.guard:
+    if args.answerability or args.guard or args.reader:
         # The LLM eval attaches no learned gates; refusing beats silently ignoring the flag.
-        print("error: --answerability and --guard are not supported with --real-llm", file=sys.stderr)
+        print(
+            "error: --answerability, --guard and --reader are not supported with --real-llm", file=sys.stderr
+        )
         return 2
     base = EvalOptions.from_cli(args)
     options = LLMEvalOptions(args.real_llm, base, args.llm_strategy, args.llm_attempts)

@@ -7,8 +7,6 @@ follow the official SQuAD evaluation scripts.
 from __future__ import annotations
 
 import math
-import re
-import string
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -16,6 +14,8 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from verityrag.text.answers import answer_tokens, contains_gold, normalize_answer
 
 __all__ = [
     "RiskCoverage",
@@ -30,26 +30,11 @@ __all__ = [
     "token_f1",
 ]
 
-_ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
-_PUNCTUATION = frozenset(string.punctuation)
-
-
-def normalize_answer(s: str) -> str:
-    """Lowercase, drop punctuation and the articles a/an/the, collapse whitespace."""
-    text = s.lower()
-    text = "".join(ch for ch in text if ch not in _PUNCTUATION)
-    text = _ARTICLES.sub(" ", text)
-    return " ".join(text.split())
-
-
-def _tokens(s: str) -> list[str]:
-    return normalize_answer(s).split()
-
 
 def token_f1(prediction: str, gold: str) -> float:
     """SQuAD token-overlap F1; 1.0 if both normalise to nothing (as SQuAD 2.0)."""
-    pred_tokens = _tokens(prediction)
-    gold_tokens = _tokens(gold)
+    pred_tokens = answer_tokens(prediction)
+    gold_tokens = answer_tokens(gold)
     if not pred_tokens or not gold_tokens:
         return float(pred_tokens == gold_tokens)
     common = Counter(pred_tokens) & Counter(gold_tokens)
@@ -70,23 +55,6 @@ def exact_match(prediction: str, golds: Iterable[str]) -> bool:
     """True if the normalised prediction equals any normalised gold answer."""
     pred = normalize_answer(prediction)
     return any(pred == normalize_answer(gold) for gold in golds)
-
-
-def contains_gold(prediction: str, golds: Iterable[str]) -> bool:
-    """True if a normalised gold answer occurs in the prediction as whole tokens.
-
-    Golds that normalise to nothing never match.
-    """
-    pred_tokens = _tokens(prediction)
-    for gold in golds:
-        gold_tokens = _tokens(gold)
-        width = len(gold_tokens)
-        if width == 0 or width > len(pred_tokens):
-            continue
-        for start in range(len(pred_tokens) - width + 1):
-            if pred_tokens[start : start + width] == gold_tokens:
-                return True
-    return False
 
 
 def _percentile_key(q: float) -> str:

@@ -33,7 +33,8 @@ Verifiers (rows, cheapest first):
 - ``nli:<folder>``: the NLI verifier model trained here (:class:`verityrag.verify.LearnedNLI`,
   scripts/nli_train.py; served like the guard), ``guard_work/nli`` by default when present;
 - ``onnx:<folder>``: any other cross-encoder folder of ``verityrag.crossenc`` (every
-  ``guard_work/*`` folder with a metadata.json except ``answerability`` is tried by default);
+  ``guard_work/*`` folder with a metadata.json except the question-side ones in
+  ``NOT_SUPPORT_MODELS`` is tried by default);
 - ``hf:<model>``: any HF sequence-classification NLI model (:mod:`verityrag.verify.nli`);
 - ``folds:<a>+<b>``: added when two or more cross-encoders were each trained on part of the
   RAGTruth fitting half (scripts/nli_ragtruth_adapt.py ``--bucket``): their mean, with every
@@ -81,6 +82,12 @@ ROOT = Path(__file__).resolve().parents[2]
 RAGTRUTH_PATH = ROOT / "data" / "ragtruth" / "ragtruth_qa_test_subset.qcnli.jsonl.gz"
 HALUEVAL_PATH = ROOT / "data" / "halueval" / "qa_data.json.gz"
 GUARD_WORK = ROOT / "guard_work"
+#: guard_work/ folders that hold question-side models, not (premise, hypothesis) support scorers.
+NOT_SUPPORT_MODELS = {
+    "answerability": "scores question-evidence answerability",
+    "answer_span": "the extractive-QA answerability model the reader is exported from",
+    "reader": "an extractive reader: start / end logits",
+}
 DEFAULT_OUT = ROOT / "eval_report_ragtruth.json"
 BASE_VERIFIERS = ("lexical", "tfidf-lr", "grounding")
 #: A cross-encoder folder's metadata.json ``data`` key listing the RAGTruth sources it was
@@ -409,8 +416,8 @@ def guard_work_folders(root: Path = GUARD_WORK) -> tuple[list[str], list[str]]:
     for folder in sorted(p for p in root.iterdir() if p.is_dir()):
         if not (folder / "metadata.json").exists():
             continue
-        if folder.name == "answerability":
-            notes.append(f"{folder.name}: skipped (scores question-evidence answerability, not support)")
+        if folder.name in NOT_SUPPORT_MODELS:
+            notes.append(f"{folder.name}: skipped ({NOT_SUPPORT_MODELS[folder.name]}, not support)")
             continue
         where = folder.relative_to(ROOT) if folder.is_relative_to(ROOT) else folder
         # The guard and the NLI model are served as in training: evidence trimmed per sentence.

@@ -51,6 +51,7 @@ class EvalOptions:
     answerability: bool = False
     answerability_threshold: float | None = None
     guard: bool = False
+    reader: bool = False
 
     @classmethod
     def from_cli(cls, args: Any) -> EvalOptions:
@@ -68,6 +69,7 @@ class EvalOptions:
             answerability=args.answerability,
             answerability_threshold=args.answerability_threshold,
             guard=args.guard,
+            reader=args.reader,
         )
 
 
@@ -167,10 +169,11 @@ def run_eval(options: EvalOptions) -> dict[str, Any]:
         test = stratified_sample(test, options.max_test_questions, options.seed)
         calibration = stratified_sample(calibration, options.max_test_questions, options.seed)
 
-    if options.answerability or options.guard:  # fail at startup, naming missing files and the command
+    gates_on = options.answerability or options.guard or options.reader
+    if gates_on:  # fail at startup, naming missing files and the command
         from verityrag.crossenc.eval_sweep import check_learned_gates
 
-        check_learned_gates(options.answerability, options.guard)
+        check_learned_gates(options.answerability, options.guard, options.reader)
     pipeline = build_pipeline(options)
     t0 = time.perf_counter()
     pipeline.ingest_documents(corpus, progress=options.progress)
@@ -188,7 +191,7 @@ def run_eval(options: EvalOptions) -> dict[str, Any]:
     calibrate_s = time.perf_counter() - t0
 
     learned_gates: dict[str, Any] = {}
-    if options.answerability or options.guard:
+    if gates_on:
         from verityrag.crossenc.eval_sweep import attach_learned_gates
 
         learned_gates = attach_learned_gates(
@@ -199,6 +202,7 @@ def run_eval(options: EvalOptions) -> dict[str, Any]:
             options.guard,
             options.answerability_threshold,
             options.progress,
+            reader=options.reader,
         )
 
     outcomes: list[QuestionOutcome] = []

@@ -19,6 +19,7 @@ REASON_TEXT = {
     "answerability": "the answerability model judged the question unanswerable from the evidence",
     "grounding": "the drafted answer was not supported by the evidence it cites",
     "guard": "the learned guard judged the drafted answer unsupported",
+    "reader": "the drafted answer does not say what the extractive reader finds in the evidence for this question",
     "verifier_error": "the verifier failed, so the system refused rather than answer unchecked",
 }
 

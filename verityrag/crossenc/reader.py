@@ -1,0 +1,177 @@
+"""``SpanReader``: an extractive reader served with onnxruntime. Where in the evidence is the answer?
+
+The extractive-QA answerability model (:mod:`verityrag.crossenc.span`, a start/end head
+trained on SQuAD 2.0 here) is exported a second way, with its per-token start and end
+logits (``scripts/reader_build.py``), and served by this class. :meth:`SpanReader.top_spans`
+returns the best answer spans of at most ``MAX_ANSWER_TOKENS`` tokens as character spans
+of the evidence, so a caller can compare them with an answer written by someone else
+(:mod:`verityrag.reader_check`). Evidence longer than the model window is read in
+overlapping windows and the spans of all windows compete on their score.
+
+Like :class:`~verityrag.crossenc.scorer.OnnxCrossEncoder`, the session loads lazily, once,
+thread-safely, after the folder is checked (a missing file names the command that builds it).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from verityrag.crossenc.encoding import MIN_WINDOW_TOKENS, load_tokenizer, window_starts
+from verityrag.crossenc.model_folder import ModelMetadata, require_files
+from verityrag.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    import onnxruntime
+    import tokenizers
+
+#: Longest answer span scored, in tokens (SQuAD answers: 95% are under 12 words).
+MAX_ANSWER_TOKENS = 30
+#: Spans returned by default; their probabilities are a softmax over these.
+TOP_K = 20
+#: ONNX output names of a reader export.
+READER_OUTPUTS = ("start_logits", "end_logits")
+
+
+@dataclass(frozen=True, slots=True)
+class ReaderSpan:
+    """One candidate answer: ``evidence[start:end]``, its start + end logit, and its share of the top spans."""
+
+    text: str
+    start: int
+    end: int
+    score: float
+    probability: float
+
+
+def best_spans(
+    start_logits: npt.NDArray[np.float32],
+    end_logits: npt.NDArray[np.float32],
+    first: int,
+    last: int,
+    k: int,
+    max_answer_tokens: int = MAX_ANSWER_TOKENS,
+) -> list[tuple[int, int, float]]:
+    """The ``k`` best (start, end, score) token spans with ``first <= start <= end <= last``."""
+    if last < first or k <= 0:
+        return []
+    starts = start_logits[first : last + 1].astype(np.float64)
+    ends = end_logits[first : last + 1].astype(np.float64)
+    n = len(starts)
+    width = np.arange(n)[None, :] - np.arange(n)[:, None]  # end - start
+    scores = np.where((width >= 0) & (width < max_answer_tokens), starts[:, None] + ends[None, :], -np.inf)
+    flat = scores.ravel()
+    k = min(k, int(np.isfinite(flat).sum()))
+    top = np.argpartition(-flat, k - 1)[:k]
+    top = top[np.argsort(-flat[top], kind="stable")]
+    return [(first + int(i) // n, first + int(i) % n, float(flat[i])) for i in top]
+
+
+class SpanReader:
+    """A reader folder (metadata.json, the start/end ONNX export, tokenizer.json). Constructor stores parameters only."""
+
+    def __init__(
+        self,
+        folder: Path,
+        what: str = "the extractive reader",
+        build_command: str = "make models-reader",
+        threads: int = 2,
+        batch_size: int = 16,
+    ) -> None:
+        self.folder = Path(folder)
+        self.what = what
+        self.build_command = build_command
+        self.threads = threads
+        self.batch_size = batch_size
+        self._lock = threading.Lock()
+        self._session: onnxruntime.InferenceSession | None = None
+        self._tokenizer: tokenizers.Tokenizer | None = None
+        self._metadata: ModelMetadata | None = None
+
+    @property
+    def metadata(self) -> ModelMetadata:
+        if self._metadata is None:
+            self._metadata = require_files(self.folder, self.what, self.build_command)
+        return self._metadata
+
+    def warm_up(self) -> SpanReader:
+        """Check the files and load the tokenizer and the ONNX session (idempotent)."""
+        from verityrag.crossenc.scorer import open_session
+
+        with self._lock:
+            if self._session is None:
+                meta = self.metadata
+                self._tokenizer = load_tokenizer(self.folder / meta.tokenizer_files[0])
+                session = open_session(self.folder / meta.onnx_file, self.threads)
+                outputs = [o.name for o in session.get_outputs()]
+                if outputs != list(READER_OUTPUTS):
+                    raise InvalidInputError(
+                        "folder",
+                        f"{self.folder / meta.onnx_file} outputs {outputs}, not {list(READER_OUTPUTS)}: "
+                        f"not a reader export; build one with `{self.build_command}`",
+                    )
+                self._session = session
+        return self
+
+    def top_spans(self, question: str, evidence: str, k: int = TOP_K) -> list[ReaderSpan]:
+        """The ``k`` best answer spans in ``evidence`` for ``question``, best first; [] for empty evidence."""
+        self.warm_up()
+        assert self._tokenizer is not None
+        assert self._session is not None
+        meta = self.metadata
+        cls_id, sep_id = self._tokenizer.token_to_id("[CLS]"), self._tokenizer.token_to_id("[SEP]")
+        if cls_id is None or sep_id is None:
+            raise InvalidInputError(
+                "tokenizer", "has no [CLS]/[SEP] tokens; a BERT WordPiece tokenizer is expected"
+            )
+        q_ids = self._tokenizer.encode(question, add_special_tokens=False).ids
+        encoded = self._tokenizer.encode(evidence, add_special_tokens=False)
+        if not encoded.ids:
+            return []
+        budget = meta.max_length - 3 - len(q_ids)
+        if budget < MIN_WINDOW_TOKENS:
+            raise InvalidInputError(
+                "question",
+                f"is {len(q_ids)} tokens; the reader's window of {meta.max_length} leaves {budget} "
+                f"for the evidence (need >= {MIN_WINDOW_TOKENS})",
+            )
+        offset = len(q_ids) + 2  # [CLS] question [SEP]
+        windows = [
+            (s, [cls_id, *q_ids, sep_id, *encoded.ids[s : s + budget], sep_id])
+            for s in window_starts(len(encoded.ids), budget, meta.stride)
+        ]
+        found: dict[tuple[int, int], float] = {}
+        for b in range(0, len(windows), self.batch_size):
+            batch = windows[b : b + self.batch_size]
+            width = max(len(ids) for _, ids in batch)
+            ids = np.zeros((len(batch), width), dtype=np.int64)
+            mask = np.zeros_like(ids)
+            types = np.zeros_like(ids)
+            for row, (_, window_ids) in enumerate(batch):
+                ids[row, : len(window_ids)] = window_ids
+                mask[row, : len(window_ids)] = 1
+                types[row, offset : len(window_ids)] = 1
+            start_logits, end_logits = self._session.run(
+                list(READER_OUTPUTS), {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+            )
+            for row, (first_token, window_ids) in enumerate(batch):
+                last = len(window_ids) - 2  # the closing [SEP] is not evidence
+                for i, j, score in best_spans(start_logits[row], end_logits[row], offset, last, k):
+                    key = (
+                        encoded.offsets[first_token + i - offset][0],
+                        encoded.offsets[first_token + j - offset][1],
+                    )
+                    found[key] = max(score, found.get(key, -np.inf))  # overlapping windows see a span twice
+        best = sorted(found.items(), key=lambda item: -item[1])[:k]
+        scores = np.array([score for _, score in best])
+        weights = np.exp(scores - scores.max())
+        weights /= weights.sum()
+        return [
+            ReaderSpan(evidence[s:e], s, e, float(score), float(p))
+            for ((s, e), score), p in zip(best, weights, strict=True)
+        ]
