@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from verityrag.eval.__main__ import main
-from verityrag.eval.llm_eval import llm_metrics
+from verityrag.eval.llm_eval import llm_metrics, reader_metrics
 
 pytestmark = pytest.mark.unit
 
@@ -33,6 +33,48 @@ def test_real_llm_refuses_learned_gate_flags_it_would_ignore(
 ) -> None:
     assert main(["--real-llm", "local", flag, "--no-progress"]) == 2
     assert "not supported with --real-llm" in capsys.readouterr().err
+
+
+def test_real_llm_reader_without_a_reader_folder_names_the_command(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("VERITY_READER_DIR", str(tmp_path / "empty"))
+    assert main(["--real-llm", "local", "--reader", "--no-progress", "--out", str(tmp_path / "r.json")]) == 2
+    assert "make models-reader" in capsys.readouterr().err
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_reader_metrics_turn_low_scoring_answers_into_abstentions() -> None:
+    def rec(kind: str, answered: bool, correct: bool, score: float | None) -> dict[str, Any]:
+        return {
+            "kind": kind,
+            "gold_answers": ["x"] if kind == "answerable" else [],
+            "answered": answered,
+            "correct": correct,
+            "reader_score": score,
+        }
+
+    records = [
+        rec("answerable", True, True, 0.9),
+        rec("answerable", True, True, 0.01),  # a right answer the reader disagrees with
+        rec("answerable", True, False, 0.0),
+        rec("unanswerable_in_domain", True, False, 0.5),
+        rec("held_out", False, False, None),
+    ]
+    m = reader_metrics(records, threshold=0.05)
+    assert m["answerable"] == 3
+    assert m["without_reader"] == {
+        "answered": 4,
+        "answered_wrong": 2,
+        "answerable_correct": 2,
+        "answered_by_kind": {"answerable": 3, "unanswerable_in_domain": 1},
+    }
+    assert m["with_reader"] == {
+        "answered": 2,
+        "answered_wrong": 1,
+        "answerable_correct": 1,
+        "answered_by_kind": {"answerable": 1, "unanswerable_in_domain": 1},
+    }
 
 
 def _attempt(n: int, text: str, supported: bool, refused: bool = False) -> dict[str, Any]:

@@ -59,3 +59,36 @@ def test_run_llm_eval_writes_metrics_and_one_record_per_question(small_data: Pat
     assert len(path.read_text().splitlines()) == 8
     assert dict(headline(report))["questions reaching the LLM"] == str(llm["reached_llm"])
     json.dumps(report)  # the report is JSON-serialisable
+
+
+class HalfReader:
+    """Stands in for ReaderCheck: scores 0.0 every other answer it sees, 1.0 the rest."""
+
+    def __init__(self) -> None:
+        self.threshold = 0.5  # what the model folder would record
+        self.calls: list[tuple[str, str, str]] = []
+
+    def warm_up(self) -> HalfReader:
+        return self
+
+    def score(self, question: str, evidence: str, answer: str) -> float:
+        self.calls.append((question, evidence, answer))
+        return float(len(self.calls) % 2)
+
+
+@pytest.mark.integration
+def test_run_llm_eval_with_reader_records_scores_and_applies_the_threshold_afterwards(
+    small_data: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reader = HalfReader()
+    monkeypatch.setattr("verityrag.reader_check.ReaderCheck", lambda: reader)
+    base = EvalOptions(data_dir=small_data, settings=Settings(), progress=False, reader=True)
+    report, records = run_llm_eval(LLMEvalOptions("openai", base, complete_fn=echo_first_sentence))
+    answered = [r for r in records if r["answered"]]
+    assert answered  # at threshold 0 the reader blocked nothing
+    assert [r["reader_score"] for r in answered] == [float((i + 1) % 2) for i in range(len(answered))]
+    assert all(r["reader_score"] is None for r in records if not r["answered"])
+    assert report["reader"]["threshold"] == 0.5
+    assert report["reader"]["without_reader"]["answered"] == len(answered)
+    assert report["reader"]["with_reader"]["answered"] == (len(answered) + 1) // 2
+    assert any(name.startswith("reader check at 0.500") for name, _ in headline(report))

@@ -10,6 +10,12 @@ test the guard on.
 
 The calibration split is used whole (``--max-test-questions`` samples the test split
 only, stratified by kind).
+
+``--reader`` attaches the reader check (:class:`verityrag.reader_check.ReaderCheck`) after
+the other checks, at threshold 0 so that it scores every answer and blocks none; the
+report's ``reader`` section then applies the threshold in its ``metadata.json`` to the
+recorded scores. That is exact: the reader is the last stage, and it only ever turns an
+answer into an abstention. The headline metrics are those without it.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from verityrag.agent.controller import GROUNDING_THRESHOLDS
 from verityrag.eval.dataset import EvalQuestion, load_corpus, load_questions, stratified_sample
@@ -43,7 +49,10 @@ from verityrag.llm_providers import PROVIDERS, complete_fn_for, local_gemma_comp
 from verityrag.types import QueryResult
 from verityrag.verify.grounding_verifier import GroundingVerifier
 
-__all__ = ["LLMEvalOptions", "build_strategy", "llm_metrics", "run_llm_eval"]
+if TYPE_CHECKING:
+    from verityrag.reader_check import ReaderCheck
+
+__all__ = ["LLMEvalOptions", "build_strategy", "llm_metrics", "reader_metrics", "run_llm_eval"]
 
 Strategy = Literal["retry", "best-of-n"]
 STRATEGIES: tuple[str, ...] = ("retry", "best-of-n")
@@ -87,6 +96,13 @@ def run_llm_eval(options: LLMEvalOptions) -> tuple[dict[str, Any], list[dict[str
         )
     base = options.base
     started = time.perf_counter()
+    reader: ReaderCheck | None = None
+    if base.reader:  # check the model folder before anything slow
+        from verityrag.reader_check import ReaderCheck
+
+        reader = ReaderCheck().warm_up()
+        reader_threshold = reader.threshold
+        reader.threshold = 0.0  # score every answer; the threshold is applied in reader_metrics
     local = options.provider == "local"
     complete_fn: CompleteFn
     if options.complete_fn is not None:
@@ -118,6 +134,7 @@ def run_llm_eval(options: LLMEvalOptions) -> tuple[dict[str, Any], list[dict[str
     pipeline.answer_strategy = build_strategy(
         complete_fn, local, options.strategy, options.attempts, threshold
     )
+    pipeline.answer_reader = reader
 
     outcomes: list[QuestionOutcome] = []
     records: list[dict[str, Any]] = []
@@ -150,6 +167,8 @@ def run_llm_eval(options: LLMEvalOptions) -> tuple[dict[str, Any], list[dict[str
         "llm": llm_metrics(records, options.attempts),
         "outcomes": [dataclasses.asdict(o) for o in outcomes],
     }
+    if reader is not None:
+        report["reader"] = reader_metrics(records, reader_threshold)
     return report, records
 
 
@@ -169,6 +188,7 @@ def _record(q: EvalQuestion, result: QueryResult, outcome: QuestionOutcome) -> d
         "latency_ms": round(outcome.latency_ms, 1),
         "grounding_score": round(result.grounding.overall_score, 4),
         "reached_llm": llm is not None,
+        "reader_score": next((float(s.details["score"]) for s in result.trace if s.stage == "reader"), None),
         "evidence": [
             {"n": n, "chunk_id": h.chunk_id, "title": h.chunk.title, "text": h.chunk.text}
             for n, h in enumerate((h for h in result.evidence if h.chunk_id in given), start=1)
@@ -271,6 +291,32 @@ def llm_metrics(records: Sequence[dict[str, Any]], max_attempts: int) -> dict[st
     }
 
 
+def reader_metrics(records: Sequence[dict[str, Any]], threshold: float) -> dict[str, Any]:
+    """Answers with and without the reader check at ``threshold``, from the recorded scores.
+
+    An answered question whose ``reader_score`` is under ``threshold`` would have abstained
+    (reason ``reader``); nothing else changes, since the reader is the last stage.
+    """
+
+    def figures(kept: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        return {
+            "answered": len(kept),
+            "answered_wrong": sum(not r["correct"] for r in kept),
+            "answerable_correct": sum(r["correct"] for r in kept),
+            "answered_by_kind": dict(Counter(r["kind"] for r in kept)),
+        }
+
+    answered = [r for r in records if r["answered"]]
+    kept = [r for r in answered if r["reader_score"] is None or r["reader_score"] >= threshold]
+    return {
+        "threshold": threshold,
+        "threshold_source": "the reader's metadata.json (fitted on gemma-3-270m's HaluEval validation answers)",
+        "answerable": sum(bool(r["gold_answers"]) for r in records),
+        "without_reader": figures(answered),
+        "with_reader": figures(kept),
+    }
+
+
 def write_answers(records: Sequence[dict[str, Any]], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as fh:
@@ -302,6 +348,15 @@ def headline(report: dict[str, Any]) -> list[tuple[str, str]]:
         ("latency p50 per question (ms)", f"{m['latency_ms']['per_question']['p50']:.0f}"),
         ("latency p50 per LLM question (ms)", f"{llm['latency_ms_per_llm_question']['p50']:.0f}"),
     ]
+    if "reader" in report:
+        without, with_ = report["reader"]["without_reader"], report["reader"]["with_reader"]
+        rows.append(
+            (
+                f"reader check at {report['reader']['threshold']:.3f}: answered / wrong / correct",
+                f"{without['answered']} / {without['answered_wrong']} / {without['answerable_correct']} without, "
+                f"{with_['answered']} / {with_['answered_wrong']} / {with_['answerable_correct']} with",
+            )
+        )
     return rows
 
 
@@ -314,11 +369,10 @@ def run_llm_cli(args: Any) -> int:
     if args.llm_attempts < 1:
         print("error: --llm-attempts must be >= 1", file=sys.stderr)
         return 2
-    if args.answerability or args.guard or args.reader:
-        # The LLM eval attaches no learned gates; refusing beats silently ignoring the flag.
-        print(
-            "error: --answerability, --guard and --reader are not supported with --real-llm", file=sys.stderr
-        )
+    if args.answerability or args.guard:
+        # The LLM eval attaches no answerability gate or guard (only the reader check, measured
+        # as a sweep point); refusing beats silently ignoring the flag.
+        print("error: --answerability and --guard are not supported with --real-llm", file=sys.stderr)
         return 2
     base = EvalOptions.from_cli(args)
     options = LLMEvalOptions(args.real_llm, base, args.llm_strategy, args.llm_attempts)
