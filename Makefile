@@ -7,7 +7,7 @@ LINTED := verityrag tests scripts data app.py
 REQS := requirements.txt requirements-dev.txt pyproject.toml
 STAMP := $(VENV)/.installed-$(shell cat $(REQS) | sha1sum | cut -c1-12)
 
-.PHONY: setup run ask browser test check lint format bench bench-es eval models models-answerability models-guard models-nli models-nli-ragtruth models-reader readme-results demo bench-api schemathesis clean demo bench-api schemathesis eval-llm
+.PHONY: setup run ask browser test check lint format bench bench-es eval models models-answerability models-guard models-nli models-nli-ragtruth models-reader readme-results demo bench-api schemathesis clean demo bench-api schemathesis eval-llm eval-llm-reader
 
 $(STAMP): $(REQS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -119,6 +119,12 @@ bench-api: setup
 # The eval with the offline gemma-3-270m writing the answers (~10 min on 2 cores; docs/llm.md).
 eval-llm: setup
 	$(PY) -m verityrag.eval --real-llm local --max-test-questions 60
+
+# The whole test split with gemma writing the answers and the reader check recorded (~32 min; needs
+# make models-reader); the answers, with their evidence and verdicts, are kept gzipped.
+eval-llm-reader: setup
+	$(HEAVY) $(PY) -m verityrag.eval --real-llm local --reader --no-plots --out scripts/results/llm_eval_reader_local.json
+	gzip -f scripts/results/llm_answers_local.jsonl
 
 schemathesis: setup
 	$(PY) scripts/run_schemathesis.py

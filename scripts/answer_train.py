@@ -60,7 +60,11 @@ def gold_answers(args: argparse.Namespace, rows: list[dict[str, Any]]) -> list[l
                 texts = [a["text"] for a in qa.get("answers", [])]
                 by_question.setdefault((article["title"], qa["question"]), []).extend(texts)
     return [
-        sorted(set(by_question.get((r["title"], r["question"]), [])), key=len) if r["label"] == 1 else []
+        []
+        if r["label"] != 1
+        else list(r["answers"])
+        if "answers" in r  # extra training pairs carry their own (scripts/reader_data.py)
+        else sorted(set(by_question.get((r["title"], r["question"]), [])), key=len)
         for r in rows
     ]
 
@@ -101,6 +105,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--results", type=Path, default=RESULTS)
     p.add_argument(
+        "--extra-train",
+        type=Path,
+        default=None,
+        metavar="PAIRS",
+        help="more training pairs (jsonl.gz with an 'answers' field, e.g. scripts/reader_data.py's)",
+    )
+    p.add_argument(
         "--span",
         action="store_true",
         help="train the extractive-QA (span + no-answer) model, not the classifier",
@@ -108,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     add_squad_arguments(p, SHARED)
     args = p.parse_args(argv)
     train = read_pairs(args.data / "train.jsonl.gz")
+    if args.extra_train is not None:
+        train += read_pairs(args.extra_train)
     if args.throughput:
         train = train[: args.throughput]
     elif args.max_pairs:
@@ -165,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     meta.data = {
         "train": "SQuAD 2.0 train prefix (11 articles) + dev split_a (14 of 16 articles), "
         "+ BM25-retrieved same-article paragraphs without the answer as negatives, + synthetic unanswerables "
-        "(edited answerable questions, kinds synthetic_*) where the data has them; evidence trimmed to 80 words",
+        "(edited answerable questions, kinds synthetic_*) where the data has them; evidence trimmed to 80 words"
+        + (f"; + the extra pairs of {args.extra_train}" if args.extra_train else ""),
         "validation": "dev split_a articles Force, French_and_Indian_War (threshold: <=10% answerable flagged)",
         "test": "dev split_b (19 articles, never trained on)",
         "train_pairs": len(pairs),

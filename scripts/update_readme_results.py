@@ -86,6 +86,7 @@ def ragtruth_section() -> str:
 
 
 READER = ROOT / "scripts" / "results" / "answer_reader.json"
+LLM_READER = ROOT / "scripts" / "results" / "llm_eval_reader_local.json"
 
 
 def reader_section() -> str:
@@ -138,7 +139,36 @@ def reader_section() -> str:
         "",
         f"Reader check latency p50 {latency['p50']:.1f} ms / p95 {latency['p95']:.1f} ms per answer (int8 ONNX, 2 threads).",
     ]
+    if LLM_READER.exists():
+        lines += ["", *llm_reader_lines(json.loads(LLM_READER.read_text()))]
     return "\n".join(lines)
+
+
+def llm_reader_lines(report: dict[str, Any]) -> list[str]:
+    """The main eval's test split with gemma writing the answers, without and with the reader check."""
+    reader = report["reader"]
+    n = report["test"]["by_kind"]
+    lines = [
+        f"The main eval's test split ({report['test']['questions']} questions) with gemma-3-270m writing the "
+        "answers (`python -m verityrag.eval --real-llm local --reader`, output in "
+        f"`scripts/results/{LLM_READER.name}`), without and with the reader check at "
+        f"{reader['threshold']:.3f}:",
+        "",
+        "| answers | answered | wrong | correct (of answerable) | answerable answered | in-domain unanswerable answered |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for key, name in (
+        ("without_reader", "without the reader check"),
+        ("with_reader", "with the reader check"),
+    ):
+        f = reader[key]
+        by_kind = f["answered_by_kind"]
+        lines.append(
+            f"| {name} | {f['answered']} | {f['answered_wrong']} | {f['answerable_correct']} of {reader['answerable']} "
+            f"| {by_kind.get('answerable', 0)} | {by_kind.get('unanswerable_in_domain', 0)} of "
+            f"{n.get('unanswerable_in_domain', 0)} |"
+        )
+    return lines
 
 
 def render(text: str) -> str:

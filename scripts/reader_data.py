@@ -1,0 +1,96 @@
+"""Extra reading practice for the extractive reader: HaluEval QA questions with their answer spans.
+
+The reader (the extractive-QA answerability model, ``answer_train.py --span``) learns to find
+answers from ~7k SQuAD 2.0 questions, and its best span holds the gold answer for only 38%
+of the main eval's answered questions (ROADMAP, session 6). HaluEval QA's training items
+(0-7499, the range Verity-Guard trains on; the reader check is measured on items 7500-9999)
+add multi-hop Wikipedia questions whose answer is a span of their knowledge passage:
+
+- ``halueval_answerable`` (1): the question and its knowledge trimmed to the question (80
+  words, as at run time), kept when the gold answer is in the trimmed text as whole
+  normalised tokens (the span head needs it there); yes/no answers are skipped;
+- ``halueval_unrelated`` (0): every ``--unrelated-every``-th question paired with the next
+  item's knowledge, so the no-answer option keeps seeing negatives.
+
+    python scripts/reader_data.py        # -> guard_work/reader_data/halueval_qa.jsonl.gz
+    python scripts/answer_train.py --span --extra-train guard_work/reader_data/halueval_qa.jsonl.gz ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from verityrag.crossenc.build import halueval_knowledge, write_pairs  # noqa: E402
+from verityrag.crossenc.evidence import trim_evidence  # noqa: E402
+from verityrag.reader_check import EVIDENCE_WORDS  # noqa: E402
+from verityrag.text.answers import contains_gold, normalize_answer  # noqa: E402
+
+HALUEVAL = ROOT.parent / "shared" / "data" / "halueval" / "qa_data.json.gz"
+OUT = ROOT / "guard_work" / "reader_data" / "halueval_qa.jsonl.gz"
+#: Verity-Guard's training items; 7500-9999 are its (and the reader check's) validation and test.
+TRAIN_ITEMS = 7500
+
+
+def reader_pairs(items: list[dict[str, Any]], unrelated_every: int) -> list[dict[str, Any]]:
+    """Answerable pairs with their answer, and some unrelated negatives (see the module docstring)."""
+    rows: list[dict[str, Any]] = []
+    for i, item in enumerate(items):
+        question, answer = item["question"], item["right_answer"]
+        evidence = trim_evidence(question, halueval_knowledge(item["knowledge"]), EVIDENCE_WORDS)
+        if normalize_answer(answer) not in ("yes", "no") and contains_gold(evidence, [answer]):
+            rows.append(_row(question, evidence, 1, "halueval_answerable", i, [answer]))
+        if unrelated_every and i % unrelated_every == 0:
+            other = halueval_knowledge(items[(i + 1) % len(items)]["knowledge"])
+            rows.append(
+                _row(question, trim_evidence(question, other, EVIDENCE_WORDS), 0, "halueval_unrelated", i, [])
+            )
+    return rows
+
+
+def _row(
+    question: str, evidence: str, label: int, kind: str, item: int, answers: list[str]
+) -> dict[str, Any]:
+    return {
+        "question": question,
+        "evidence": evidence,
+        "label": label,
+        "kind": kind,
+        "title": f"halueval-{item}",
+        "source": "halueval-qa-train",
+        "answers": answers,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--halueval", type=Path, default=HALUEVAL)
+    p.add_argument("--items", type=int, default=TRAIN_ITEMS, help=f"first N items (at most {TRAIN_ITEMS})")
+    p.add_argument(
+        "--unrelated-every", type=int, default=4, help="one unrelated negative per N items (0: none)"
+    )
+    p.add_argument("--out", type=Path, default=OUT)
+    args = p.parse_args(argv)
+    if not 0 < args.items <= TRAIN_ITEMS:
+        p.error(
+            f"--items must be in 1..{TRAIN_ITEMS}: later items are the reader check's validation and test"
+        )
+    with gzip.open(args.halueval, "rt", encoding="utf-8") as f:
+        items = [json.loads(line) for line in f if line.strip()][: args.items]
+    rows = reader_pairs(items, args.unrelated_every)
+    write_pairs(args.out, rows)
+    kinds = Counter(r["kind"] for r in rows)
+    print(f"{len(items)} items -> {len(rows)} pairs {dict(kinds)}; written {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

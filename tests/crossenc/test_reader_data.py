@@ -1,0 +1,56 @@
+"""How scripts/reader_data.py turns HaluEval QA items into reading practice for the reader."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from types import ModuleType
+
+import pytest
+
+pytestmark = pytest.mark.unit
+
+
+def _item(question: str, answer: str, knowledge: str) -> dict[str, str]:
+    return {"question": question, "right_answer": answer, "knowledge": knowledge}
+
+
+ITEMS = [
+    _item(
+        "Where was Arthur's Magazine published?",
+        "Philadelphia",
+        "Arthur's Magazine was published in Philadelphia.",
+    ),
+    _item("Is the Amazon a river?", "yes", "The Amazon is a river in South America."),
+    _item(
+        "Who founded Acme?", "John Smith", "Acme is a company that makes anvils."
+    ),  # answer not in the text
+    _item("When did the Rhine flood?", "1995", "The Rhine flooded in 1995 and again later."),
+]
+
+
+@pytest.fixture(scope="module")
+def rd(load_script: Callable[[str], ModuleType]) -> ModuleType:
+    return load_script("reader_data")
+
+
+def test_answerable_pairs_carry_their_answer_and_skip_yes_no_and_missing_answers(rd: ModuleType) -> None:
+    rows = rd.reader_pairs(ITEMS, unrelated_every=0)
+    assert [(r["title"], r["answers"], r["label"]) for r in rows] == [
+        ("halueval-0", ["Philadelphia"], 1),
+        ("halueval-3", ["1995"], 1),
+    ]
+    assert all(r["kind"] == "halueval_answerable" for r in rows)
+    assert "Philadelphia" in rows[0]["evidence"]
+
+
+def test_unrelated_negatives_pair_a_question_with_the_next_items_knowledge(rd: ModuleType) -> None:
+    rows = [r for r in rd.reader_pairs(ITEMS, unrelated_every=2) if r["kind"] == "halueval_unrelated"]
+    assert [(r["question"], r["evidence"], r["label"], r["answers"]) for r in rows] == [
+        (ITEMS[0]["question"], ITEMS[1]["knowledge"], 0, []),
+        (ITEMS[2]["question"], ITEMS[3]["knowledge"], 0, []),
+    ]
+
+
+def test_items_past_the_guard_training_range_are_refused(rd: ModuleType) -> None:
+    with pytest.raises(SystemExit):
+        rd.main(["--items", "8000"])
