@@ -91,11 +91,14 @@ models-nli: models-guard
 	$(HEAVY) $(PY) scripts/nli_train.py --epochs 1 --max-minutes 30 --lr 5e-5
 
 # The reader check's extractive reader: the extractive-QA answerability model (span + no-answer head,
-# warm-started from the answerability classifier, two epochs, ~45 min), exported with its start / end
-# logits; its threshold is fitted on gemma's labelled validation answers, so the guard's come first.
+# warm-started from the answerability classifier, two epochs on the SQuAD pairs), then a third epoch
+# with HaluEval QA's training items added (scripts/reader_data.py), ~80 min in all; exported with its
+# start / end logits, its threshold fitted on gemma's labelled validation answers (guard's first).
 models-reader: models-answerability models-guard
+	$(PY) scripts/reader_data.py
 	$(HEAVY) $(PY) scripts/answer_train.py --span --warm-start guard_work/answerability --out guard_work/answer_span/stage1 --lr 5e-5 --epochs 1 --results guard_work/answer_span/stage1/results.json
-	$(HEAVY) $(PY) scripts/answer_train.py --span --warm-start guard_work/answer_span/stage1 --out guard_work/answer_span --lr 3e-5 --epochs 1 --seed 14 --results guard_work/answer_span/results.json
+	$(HEAVY) $(PY) scripts/answer_train.py --span --warm-start guard_work/answer_span/stage1 --out guard_work/answer_span/stage2 --lr 3e-5 --epochs 1 --seed 14 --results guard_work/answer_span/stage2/results.json
+	$(HEAVY) $(PY) scripts/answer_train.py --span --warm-start guard_work/answer_span/stage2 --extra-train guard_work/reader_data/halueval_qa.jsonl.gz --out guard_work/answer_span --lr 3e-5 --epochs 1 --seed 15 --max-minutes 45 --results guard_work/answer_span/results.json
 	$(HEAVY) $(PY) scripts/reader_build.py
 
 # The NLI model fine-tuned on RAGTruth's sources in two folds, each a quarter of the sources (half of the
@@ -121,7 +124,8 @@ eval-llm: setup
 	$(PY) -m verityrag.eval --real-llm local --max-test-questions 60
 
 # The whole test split with gemma writing the answers and the reader check recorded (~32 min; needs
-# make models-reader); the answers, with their evidence and verdicts, are kept gzipped.
+# make models-reader); the answers, with their evidence and verdicts, are kept gzipped. A new reader
+# is measured on the same answers with scripts/reader_rescore_llm.py (seconds).
 eval-llm-reader: setup
 	$(HEAVY) $(PY) -m verityrag.eval --real-llm local --reader --no-plots --out scripts/results/llm_eval_reader_local.json
 	gzip -f scripts/results/llm_answers_local.jsonl

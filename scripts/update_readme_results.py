@@ -152,7 +152,14 @@ def llm_reader_lines(report: dict[str, Any]) -> list[str]:
         f"The main eval's test split ({report['test']['questions']} questions) with gemma-3-270m writing the "
         "answers (`python -m verityrag.eval --real-llm local --reader`, output in "
         f"`scripts/results/{LLM_READER.name}`), without and with the reader check at "
-        f"{reader['threshold']:.3f}:",
+        f"{reader['threshold']:.3f}"
+        + (
+            f" (answers generated once; reader scores recomputed for the current reader by "
+            f"`{reader['rescored']['by']}`)"
+            if "rescored" in reader
+            else ""
+        )
+        + ":",
         "",
         "| answers | answered | wrong | correct (of answerable) | answerable answered | in-domain unanswerable answered |",
         "| --- | --- | --- | --- | --- | --- |",

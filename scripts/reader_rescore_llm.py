@@ -1,0 +1,89 @@
+"""Re-score recorded LLM answers with the current reader check, without generating them again.
+
+``python -m verityrag.eval --real-llm local --reader`` takes ~32 min on 2 cores, nearly all of
+it gemma's decoding. The reader check is the agent's last stage and only ever turns an
+answer into an abstention, so a new reader can be measured on the answers already
+recorded: each answered record's ``reader_score`` is recomputed from its question, answer
+and the first three evidence chunks (what the agent gives the reader; gemma is given
+three), and the report's ``reader`` section is rebuilt with
+:func:`verityrag.eval.llm_eval.reader_metrics` at the new folder's threshold. The report
+records that it was re-scored, and how many recorded scores the old reader reproduced
+(a check that the evidence here is the evidence the agent used: run it once with the
+reader that made the recording and every score must be reproduced).
+
+    python scripts/reader_rescore_llm.py          # scripts/results/llm_eval_reader_local.json + answers
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import gzip
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from verityrag.eval.llm_eval import reader_metrics  # noqa: E402
+from verityrag.reader_check import ReaderCheck  # noqa: E402
+
+RESULTS = ROOT / "scripts" / "results"
+#: Chunks the agent joins for the question-side checks (``AgentController``: the top three).
+READER_CHUNKS = 3
+
+
+def rescore(records: list[dict[str, Any]], check: ReaderCheck) -> int:
+    """Recompute ``reader_score`` of every answered record in place; how many old scores it reproduced."""
+    same = 0
+    for r in records:
+        if not r["answered"]:
+            continue
+        evidence = " ".join(e["text"] for e in r["evidence"][:READER_CHUNKS])
+        score = check.score(r["question"], evidence, r["answer"])
+        same += r.get("reader_score") is not None and abs(r["reader_score"] - score) < 1e-6
+        r["reader_score"] = score
+    return same
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--report", type=Path, default=RESULTS / "llm_eval_reader_local.json")
+    p.add_argument("--answers", type=Path, default=RESULTS / "llm_answers_local.jsonl.gz")
+    p.add_argument(
+        "--reader-dir", type=Path, default=None, help="default: VERITY_READER_DIR or guard_work/reader"
+    )
+    args = p.parse_args(argv)
+    report = json.loads(args.report.read_text(encoding="utf-8"))
+    if "reader" not in report:
+        p.error(f"{args.report} was not run with --reader: its records have no reader scores to compare")
+    with gzip.open(args.answers, "rt", encoding="utf-8") as f:
+        records = [json.loads(line) for line in f if line.strip()]
+    check = ReaderCheck(args.reader_dir).warm_up()
+    reproduced = rescore(records, check)
+    answered = sum(r["answered"] for r in records)
+    report["reader"] = reader_metrics(records, check.threshold) | {
+        "rescored": {
+            "by": "scripts/reader_rescore_llm.py",
+            "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "reader_dir": str(check.model_dir),
+            "answered": answered,
+            "recorded_scores_reproduced": reproduced,
+        }
+    }
+    args.report.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    with gzip.open(args.answers, "wt", encoding="utf-8") as f:
+        f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    without, with_ = report["reader"]["without_reader"], report["reader"]["with_reader"]
+    print(
+        f"reader {check.model_dir} at {check.threshold:.3f}: answered {without['answered']} -> {with_['answered']}, "
+        f"wrong {without['answered_wrong']} -> {with_['answered_wrong']}, correct {without['answerable_correct']} -> "
+        f"{with_['answerable_correct']}; {reproduced} of {answered} recorded scores reproduced"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
