@@ -15,9 +15,10 @@ Implements the controller's ``ReaderAgreementCheck`` protocol (``threshold``,
 
     AgentController(..., answer_reader=ReaderCheck())   # VERITY_READER_DIR or guard_work/reader
 
-The reader is a MiniLM trained on ~7k SQuAD answers, so it is often wrong itself: the
-threshold in ``metadata.json`` is the one scripts/reader_build.py fitted on gemma's labelled
-validation answers, and its figures (scripts/results/answer_reader.json) say what it costs.
+The reader is a MiniLM that learned from ~7k SQuAD 2.0 and ~6.6k HaluEval QA answers
+(``make models-reader``), so it is often wrong itself: the threshold in ``metadata.json`` is
+the one scripts/reader_build.py fitted on gemma's labelled validation answers, and its
+figures (scripts/results/answer_reader.json, README) say what it costs.
 """
 
 from __future__ import annotations

@@ -53,7 +53,7 @@ def check_learned_gates(answerability: bool, guard: bool, reader: bool = False) 
     if guard:
         LearnedGuard().scorer.check_files()
     if reader:
-        ReaderCheck().reader.metadata  # noqa: B018 - reading it checks the folder's files
+        ReaderCheck().reader.check_files()
 
 
 def _metadata_threshold(model: LearnedGate) -> float:

@@ -1,7 +1,7 @@
 """``SpanReader``: an extractive reader served with onnxruntime. Where in the evidence is the answer?
 
 The extractive-QA answerability model (:mod:`verityrag.crossenc.span`, a start/end head
-trained on SQuAD 2.0 here) is exported a second way, with its per-token start and end
+trained here on SQuAD 2.0, then with HaluEval QA added) is exported a second way, with its per-token start and end
 logits (``scripts/reader_build.py``), and served by this class. :meth:`SpanReader.top_spans`
 returns the best answer spans of at most ``MAX_ANSWER_TOKENS`` tokens as character spans
 of the evidence, so a caller can compare them with an answer written by someone else
@@ -93,10 +93,14 @@ class SpanReader:
         self._tokenizer: tokenizers.Tokenizer | None = None
         self._metadata: ModelMetadata | None = None
 
+    def check_files(self) -> ModelMetadata:
+        """Raise ModelFilesMissingError unless the folder can be served; return its metadata."""
+        return require_files(self.folder, self.what, self.build_command)
+
     @property
     def metadata(self) -> ModelMetadata:
         if self._metadata is None:
-            self._metadata = require_files(self.folder, self.what, self.build_command)
+            self._metadata = self.check_files()
         return self._metadata
 
     def warm_up(self) -> SpanReader:
