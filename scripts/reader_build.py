@@ -61,7 +61,7 @@ KINDS = ("right", "wrong_but_grounded", "wrong_ungrounded")
 LOGIT_CHECK_PAIRS = 32
 
 
-def export(span_model: Path, out: Path) -> dict[str, Any]:
+def export(span_model: Path, out: Path, items: list[dict[str, Any]]) -> dict[str, Any]:
     """Torch weights -> out/torch, out/model.onnx, out/model.int8.onnx; max |logit| gaps against torch."""
     import torch
     from transformers import BertForQuestionAnswering
@@ -75,8 +75,9 @@ def export(span_model: Path, out: Path) -> dict[str, Any]:
     t0 = time.perf_counter()
     export_reader(qa, out)
     seconds = time.perf_counter() - t0
-    items = _items(HALUEVAL)[7500 : 7500 + LOGIT_CHECK_PAIRS]
-    pairs = [(it["question"], halueval_knowledge(it["knowledge"])) for it in items]
+    pairs = [
+        (it["question"], halueval_knowledge(it["knowledge"])) for it in items[7500 : 7500 + LOGIT_CHECK_PAIRS]
+    ]
     encoder = PairEncoder(load_tokenizer(out / TOKENIZER_FILE), max_length=256, long_side="second")
     ids, mask, types = (np.asarray(x, dtype=np.int64) for x in pad_batch(encoder.windows(pairs)))
     with torch.inference_mode():
@@ -100,9 +101,8 @@ def export(span_model: Path, out: Path) -> dict[str, Any]:
     }
 
 
-def labelled_answers(raw: Path, split: str) -> list[dict[str, Any]]:
-    """gemma's answers to one split's items, with ``why`` from ``label_answer``; only KINDS kept."""
-    items = _items(HALUEVAL)
+def labelled_answers(items: list[dict[str, Any]], raw: Path, split: str) -> list[dict[str, Any]]:
+    """gemma's answers to one split's HaluEval ``items``, with ``why`` from ``label_answer``; only KINDS kept."""
     rows = []
     for i, r in sorted(_done(raw / f"{split}.jsonl").items()):
         item = items[i]
@@ -178,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--results", type=Path, default=RESULTS)
     args = p.parse_args(argv)
     span_meta = ModelMetadata.read(args.span_model)
-    export_record = export(args.span_model, args.out)
+    items = _items(HALUEVAL)
+    export_record = export(args.span_model, args.out, items)
     print(f"exported {args.out}: {export_record}")
     meta = ModelMetadata(
         name="reader",
@@ -202,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     scored: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     latency: list[float] = []
     for split in ("validation", "test"):
-        rows = labelled_answers(args.raw, split)
+        rows = labelled_answers(items, args.raw, split)
         if not rows:
             raise SystemExit(
                 f"no gemma answers for {split} in {args.raw}: run scripts/guard_gemma_answers.py first"

@@ -27,12 +27,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from verityrag.agent.controller import QUESTION_CHECK_CHUNKS  # noqa: E402
 from verityrag.eval.llm_eval import reader_metrics  # noqa: E402
 from verityrag.reader_check import ReaderCheck  # noqa: E402
 
 RESULTS = ROOT / "scripts" / "results"
-#: Chunks the agent joins for the question-side checks (``AgentController``: the top three).
-READER_CHUNKS = 3
 
 
 def rescore(records: list[dict[str, Any]], check: ReaderCheck) -> int:
@@ -41,7 +40,7 @@ def rescore(records: list[dict[str, Any]], check: ReaderCheck) -> int:
     for r in records:
         if not r["answered"]:
             continue
-        evidence = " ".join(e["text"] for e in r["evidence"][:READER_CHUNKS])
+        evidence = " ".join(e["text"] for e in r["evidence"][:QUESTION_CHECK_CHUNKS])
         score = check.score(r["question"], evidence, r["answer"])
         same += r.get("reader_score") is not None and abs(r["reader_score"] - score) < 1e-6
         r["reader_score"] = score

@@ -44,6 +44,11 @@ GROUNDING_THRESHOLDS: dict[str, float] = {
 }
 
 
+#: Top chunks the question-side checks (answerability, reader) read: enough for the answer,
+#: few enough for one model window once trimmed to the question.
+QUESTION_CHECK_CHUNKS = 3
+
+
 class _ObservedTrace(list[TraceStep]):
     """A trace that reports each step as it is appended (live SSE stages), in order."""
 
@@ -265,8 +270,7 @@ class AgentController:
         if best.probability < threshold:
             return self._abstain(question, AbstainReason.SUFFICIENCY, best, trace, base)
 
-        # The question-side checks (answerability, reader) read the top three chunks.
-        evidence_text = " ".join(h.chunk.text for h in best.hits[:3])
+        evidence_text = " ".join(h.chunk.text for h in best.hits[:QUESTION_CHECK_CHUNKS])
         if self.answerability is not None and not _passes(
             "answerability", self.answerability, (question, evidence_text), trace
         ):
