@@ -88,6 +88,25 @@ class PairEncoder:
     def short_side_lengths(self, pairs: Sequence[tuple[str, str]]) -> list[int]:
         return [len(ids) for ids in self._ids([p[1] if self.long_side == "first" else p[0] for p in pairs])]
 
+    def window_budget(self, short_tokens: int, field: str) -> int:
+        """Tokens a window leaves for the long side next to ``short_tokens``; raises when too few."""
+        budget = self.max_length - 3 - short_tokens
+        if budget < MIN_WINDOW_TOKENS:
+            side = "second" if self.long_side == "first" else "first"
+            raise InvalidInputError(
+                field,
+                f"the {side} text is {short_tokens} tokens; with max_length={self.max_length} it leaves "
+                f"{budget} tokens for the other text (need >= {MIN_WINDOW_TOKENS}); split it into sentences",
+            )
+        return budget
+
+    def window(self, pair_index: int, short: list[int], piece: list[int]) -> EncodedWindow:
+        """``[CLS] first [SEP] second [SEP]`` from the short side and a piece of the long side."""
+        first, second = (piece, short) if self.long_side == "first" else (short, piece)
+        ids = [self.cls_id, *first, self.sep_id, *second, self.sep_id]
+        types = [0] * (len(first) + 2) + [1] * (len(second) + 1)
+        return EncodedWindow(pair_index, ids, types)
+
     def windows(self, pairs: Sequence[tuple[str, str]], skip_too_long: bool = False) -> list[EncodedWindow]:
         """Every window of every pair, in pair order (``pair_index`` says which pair).
 
@@ -99,21 +118,10 @@ class PairEncoder:
         out: list[EncodedWindow] = []
         for i, (a, b) in enumerate(zip(firsts, seconds, strict=True)):
             short, long = (b, a) if self.long_side == "first" else (a, b)
-            budget = self.max_length - 3 - len(short)
-            if budget < MIN_WINDOW_TOKENS:
-                if skip_too_long:
-                    continue
-                side = "second" if self.long_side == "first" else "first"
-                raise InvalidInputError(
-                    f"pairs[{i}]",
-                    f"the {side} text is {len(short)} tokens; with max_length={self.max_length} it leaves "
-                    f"{budget} tokens for the other text (need >= {MIN_WINDOW_TOKENS}); split it into sentences",
-                )
-            for piece in _spans(long, budget, self.stride):
-                first, second = (piece, short) if self.long_side == "first" else (short, piece)
-                ids = [self.cls_id, *first, self.sep_id, *second, self.sep_id]
-                types = [0] * (len(first) + 2) + [1] * (len(second) + 1)
-                out.append(EncodedWindow(i, ids, types))
+            if skip_too_long and len(short) > self.short_side_budget():
+                continue
+            budget = self.window_budget(len(short), f"pairs[{i}]")
+            out += [self.window(i, short, piece) for piece in _spans(long, budget, self.stride)]
         return out
 
 

@@ -22,13 +22,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from verityrag.crossenc.encoding import MIN_WINDOW_TOKENS, load_tokenizer, window_starts
+from verityrag.crossenc.encoding import PairEncoder, load_tokenizer, pad_batch, window_starts
 from verityrag.crossenc.model_folder import ModelMetadata, require_files
 from verityrag.errors import InvalidInputError
 
 if TYPE_CHECKING:
     import onnxruntime
-    import tokenizers
 
 #: Longest answer span scored, in tokens (SQuAD answers: 95% are under 12 words).
 MAX_ANSWER_TOKENS = 30
@@ -90,7 +89,7 @@ class SpanReader:
         self.batch_size = batch_size
         self._lock = threading.Lock()
         self._session: onnxruntime.InferenceSession | None = None
-        self._tokenizer: tokenizers.Tokenizer | None = None
+        self._encoder: PairEncoder | None = None
         self._metadata: ModelMetadata | None = None
 
     def check_files(self) -> ModelMetadata:
@@ -110,7 +109,8 @@ class SpanReader:
         with self._lock:
             if self._session is None:
                 meta = self.metadata
-                self._tokenizer = load_tokenizer(self.folder / meta.tokenizer_files[0])
+                tokenizer = load_tokenizer(self.folder / meta.tokenizer_files[0])
+                self._encoder = PairEncoder(tokenizer, meta.max_length, "second", meta.stride)
                 session = open_session(self.folder / meta.onnx_file, self.threads)
                 outputs = [o.name for o in session.get_outputs()]
                 if outputs != list(READER_OUTPUTS):
@@ -125,46 +125,28 @@ class SpanReader:
     def top_spans(self, question: str, evidence: str, k: int = TOP_K) -> list[ReaderSpan]:
         """The ``k`` best answer spans in ``evidence`` for ``question``, best first; [] for empty evidence."""
         self.warm_up()
-        assert self._tokenizer is not None
+        assert self._encoder is not None
         assert self._session is not None
-        meta = self.metadata
-        cls_id, sep_id = self._tokenizer.token_to_id("[CLS]"), self._tokenizer.token_to_id("[SEP]")
-        if cls_id is None or sep_id is None:
-            raise InvalidInputError(
-                "tokenizer", "has no [CLS]/[SEP] tokens; a BERT WordPiece tokenizer is expected"
-            )
-        q_ids = self._tokenizer.encode(question, add_special_tokens=False).ids
-        encoded = self._tokenizer.encode(evidence, add_special_tokens=False)
+        encoder = self._encoder
+        q_ids = encoder.tokenizer.encode(question, add_special_tokens=False).ids
+        encoded = encoder.tokenizer.encode(evidence, add_special_tokens=False)
         if not encoded.ids:
             return []
-        budget = meta.max_length - 3 - len(q_ids)
-        if budget < MIN_WINDOW_TOKENS:
-            raise InvalidInputError(
-                "question",
-                f"is {len(q_ids)} tokens; the reader's window of {meta.max_length} leaves {budget} "
-                f"for the evidence (need >= {MIN_WINDOW_TOKENS})",
-            )
+        budget = encoder.window_budget(len(q_ids), "question")
+        starts = window_starts(len(encoded.ids), budget, encoder.stride)
+        windows = [encoder.window(0, q_ids, encoded.ids[s : s + budget]) for s in starts]
         offset = len(q_ids) + 2  # [CLS] question [SEP]
-        windows = [
-            (s, [cls_id, *q_ids, sep_id, *encoded.ids[s : s + budget], sep_id])
-            for s in window_starts(len(encoded.ids), budget, meta.stride)
-        ]
         found: dict[tuple[int, int], float] = {}
         for b in range(0, len(windows), self.batch_size):
             batch = windows[b : b + self.batch_size]
-            width = max(len(ids) for _, ids in batch)
-            ids = np.zeros((len(batch), width), dtype=np.int64)
-            mask = np.zeros_like(ids)
-            types = np.zeros_like(ids)
-            for row, (_, window_ids) in enumerate(batch):
-                ids[row, : len(window_ids)] = window_ids
-                mask[row, : len(window_ids)] = 1
-                types[row, offset : len(window_ids)] = 1
+            ids, mask, types = (np.asarray(x, dtype=np.int64) for x in pad_batch(batch))
             start_logits, end_logits = self._session.run(
                 list(READER_OUTPUTS), {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
             )
-            for row, (first_token, window_ids) in enumerate(batch):
-                last = len(window_ids) - 2  # the closing [SEP] is not evidence
+            for row, (first_token, window) in enumerate(
+                zip(starts[b : b + self.batch_size], batch, strict=True)
+            ):
+                last = len(window.input_ids) - 2  # the closing [SEP] is not evidence
                 for i, j, score in best_spans(start_logits[row], end_logits[row], offset, last, k):
                     key = (
                         encoded.offsets[first_token + i - offset][0],
