@@ -25,7 +25,7 @@ from verityrag.pipeline import VerityRAGPipeline
 from verityrag.types import QueryResult
 from verityrag.ui.llm_compare import LLMView, llm_side_by_side
 from verityrag.ui.streaming_story import StoryEvent, StoryOutcome, run_streaming_story
-from verityrag.ui.views import ResultView, result_view
+from verityrag.ui.views import ResultView, learned_checks_line, result_view
 
 SAMPLE_QUESTIONS = (
     "What BBC radio station will carry the game in the United Kingdom?",
@@ -113,6 +113,7 @@ def ask_tab() -> None:
         f"{stats['documents']} documents, {stats['chunks']} chunks (SQuAD 1.1 dev articles). "
         "The system answers with a cited sentence from them, or refuses."
     )
+    st.caption(learned_checks_line(stats["learned_checks"]))
     choice = st.selectbox("Sample question", (*SAMPLE_QUESTIONS, CUSTOM), key="sample")
     typed = st.text_input("Your question", key="question", disabled=choice != CUSTOM)
     question = typed if choice == CUSTOM else choice

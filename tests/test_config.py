@@ -67,6 +67,8 @@ def test_settings_bad_choice_lists_allowed_values(field: str, value: str, allowe
         ("abstention_target", 1.5, r"must be within \[0, 1\]"),
         ("dense_weight", -0.1, r"must be within \[0, 1\]"),
         ("max_reformulations", -1, "must be >= 0"),
+        ("reader_threshold", 1.2, r"must be within \[0, 1\] or unset"),
+        ("guard_threshold", -0.5, r"must be within \[0, 1\] or unset"),
     ],
 )
 def test_settings_out_of_range_value_raises_naming_field(field: str, value: float, message: str) -> None:
@@ -123,6 +125,22 @@ def test_from_env_overrides_parse_each_type() -> None:
     assert settings.dense_backend == "hnsw"
 
 
+def test_learned_checks_are_off_and_their_thresholds_open_by_default() -> None:
+    s = Settings()
+    assert (s.answerability_check, s.guard_check, s.reader_check) == (False, False, False)
+    assert (s.answerability_threshold, s.guard_threshold, s.reader_threshold) == (None, None, None)
+
+
+@pytest.mark.parametrize(("raw", "expected"), [("0.25", 0.25), ("0", 0.0), ("", None), ("None", None)])
+def test_from_env_turns_a_learned_check_on_with_an_optional_threshold(
+    raw: str, expected: float | None
+) -> None:
+    s = Settings.from_env({"VERITYRAG_READER_CHECK": "1", "VERITYRAG_READER_THRESHOLD": raw})
+    assert s.reader_check is True
+    assert s.reader_threshold == expected
+    assert (s.answerability_check, s.guard_check) == (False, False)
+
+
 @pytest.mark.parametrize(
     ("raw", "expected"),
     [("1", True), ("TRUE", True), ("yes", True), ("0", False), ("No", False), (" false ", False)],
@@ -148,6 +166,9 @@ def test_from_env_reads_os_environ_by_default(monkeypatch: pytest.MonkeyPatch) -
         ({"VERITYRAG_TOP_K": "0"}, "top_k", "must be >= 1"),
         ({"VERITYRAG_FUSION": "max"}, "fusion", "rrf, weighted"),
         ({"VERITYRAG_PROFILE": "turbo"}, "profile", "default, fast, strict"),
+        ({"VERITYRAG_READER_THRESHOLD": "low"}, "VERITYRAG_READER_THRESHOLD", "cannot parse 'low'"),
+        ({"VERITYRAG_READER_THRESHOLD": "2"}, "reader_threshold", r"within \[0, 1\]"),
+        ({"VERITYRAG_GUARD_CHECK": "on-ish"}, "VERITYRAG_GUARD_CHECK", "cannot parse 'on-ish'"),
     ],
 )
 def test_from_env_bad_value_raises_naming_variable_or_field(

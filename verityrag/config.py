@@ -6,7 +6,7 @@ import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 from verityrag.errors import InvalidInputError
 from verityrag.index.live import DENSE_BACKENDS, DenseBackend
@@ -60,6 +60,16 @@ class Settings:
     # What the sufficiency gate learns: "evidence" (a gold answer is in the evidence the
     # generator reads) or "answer" (the generated answer contains a gold answer).
     gate_label: GateLabel = "evidence"
+    # Learned checks trained here (`make models`), off by default: each needs its model folder
+    # (VERITY_ANSWER_DIR / VERITY_GUARD_DIR / VERITY_READER_DIR, else guard_work/...) and the
+    # pipeline refuses to start without it. A threshold of None means: fitted by ``calibrate``
+    # (the eval's rule), else the one the model folder's metadata.json records.
+    answerability_check: bool = False
+    answerability_threshold: float | None = None
+    guard_check: bool = False
+    guard_threshold: float | None = None
+    reader_check: bool = False
+    reader_threshold: float | None = None
 
     def __post_init__(self) -> None:
         _check_choice("profile_name", self.profile_name, PROFILES)
@@ -82,6 +92,10 @@ class Settings:
             raise InvalidInputError("dense_weight", "must be within [0, 1]")
         if self.max_reformulations < 0:
             raise InvalidInputError("max_reformulations", "must be >= 0")
+        for name in ("answerability_threshold", "guard_threshold", "reader_threshold"):
+            value = getattr(self, name)
+            if value is not None and not 0.0 <= value <= 1.0:
+                raise InvalidInputError(name, f"must be within [0, 1] or unset, got {value}")
 
     @classmethod
     def profile(cls, name: str) -> Settings:
@@ -105,11 +119,12 @@ class Settings:
         env = os.environ if environ is None else environ
         base = cls.profile(env.get(f"{ENV_PREFIX}PROFILE", "default"))
         changes: dict[str, Any] = {}
+        hints = get_type_hints(cls)
         for f in dataclasses.fields(cls):
             raw = env.get(f"{ENV_PREFIX}{f.name.upper()}")
             if raw is None or f.name == "profile_name":
                 continue
-            changes[f.name] = _parse(f.name, raw, type(getattr(base, f.name)))
+            changes[f.name] = _parse(f.name, raw, hints[f.name])
         return base.replace(**changes) if changes else base
 
 
@@ -118,7 +133,16 @@ def _check_choice(field: str, value: object, allowed: tuple[str, ...]) -> None:
         raise InvalidInputError(field, f"{value!r} is not one of {', '.join(allowed)}")
 
 
-def _parse(name: str, raw: str, kind: type) -> Any:
+def _parse(name: str, raw: str, hint: Any) -> Any:
+    """``raw`` as the field's type: bool words, int, float, str (a Literal is checked later), or
+    ``float | None``, where an empty value or "none" means unset."""
+    kind = hint
+    if get_origin(hint) is Literal:
+        kind = str
+    elif type(None) in get_args(hint):
+        if raw.strip().lower() in ("", "none"):
+            return None
+        kind = next(a for a in get_args(hint) if a is not type(None))
     try:
         if kind is bool:
             lowered = raw.strip().lower()

@@ -28,6 +28,7 @@ from verityrag.generation.verified import AnswerStrategy, RejectAndRetry
 from verityrag.index.live import LiveIndex
 from verityrag.index.protocol import AnyIndex, SnapshotView
 from verityrag.index.store import SQLiteDocumentStore
+from verityrag.learned_checks import CHECK_ATTRIBUTES, attach_from_settings, fit_thresholds, requested_checks
 from verityrag.retrieval.features import ChunkTermCache, QueryTerms, feature_matrix
 from verityrag.retrieval.hybrid import HybridRetriever
 from verityrag.retrieval.reranker import LightGBMReranker, RankingData, ict_queries
@@ -124,6 +125,10 @@ class VerityRAGPipeline:
         self.answer_guard: AnswerGuard | None = None
         self.answerability: AnswerabilityModel | None = None
         self.answer_reader: ReaderAgreementCheck | None = None
+        # Where each settings-attached check's threshold comes from: settings, calibration or metadata.
+        self.check_threshold_sources: dict[str, str] = {}
+        if requested_checks(self.settings):  # loaded now: a missing model stops the start, not a query
+            self.check_threshold_sources = attach_from_settings(self, self.settings)
         self._write_lock = threading.Lock()
         resolved = data_dir if data_dir is not None else os.environ.get(DATA_DIR_ENV) or None
         self.data_dir = Path(resolved) if resolved else None
@@ -272,7 +277,26 @@ class VerityRAGPipeline:
             "index_version": snap.version,
             "embedder": self.embedder.fingerprint(),
             "data_dir": str(self.data_dir) if self.data_dir else None,
+            "learned_checks": self.learned_checks(),
         }
+
+    def learned_checks(self) -> dict[str, dict[str, Any]]:
+        """The learned checks attached (in the agent's order): threshold, where it came from, model folder.
+
+        ``threshold_from`` is ``settings``, ``calibration`` or ``metadata`` for checks the
+        settings attached, ``attached`` for ones set on the pipeline directly.
+        """
+        out = {}
+        for stage, attribute in CHECK_ATTRIBUTES.items():
+            check = getattr(self, attribute)
+            if check is not None:
+                model_dir = getattr(check, "model_dir", None)
+                out[stage] = {
+                    "threshold": float(check.threshold),
+                    "threshold_from": self.check_threshold_sources.get(stage, "attached"),
+                    "model_dir": str(model_dir) if model_dir is not None else None,
+                }
+        return out
 
     def _restore(self, store: SQLiteDocumentStore) -> None:
         started = time.perf_counter()
@@ -405,6 +429,11 @@ class VerityRAGPipeline:
         gate learns whether the answer the system would give is correct (a gold
         answer is contained in it); its threshold follows ``Settings.abstention_target``
         (see :class:`~verityrag.agent.sufficiency.SufficiencyGate`).
+
+        Learned checks the settings attached with an open threshold then get theirs by the
+        main eval's rule (:mod:`verityrag.learned_checks`): each answerable question is run
+        once per check through the whole agent, so with an LLM answer strategy this calls the
+        LLM once per answerable question and check; fix ``*_threshold`` in the settings to skip it.
         """
         from verityrag.eval.metrics import contains_gold
 
@@ -454,6 +483,15 @@ class VerityRAGPipeline:
                 summary["threshold"] = gate.threshold_
             gate.fit_summary_["reformulation"] = summary["reformulation"]
             logger.info("reformulation check: %s", summary["reformulation"])
+        # Settings-attached checks without a fixed threshold get the main eval's rule, fitted here
+        # with the gate just fitted (checks set on the pipeline directly are the caller's to tune).
+        unfixed = [stage for stage, src in self.check_threshold_sources.items() if src != "settings"]
+        if unfixed:
+            summary["learned_checks"] = fit_thresholds(self, labelled, unfixed)
+            for stage, fit in summary["learned_checks"].items():
+                if fit["fitted"]:
+                    self.check_threshold_sources[stage] = "calibration"
+            logger.info("learned check thresholds: %s", summary["learned_checks"])
         return summary
 
     def _looped_oof(

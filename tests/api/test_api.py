@@ -99,6 +99,30 @@ def test_stats_counts_match_the_pipeline(anonymous: httpx.Client, pipeline: Veri
     assert body["documents"] == expected["documents"] >= 60
     assert body["chunks"] == expected["chunks"] >= body["documents"]
     assert body["embedder"] == expected["embedder"]
+    assert body["learned_checks"] == expected["learned_checks"] == {}  # none unless the settings ask
+
+
+class _ReaderStub:
+    """Stands in for a reader check attached in code; /stats reads only its threshold and folder."""
+
+    threshold = 0.25
+    model_dir = Path("guard_work/reader")
+
+    def score(self, question: str, evidence: str, answer: str) -> float:
+        return 1.0
+
+
+def test_stats_lists_the_learned_checks_with_their_threshold_source(
+    anonymous: httpx.Client, pipeline: VerityRAGPipeline
+) -> None:
+    pipeline.answer_reader = _ReaderStub()
+    try:
+        checks = anonymous.get("/stats").json()["learned_checks"]
+    finally:
+        pipeline.answer_reader = None
+    assert checks == {
+        "reader": {"threshold": 0.25, "threshold_from": "attached", "model_dir": "guard_work/reader"}
+    }
 
 
 def test_unknown_route_is_404_json(anonymous: httpx.Client) -> None:

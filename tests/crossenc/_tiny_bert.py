@@ -6,6 +6,7 @@ so encoding is the production one; training it takes seconds and downloads nothi
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 from typing import Any
 
@@ -44,3 +45,22 @@ def write_tiny_metadata(folder: Path, name: str, pairs: int) -> None:
         threshold=0.5,
         stride=16,
     ).write(folder)
+
+
+COLOURS = ["red", "blue", "green", "yellow", "purple", "orange"]
+FILLER = "the river flows past the old mill and the town square near the bridge".split()
+
+
+def colour_pairs(n: int, seed: int) -> tuple[list[tuple[str, str]], list[float], list[list[str]]]:
+    """(question, evidence): answerable when the car's colour is given; the answer is that colour."""
+    rng = random.Random(seed)
+    pairs, labels, answers = [], [], []
+    for _ in range(n):
+        present = rng.random() < 0.5
+        colour = rng.choice(COLOURS)
+        words = rng.sample(FILLER, 6)
+        words.insert(rng.randrange(len(words) + 1), f"{colour} car" if present else "car")
+        pairs.append(("what colour is the car", " ".join(words)))
+        labels.append(float(present))
+        answers.append([colour] if present else [])
+    return pairs, labels, answers

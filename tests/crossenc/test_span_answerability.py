@@ -8,25 +8,22 @@ the reader must read the colour off the evidence.
 
 from __future__ import annotations
 
-import random
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from _tiny_bert import TINY_BERT, TINY_TRAINING, write_tiny_metadata
+from _tiny_bert import COLOURS, FILLER, TINY_BERT, colour_pairs
 
-from verityrag.crossenc import CrossEncoderTrainer, OnnxCrossEncoder, export_onnx
+from verityrag.crossenc import CrossEncoderTrainer, OnnxCrossEncoder
 from verityrag.crossenc.encoding import EncodedWindow
-from verityrag.crossenc.model_folder import ONNX_FP32_FILE, TOKENIZER_FILE
+from verityrag.crossenc.model_folder import ONNX_FP32_FILE
 from verityrag.crossenc.reader import READER_OUTPUTS, SpanReader
 from verityrag.crossenc.scorer import open_session
 from verityrag.crossenc.span import (
     SpanAnswerabilityModel,
     SpanAnswerabilityTrainer,
     evidence_mask,
-    export_reader,
     find_answer,
     null_difference,
 )
@@ -34,9 +31,6 @@ from verityrag.errors import InvalidInputError
 from verityrag.reader_check import ReaderCheck
 
 pytestmark = pytest.mark.integration
-
-COLOURS = ["red", "blue", "green", "yellow", "purple", "orange"]
-FILLER = "the river flows past the old mill and the town square near the bridge".split()
 
 
 def test_evidence_mask_is_the_second_segment_without_its_closing_sep() -> None:
@@ -63,37 +57,11 @@ def test_find_answer_looks_only_in_the_evidence_segment() -> None:
     assert find_answer(window, [[9]]) is None
 
 
-def _pairs(n: int, seed: int) -> tuple[list[tuple[str, str]], list[float], list[list[str]]]:
-    """(question, evidence): answerable when the car's colour is given; the answer is that colour."""
-    rng = random.Random(seed)
-    pairs, labels, answers = [], [], []
-    for _ in range(n):
-        present = rng.random() < 0.5
-        colour = rng.choice(COLOURS)
-        words = rng.sample(FILLER, 6)
-        words.insert(rng.randrange(len(words) + 1), f"{colour} car" if present else "car")
-        pairs.append(("what colour is the car", " ".join(words)))
-        labels.append(float(present))
-        answers.append([colour] if present else [])
-    return pairs, labels, answers
-
-
-@pytest.fixture(scope="module")
-def span_model(tmp_path_factory: pytest.TempPathFactory) -> tuple[SpanAnswerabilityTrainer, Path]:
-    pairs, labels, answers = _pairs(320, seed=1)
-    trainer = SpanAnswerabilityTrainer(**TINY_TRAINING).fit_with_answers(pairs, labels, answers)
-    folder = tmp_path_factory.mktemp("tiny_span")
-    trainer.save(folder)
-    export_onnx(trainer.model_, folder)
-    write_tiny_metadata(folder, "tiny-span", 320)
-    return trainer, folder
-
-
 def test_span_targets_are_found_for_every_answerable_pair(
     span_model: tuple[SpanAnswerabilityTrainer, Path],
 ) -> None:
     trainer, _ = span_model
-    _, labels, _ = _pairs(320, seed=1)
+    _, labels, _ = colour_pairs(320, seed=1)
     assert trainer.spans_missing_ == 0
     assert trainer.spans_found_ == trainer.epochs * sum(labels)  # every answerable pair, every epoch
 
@@ -102,7 +70,7 @@ def test_tiny_span_model_learns_answerability_and_onnx_matches_torch(
     span_model: tuple[SpanAnswerabilityTrainer, Path],
 ) -> None:
     trainer, folder = span_model
-    pairs, labels, _ = _pairs(100, seed=2)
+    pairs, labels, _ = colour_pairs(100, seed=2)
     scores = OnnxCrossEncoder(folder).score_pairs(pairs)
     accuracy = np.mean([(s >= 0.5) == (y == 1.0) for s, y in zip(scores, labels, strict=True)])
     assert accuracy >= 0.8
@@ -115,7 +83,7 @@ def test_tiny_span_model_learns_answerability_and_onnx_matches_torch(
 
 def test_the_span_head_points_at_the_answer(span_model: tuple[SpanAnswerabilityTrainer, Path]) -> None:
     trainer, _ = span_model
-    pairs, labels, answers = _pairs(60, seed=3)
+    pairs, labels, answers = colour_pairs(60, seed=3)
     model = trainer.model_
     assert isinstance(model, SpanAnswerabilityModel)
     encoder = trainer.encoder_
@@ -134,7 +102,7 @@ def test_the_span_head_points_at_the_answer(span_model: tuple[SpanAnswerabilityT
 
 
 def test_span_model_warm_starts_from_a_classifier_folder(tmp_path: Path) -> None:
-    pairs, labels, answers = _pairs(32, seed=4)
+    pairs, labels, answers = colour_pairs(32, seed=4)
     classifier = CrossEncoderTrainer(
         max_length=64, epochs=1, random_init_config=TINY_BERT, freeze_word_embeddings=False, progress=False
     ).fit(pairs, labels)
@@ -149,25 +117,12 @@ def test_span_model_warm_starts_from_a_classifier_folder(tmp_path: Path) -> None
     )
 
 
-@pytest.fixture(scope="module")
-def reader_folder(
-    span_model: tuple[SpanAnswerabilityTrainer, Path], tmp_path_factory: pytest.TempPathFactory
-) -> Path:
-    trainer, span_folder = span_model
-    assert isinstance(trainer.model_, SpanAnswerabilityModel)
-    folder = tmp_path_factory.mktemp("tiny_reader")
-    export_reader(trainer.model_.qa, folder)
-    shutil.copy(span_folder / TOKENIZER_FILE, folder / TOKENIZER_FILE)
-    write_tiny_metadata(folder, "tiny-reader", 320)
-    return folder
-
-
 def test_reader_export_matches_torch_start_and_end_logits(
     span_model: tuple[SpanAnswerabilityTrainer, Path], reader_folder: Path
 ) -> None:
     trainer, _ = span_model
     assert isinstance(trainer.model_, SpanAnswerabilityModel)
-    pairs, _, _ = _pairs(16, seed=5)
+    pairs, _, _ = colour_pairs(16, seed=5)
     windows = trainer.encoder_.windows(pairs)
     width = max(len(w.input_ids) for w in windows)
     ids = np.array([w.input_ids + [0] * (width - len(w.input_ids)) for w in windows])
@@ -185,7 +140,7 @@ def test_reader_export_matches_torch_start_and_end_logits(
 
 def test_reader_reads_the_colour_off_the_evidence_best_first(reader_folder: Path) -> None:
     reader = SpanReader(reader_folder)
-    pairs, labels, answers = _pairs(40, seed=6)
+    pairs, labels, answers = colour_pairs(40, seed=6)
     hits = 0
     answerable = [(p, a) for p, y, a in zip(pairs, labels, answers, strict=True) if y]
     for (question, evidence), answer in answerable:
@@ -210,7 +165,7 @@ def test_reader_windows_long_evidence_and_keeps_offsets_into_the_whole_text(read
 
 def test_reader_check_scores_the_right_colour_above_a_wrong_one(reader_folder: Path) -> None:
     check = ReaderCheck(reader_folder, threshold=0.5)
-    pairs, labels, answers = _pairs(30, seed=7)
+    pairs, labels, answers = colour_pairs(30, seed=7)
     right, wrong = [], []
     for (question, evidence), y, answer in zip(pairs, labels, answers, strict=True):
         if not y:

@@ -11,7 +11,13 @@ from streamlit.testing.v1 import AppTest
 
 from verityrag.pipeline import VerityRAGPipeline
 from verityrag.types import GroundingReport, QueryResult, TraceStep
-from verityrag.ui.views import UNSUPPORTED_DROPPED, UNSUPPORTED_KEPT, result_view
+from verityrag.ui.views import (
+    CHECKS_OFF_TEXT,
+    UNSUPPORTED_DROPPED,
+    UNSUPPORTED_KEPT,
+    learned_checks_line,
+    result_view,
+)
 
 APP = Path(__file__).resolve().parents[2] / "app.py"
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
@@ -29,6 +35,22 @@ def test_app_has_both_tabs(app: AppTest) -> None:
     assert app.title[0].value == "VerityRAG"
     assert [t.label for t in app.tabs] == ["Ask a question", "Real-time streaming demo"]
     assert "documents" in app.caption[1].value
+    assert app.caption[2].value == CHECKS_OFF_TEXT  # no VERITYRAG_*_CHECK set
+
+
+def test_checks_line_names_each_check_and_where_its_threshold_came_from() -> None:
+    line = learned_checks_line(
+        {
+            "answerability": {"threshold": 0.05, "threshold_from": "calibration", "model_dir": "a"},
+            "reader": {"threshold": 0.0, "threshold_from": "calibration", "model_dir": "r"},
+            "guard": {"threshold": 0.9, "threshold_from": "settings", "model_dir": "g"},
+        }
+    )
+    assert line == (
+        "Learned checks: answerability (threshold 0.05, fitted on the calibration questions), "
+        "reader (threshold 0, fitted on the calibration questions; scores only, never refuses), "
+        "guard (threshold 0.9, set in the settings)."
+    )
 
 
 def test_ask_answers_with_citation_and_claim_support(app: AppTest) -> None:

@@ -354,7 +354,7 @@ def create_app(
 
     @app.get("/stats", response_model=StatsOut, responses={503: _ERROR_RESPONSES[503]}, tags=["service"])
     async def stats(p: PipelineDep) -> StatsOut:
-        """Documents, chunks, index version, embedder and data dir."""
+        """Documents, chunks, index version, embedder, data dir, and the learned checks with their thresholds."""
         return StatsOut(**p.stats())
 
     @app.get(

@@ -255,6 +255,16 @@ class HealthOut(BaseModel):
     reason: str | None = Field(default=None, description="Why the pipeline is unavailable, when it is.")
 
 
+class LearnedCheckOut(BaseModel):
+    threshold: float = Field(description="A score under it abstains (reason: the check's name).")
+    threshold_from: Literal["settings", "calibration", "metadata", "attached"] = Field(
+        description="settings (VERITYRAG_<CHECK>_THRESHOLD), calibration (fitted on the labelled "
+        "calibration questions by the main eval's rule), metadata (the model folder's own), or "
+        "attached (set on the pipeline in code)."
+    )
+    model_dir: str | None
+
+
 class StatsOut(BaseModel):
     model_config = ConfigDict(
         json_schema_extra={
@@ -265,6 +275,13 @@ class StatsOut(BaseModel):
                     "index_version": 2,
                     "embedder": "hashing-v1-d1024",
                     "data_dir": "/var/lib/verityrag",
+                    "learned_checks": {
+                        "answerability": {
+                            "threshold": 0.05,
+                            "threshold_from": "calibration",
+                            "model_dir": "guard_work/answerability",
+                        }
+                    },
                 }
             ]
         }
@@ -275,6 +292,10 @@ class StatsOut(BaseModel):
     index_version: int
     embedder: str
     data_dir: str | None
+    learned_checks: dict[str, LearnedCheckOut] = Field(
+        description="The learned checks the agent runs, in its order (answerability, guard, reader); "
+        "turned on by VERITYRAG_ANSWERABILITY_CHECK / _GUARD_CHECK / _READER_CHECK."
+    )
 
 
 class ErrorDetail(BaseModel):

@@ -15,35 +15,34 @@ chosen threshold; those are the report's headline figures.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
-
-import numpy as np
 
 from verityrag.crossenc.answerability import LearnedAnswerability
 from verityrag.eval.dataset import EvalQuestion
-from verityrag.eval.metrics import contains_gold
 from verityrag.guard import LearnedGuard
+from verityrag.learned_checks import (
+    MAX_COVERAGE_LOSS,
+    SWEEP_THRESHOLDS,
+    GateOutcome,
+    choose_threshold,
+    gate_outcomes,
+    sweep_row,
+)
 from verityrag.pipeline import VerityRAGPipeline
 from verityrag.reader_check import ReaderCheck
 
 LearnedGate = LearnedAnswerability | LearnedGuard | ReaderCheck
 
-#: Probabilities; dense near 0 because a model whose scores sit low (the extractive-QA
-#: answerability model's null-score difference: 10% of answerable validation pairs under
-#: 0.0025) would otherwise lose most of its coverage between the first two steps.
-SWEEP_THRESHOLDS = (0.0, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
-#: The most coverage (answerable questions answered) a gate may cost on calibration.
-MAX_COVERAGE_LOSS = 0.05
-
-
-@dataclass(frozen=True, slots=True)
-class GateOutcome:
-    kind: str
-    answered: bool  # with the gate at threshold 0
-    correct: bool
-    score: float | None  # None: the question never reached the gate
-    latency_ms: float
+__all__ = [
+    "MAX_COVERAGE_LOSS",
+    "SWEEP_THRESHOLDS",
+    "GateOutcome",
+    "attach_learned_gates",
+    "check_learned_gates",
+    "choose_threshold",
+    "render_sweep_markdown",
+    "sweep_row",
+]
 
 
 def check_learned_gates(answerability: bool, guard: bool, reader: bool = False) -> None:
@@ -65,60 +64,7 @@ def _metadata_threshold(model: LearnedGate) -> float:
 def _run(
     pipeline: VerityRAGPipeline, questions: Sequence[EvalQuestion], stage: str, progress: bool
 ) -> list[GateOutcome]:
-    import time
-
-    from tqdm.auto import tqdm
-
-    out = []
-    for q in tqdm(questions, desc=f"{stage} sweep", unit="q", disable=not progress):
-        t0 = time.perf_counter()
-        result = pipeline.query(q.question)
-        ms = (time.perf_counter() - t0) * 1000
-        scores = [float(s.details["score"]) for s in result.trace if s.stage == stage]
-        answer = None if result.abstained else result.answer
-        correct = bool(answer) and q.answerable and contains_gold(answer or "", q.answers)
-        out.append(GateOutcome(q.kind, not result.abstained, correct, scores[-1] if scores else None, ms))
-    return out
-
-
-def _rate(hits: int, total: int) -> float | None:
-    return hits / total if total else None
-
-
-def sweep_row(outcomes: Sequence[GateOutcome], threshold: float) -> dict[str, Any]:
-    def answered(o: GateOutcome) -> bool:
-        return o.answered and (o.score is None or o.score >= threshold)
-
-    answerable = [o for o in outcomes if o.kind == "answerable"]
-    refuse = [o for o in outcomes if o.kind != "answerable"]
-    in_domain = [o for o in outcomes if o.kind == "unanswerable_in_domain"]
-    return {
-        "threshold": threshold,
-        "coverage": _rate(sum(answered(o) for o in answerable), len(answerable)),
-        "answered_and_correct": _rate(sum(answered(o) and o.correct for o in answerable), len(answerable)),
-        "correct_abstention": _rate(sum(not answered(o) for o in refuse), len(refuse)),
-        "in_domain_unanswerable_abstention": _rate(sum(not answered(o) for o in in_domain), len(in_domain)),
-        "held_out_abstention": _rate(
-            sum(not answered(o) for o in outcomes if o.kind == "held_out"),
-            sum(o.kind == "held_out" for o in outcomes),
-        ),
-        # Measured with the gate scoring every question that reached it; abstaining at a higher
-        # threshold only skips generation and grounding after it (well under 1 ms here).
-        "latency_p50_ms": float(np.percentile([o.latency_ms for o in outcomes], 50)),
-    }
-
-
-def choose_threshold(
-    calibration: Sequence[GateOutcome], max_coverage_loss: float = MAX_COVERAGE_LOSS
-) -> float:
-    """Highest sweep threshold whose calibration coverage is within ``max_coverage_loss`` of gate-off."""
-    base = sweep_row(calibration, 0.0)["coverage"] or 0.0
-    ok = [
-        t
-        for t in SWEEP_THRESHOLDS
-        if (sweep_row(calibration, t)["coverage"] or 0.0) >= base - max_coverage_loss
-    ]
-    return max(ok)
+    return gate_outcomes(pipeline, [(q.question, q.kind, q.answers) for q in questions], stage, progress)
 
 
 def attach_learned_gates(
@@ -170,6 +116,9 @@ def attach_learned_gates(
                 "(answerable calibration questions only)"
             )
         model.threshold = chosen
+        pipeline.check_threshold_sources[stage] = (
+            "settings" if fixed is not None else "calibration" if reached else "metadata"
+        )
         report[stage] = {
             "model_dir": str(model.model_dir),
             "threshold": chosen,

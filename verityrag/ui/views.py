@@ -107,3 +107,29 @@ def result_view(result: QueryResult, max_evidence: int = 5) -> ResultView:
         unsupported_claims=list(result.unsupported_claims),
         unsupported_kept=unsupported_kept(result),
     )
+
+
+# Where a learned check's threshold came from (``VerityRAGPipeline.learned_checks``), in words.
+THRESHOLD_FROM_TEXT = {
+    "settings": "set in the settings",
+    "calibration": "fitted on the calibration questions",
+    "metadata": "from its model folder",
+    "attached": "set in code",
+}
+CHECKS_OFF_TEXT = (
+    "Learned checks: none. VERITYRAG_ANSWERABILITY_CHECK=1, VERITYRAG_GUARD_CHECK=1 and "
+    "VERITYRAG_READER_CHECK=1 turn them on (`make models` builds their models)."
+)
+
+
+def learned_checks_line(checks: dict[str, dict[str, Any]]) -> str:
+    """One line naming the learned checks the agent runs and where each threshold came from."""
+    if not checks:
+        return CHECKS_OFF_TEXT
+    parts = []
+    for stage, info in checks.items():
+        source = THRESHOLD_FROM_TEXT.get(info["threshold_from"], info["threshold_from"])
+        # Calibration may find that any threshold costs too much coverage: the check then only scores.
+        effect = "; scores only, never refuses" if info["threshold"] == 0 else ""
+        parts.append(f"{stage} (threshold {info['threshold']:.3g}, {source}{effect})")
+    return "Learned checks: " + ", ".join(parts) + "."

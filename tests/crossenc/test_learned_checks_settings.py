@@ -1,0 +1,145 @@
+"""Settings turn the learned checks on: the pipeline attaches them at start (or refuses to start),
+``calibrate`` fits the thresholds the settings leave open by the main eval's rule, and
+``stats`` says where each threshold came from.
+
+The checks are tiny models trained in seconds (conftest.py): the answerability gate and the
+guard are the span model's one-logit export, the reader its start/end export. What they
+score on SQuAD text is noise; what is under test is the wiring and the threshold rule.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from verityrag import Settings, VerityRAGPipeline
+from verityrag.crossenc import ModelFilesMissingError, ModelMetadata
+from verityrag.learned_checks import MAX_COVERAGE_LOSS, SWEEP_THRESHOLDS, fit_thresholds
+
+pytestmark = pytest.mark.integration
+
+ALL_ON = Settings(answerability_check=True, guard_check=True, reader_check=True)
+
+
+def _copy_folder(source: Path, target: Path, long_side: str | None = None) -> Path:
+    """The model folder with a 128-token window (the tiny BERT's whole range): real questions
+    are too long for the 64-token window the tiny models were trained with."""
+    target.mkdir()
+    for name in ("model.int8.onnx", "tokenizer.json"):
+        shutil.copyfile(source / name, target / name)
+    meta = ModelMetadata.read(source)
+    meta.max_length = 128
+    if long_side is not None:
+        meta.long_side = long_side
+    meta.write(target)
+    return target
+
+
+@pytest.fixture
+def model_dirs(
+    span_model: tuple[Any, Path], reader_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> dict[str, Path]:
+    """VERITY_*_DIR pointing at tiny folders; the guard is the span export with the evidence first."""
+    dirs = {
+        "answerability": _copy_folder(span_model[1], tmp_path / "answerability"),
+        "guard": _copy_folder(span_model[1], tmp_path / "guard", long_side="first"),
+        "reader": _copy_folder(reader_folder, tmp_path / "reader"),
+    }
+    monkeypatch.setenv("VERITY_ANSWER_DIR", str(dirs["answerability"]))
+    monkeypatch.setenv("VERITY_GUARD_DIR", str(dirs["guard"]))
+    monkeypatch.setenv("VERITY_READER_DIR", str(dirs["reader"]))
+    return dirs
+
+
+def _labelled(
+    corpus_slice: list[dict[str, str]], test_questions: list[dict[str, Any]]
+) -> list[tuple[str, list[str]]]:
+    """Answerable test questions about the slice's documents, and some the corpus cannot answer."""
+    in_slice = {d["doc_id"] for d in corpus_slice}
+    answerable = [q for q in test_questions if q["answers"] and q["source_doc_id"] in in_slice][:24]
+    unanswerable = [q for q in test_questions if not q["answers"]][:12]
+    return [(q["question"], list(q["answers"])) for q in answerable + unanswerable]
+
+
+def test_no_check_is_attached_by_default() -> None:
+    pipeline = VerityRAGPipeline()
+    assert (pipeline.answerability, pipeline.answer_guard, pipeline.answer_reader) == (None, None, None)
+    assert pipeline.stats()["learned_checks"] == {}
+
+
+def test_settings_attach_each_check_with_its_threshold_source(model_dirs: dict[str, Path]) -> None:
+    pipeline = VerityRAGPipeline(settings=ALL_ON.replace(reader_threshold=0.3))
+    checks = pipeline.stats()["learned_checks"]
+    assert list(checks) == ["answerability", "guard", "reader"]  # the agent's order
+    assert checks["answerability"] == {
+        "threshold": 0.5,  # the tiny folder's metadata.json
+        "threshold_from": "metadata",
+        "model_dir": str(model_dirs["answerability"]),
+    }
+    assert checks["guard"]["model_dir"] == str(model_dirs["guard"])
+    assert checks["reader"]["threshold"] == 0.3
+    assert checks["reader"]["threshold_from"] == "settings"
+
+
+def test_a_missing_model_stops_the_start_and_names_the_build_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VERITY_READER_DIR", str(tmp_path))
+    with pytest.raises(ModelFilesMissingError, match="make models-reader"):
+        VerityRAGPipeline(settings=Settings(reader_check=True))
+
+
+def test_calibrate_fits_the_open_thresholds_by_the_eval_rule(
+    model_dirs: dict[str, Path],
+    corpus_slice: list[dict[str, str]],
+    test_questions: list[dict[str, Any]],
+) -> None:
+    pipeline = VerityRAGPipeline(settings=ALL_ON.replace(reader_threshold=0.3, max_reformulations=0))
+    pipeline.ingest_documents(corpus_slice, progress=False)
+    summary = pipeline.calibrate(_labelled(corpus_slice, test_questions))
+
+    fits = summary["learned_checks"]
+    assert set(fits) == {"answerability", "guard"}  # the reader's threshold was fixed by the settings
+    for stage, fit in fits.items():
+        assert fit["questions"] == 24  # the answerable ones only
+        if fit["fitted"]:
+            assert fit["threshold"] in SWEEP_THRESHOLDS
+            assert fit["coverage"] >= fit["coverage_check_off"] - MAX_COVERAGE_LOSS
+            assert pipeline.stats()["learned_checks"][stage]["threshold_from"] == "calibration"
+    assert fits["answerability"]["fitted"]  # every question reaches the first check
+    checks = pipeline.stats()["learned_checks"]
+    assert checks["answerability"]["threshold"] == fits["answerability"]["threshold"]
+    assert checks["reader"] == {
+        "threshold": 0.3,
+        "threshold_from": "settings",
+        "model_dir": str(model_dirs["reader"]),
+    }
+
+    result = pipeline.query(_labelled(corpus_slice, test_questions)[0][0])
+    assert "answerability" in [step.stage for step in result.trace]
+
+
+class _FailingCheck:
+    """An answerability check whose model breaks when it is asked."""
+
+    threshold = 0.7
+
+    def score(self, question: str, evidence: str) -> float:
+        raise RuntimeError("model broke")
+
+
+def test_a_failing_fit_leaves_every_check_attached_at_its_old_threshold(
+    corpus_slice: list[dict[str, str]], answered_question: str
+) -> None:
+    pipeline = VerityRAGPipeline()
+    pipeline.ingest_documents(corpus_slice, progress=False)
+    check = _FailingCheck()
+    pipeline.answerability = check
+    with pytest.raises(RuntimeError, match="model broke"):
+        fit_thresholds(pipeline, [(answered_question, ["x"])], ["answerability"])
+    assert pipeline.answerability is check
+    assert check.threshold == 0.7
+    assert pipeline.stats()["learned_checks"]["answerability"]["threshold_from"] == "attached"

@@ -1,0 +1,208 @@
+"""The learned checks a pipeline attaches from its settings, and how their thresholds are chosen.
+
+Three checks trained here can run inside the agent: the answerability gate (question,
+evidence), Verity-Guard (evidence, answer) and the reader check (question, evidence,
+answer). ``Settings.answerability_check`` / ``guard_check`` / ``reader_check`` attach
+them when the pipeline is built (:func:`attach_from_settings`); a model folder that is
+incomplete stops the start with an error naming the missing files and the ``make``
+target that builds them.
+
+A check's threshold comes from, first to last:
+
+1. the setting (``answerability_threshold`` ...): ``"settings"``;
+2. :func:`fit_thresholds`, which ``VerityRAGPipeline.calibrate`` runs on its labelled
+   questions: ``"calibration"``;
+3. the model folder's ``metadata.json`` (fitted when the model was built, on that
+   model's own validation data): ``"metadata"``.
+
+The calibration rule is the main eval's (:mod:`verityrag.crossenc.eval_sweep`): run the
+answerable questions once with the check at threshold 0 (it scores every question that
+reaches it and blocks none), read each score from the trace, and keep the highest
+threshold of :data:`SWEEP_THRESHOLDS` whose coverage stays within
+:data:`MAX_COVERAGE_LOSS` of the check-off coverage. A check only ever turns an answer
+into an abstention, so one pass gives every threshold's coverage exactly.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from verityrag.text.answers import contains_gold
+
+if TYPE_CHECKING:
+    from verityrag.config import Settings
+    from verityrag.crossenc.answerability import LearnedAnswerability
+    from verityrag.guard import LearnedGuard
+    from verityrag.pipeline import VerityRAGPipeline
+    from verityrag.reader_check import ReaderCheck
+
+    LearnedCheck = LearnedAnswerability | LearnedGuard | ReaderCheck
+
+#: The checks in the order the agent runs them: the trace stage name and the pipeline attribute.
+CHECK_ATTRIBUTES = {"answerability": "answerability", "guard": "answer_guard", "reader": "answer_reader"}
+
+#: Probabilities; dense near 0 because a model whose scores sit low (the extractive-QA
+#: answerability model's null-score difference: 10% of answerable validation pairs under
+#: 0.0025) would otherwise lose most of its coverage between the first two steps.
+SWEEP_THRESHOLDS = (0.0, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+#: The most coverage (answerable questions answered) a check may cost on calibration.
+MAX_COVERAGE_LOSS = 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class GateOutcome:
+    """One question run with a check at threshold 0."""
+
+    kind: str  # "answerable", or a kind of unanswerable question
+    answered: bool  # with the check at threshold 0
+    correct: bool
+    score: float | None  # None: the question never reached the check
+    latency_ms: float
+
+
+def load_check(stage: str, threshold: float | None = None) -> LearnedCheck:
+    """The learned check for a trace ``stage``, its model folder checked and its session loaded."""
+    check: LearnedCheck
+    if stage == "answerability":
+        from verityrag.crossenc.answerability import LearnedAnswerability
+
+        check = LearnedAnswerability(threshold=threshold)
+    elif stage == "guard":
+        from verityrag.guard import LearnedGuard
+
+        check = LearnedGuard(threshold=threshold)
+    elif stage == "reader":
+        from verityrag.reader_check import ReaderCheck
+
+        check = ReaderCheck(threshold=threshold)
+    else:
+        raise ValueError(f"unknown learned check {stage!r}; known: {', '.join(CHECK_ATTRIBUTES)}")
+    check.warm_up()
+    return check
+
+
+def requested_checks(settings: Settings) -> dict[str, float | None]:
+    """The stages ``settings`` turns on, each with its fixed threshold (None: not fixed)."""
+    wanted = {
+        "answerability": (settings.answerability_check, settings.answerability_threshold),
+        "guard": (settings.guard_check, settings.guard_threshold),
+        "reader": (settings.reader_check, settings.reader_threshold),
+    }
+    return {stage: threshold for stage, (on, threshold) in wanted.items() if on}
+
+
+def attach_from_settings(pipeline: VerityRAGPipeline, settings: Settings) -> dict[str, str]:
+    """Attach the checks ``settings`` turns on; returns where each one's threshold comes from."""
+    sources = {}
+    for stage, threshold in requested_checks(settings).items():
+        setattr(pipeline, CHECK_ATTRIBUTES[stage], load_check(stage, threshold))
+        sources[stage] = "settings" if threshold is not None else "metadata"
+    return sources
+
+
+def gate_outcomes(
+    pipeline: VerityRAGPipeline,
+    questions: Sequence[tuple[str, str, Sequence[str]]],
+    stage: str,
+    progress: bool = False,
+) -> list[GateOutcome]:
+    """Run ``(question, kind, gold answers)`` through the pipeline; read ``stage``'s score from each trace."""
+    from tqdm.auto import tqdm
+
+    out = []
+    for question, kind, answers in tqdm(questions, desc=f"{stage} sweep", unit="q", disable=not progress):
+        t0 = time.perf_counter()
+        result = pipeline.query(question)
+        ms = (time.perf_counter() - t0) * 1000
+        scores = [float(s.details["score"]) for s in result.trace if s.stage == stage]
+        answer = None if result.abstained else result.answer
+        correct = bool(answer) and kind == "answerable" and contains_gold(answer or "", answers)
+        out.append(GateOutcome(kind, not result.abstained, correct, scores[-1] if scores else None, ms))
+    return out
+
+
+def _rate(hits: int, total: int) -> float | None:
+    return hits / total if total else None
+
+
+def sweep_row(outcomes: Sequence[GateOutcome], threshold: float) -> dict[str, Any]:
+    """The figures the outcomes would give with the check at ``threshold``."""
+
+    def answered(o: GateOutcome) -> bool:
+        return o.answered and (o.score is None or o.score >= threshold)
+
+    answerable = [o for o in outcomes if o.kind == "answerable"]
+    refuse = [o for o in outcomes if o.kind != "answerable"]
+    in_domain = [o for o in outcomes if o.kind == "unanswerable_in_domain"]
+    return {
+        "threshold": threshold,
+        "coverage": _rate(sum(answered(o) for o in answerable), len(answerable)),
+        "answered_and_correct": _rate(sum(answered(o) and o.correct for o in answerable), len(answerable)),
+        "correct_abstention": _rate(sum(not answered(o) for o in refuse), len(refuse)),
+        "in_domain_unanswerable_abstention": _rate(sum(not answered(o) for o in in_domain), len(in_domain)),
+        "held_out_abstention": _rate(
+            sum(not answered(o) for o in outcomes if o.kind == "held_out"),
+            sum(o.kind == "held_out" for o in outcomes),
+        ),
+        # Measured with the check scoring every question that reached it; abstaining at a higher
+        # threshold only skips generation and grounding after it (well under 1 ms here).
+        "latency_p50_ms": float(np.percentile([o.latency_ms for o in outcomes], 50)) if outcomes else None,
+    }
+
+
+def choose_threshold(
+    calibration: Sequence[GateOutcome], max_coverage_loss: float = MAX_COVERAGE_LOSS
+) -> float:
+    """Highest sweep threshold whose calibration coverage is within ``max_coverage_loss`` of check-off."""
+    base = sweep_row(calibration, 0.0)["coverage"] or 0.0
+    ok = [
+        t
+        for t in SWEEP_THRESHOLDS
+        if (sweep_row(calibration, t)["coverage"] or 0.0) >= base - max_coverage_loss
+    ]
+    return max(ok)
+
+
+def fit_thresholds(
+    pipeline: VerityRAGPipeline, labelled: Sequence[tuple[str, Sequence[str]]], stages: Sequence[str]
+) -> dict[str, dict[str, Any]]:
+    """Choose each of ``stages``' thresholds on the answerable ``(question, gold answers)`` by the rule.
+
+    The checks are fitted in the agent's order, each with the ones before it at their
+    fitted thresholds and the ones after it detached (as the main eval sweeps them). A
+    check no answerable question reaches keeps its threshold.
+    """
+    answerable = [(q, "answerable", answers) for q, answers in labelled if answers]
+    order = [s for s in CHECK_ATTRIBUTES if s in stages]
+    held = {s: getattr(pipeline, CHECK_ATTRIBUTES[s]) for s in order}
+    kept = {s: held[s].threshold for s in order}
+    for s in order:
+        setattr(pipeline, CHECK_ATTRIBUTES[s], None)
+    report: dict[str, dict[str, Any]] = {}
+    try:
+        for stage in order:
+            check = held[stage]
+            setattr(pipeline, CHECK_ATTRIBUTES[stage], check)
+            check.threshold = 0.0
+            outcomes = gate_outcomes(pipeline, answerable, stage)
+            reached = sum(o.score is not None for o in outcomes)
+            check.threshold = choose_threshold(outcomes) if reached else kept[stage]
+            report[stage] = {
+                "threshold": check.threshold,
+                "fitted": bool(reached),
+                "questions": len(outcomes),
+                "questions_reaching_check": reached,
+                "coverage_check_off": sweep_row(outcomes, 0.0)["coverage"],
+                "coverage": sweep_row(outcomes, check.threshold)["coverage"],
+            }
+    finally:  # also on an error half-way: every check back, unfitted ones at their old threshold
+        for s in order:
+            if s not in report:
+                held[s].threshold = kept[s]
+            setattr(pipeline, CHECK_ATTRIBUTES[s], held[s])
+    return report
