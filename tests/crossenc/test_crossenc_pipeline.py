@@ -25,6 +25,7 @@ from verityrag.crossenc import (
     minilm_path,
 )
 from verityrag.crossenc.model_folder import ONNX_FP32_FILE
+from verityrag.crossenc.scorer import open_session
 from verityrag.errors import InvalidInputError
 from verityrag.verify.protocols import NLIScorer
 
@@ -261,3 +262,13 @@ def test_list_markers_left_by_the_sentence_splitter_are_not_scored_as_claims(
     scored.clear()
     guard.score("There is a red car.", "6.")  # an answer that is only a marker is still scored
     assert scored == ["6."]
+
+
+def test_cross_encoder_sessions_do_not_spin_between_calls(
+    tiny_model: tuple[CrossEncoderTrainer, Path],
+) -> None:
+    # Several checks run one after another per query: a spinning session would hold the cores
+    # the next one needs (all three checks: query p50 80 ms spinning, 35 ms not; verityrag/_onnx.py).
+    options = open_session(tiny_model[1] / ONNX_FP32_FILE, 2).get_session_options()
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    assert options.intra_op_num_threads == 2

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from verityrag._onnx import cpu_session_options
 from verityrag.crossenc.encoding import PairEncoder, load_tokenizer, pad_batch
 from verityrag.crossenc.model_folder import ModelMetadata, require_files
 from verityrag.text.sentences import split_sentences
@@ -36,10 +37,9 @@ def open_session(path: Path, threads: int) -> onnxruntime.InferenceSession:
     """A CPU onnxruntime session on ``threads`` intra-op threads (requests are parallel above it)."""
     import onnxruntime
 
-    opts = onnxruntime.SessionOptions()
-    opts.intra_op_num_threads = threads
-    opts.inter_op_num_threads = 1
-    return onnxruntime.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+    return onnxruntime.InferenceSession(
+        str(path), cpu_session_options(threads, spin=False), providers=["CPUExecutionProvider"]
+    )
 
 
 def sigmoid(x: float) -> float:

