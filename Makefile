@@ -7,7 +7,7 @@ LINTED := verityrag tests scripts data app.py
 REQS := requirements.txt requirements-dev.txt pyproject.toml
 STAMP := $(VENV)/.installed-$(shell cat $(REQS) | sha1sum | cut -c1-12)
 
-.PHONY: setup run ask browser test check lint format bench bench-es eval models models-answerability models-guard models-nli models-nli-ragtruth models-reader readme-results demo bench-api schemathesis clean demo bench-api schemathesis eval-llm eval-llm-reader
+.PHONY: setup run ask browser test check lint format bench bench-checks bench-es eval models models-answerability models-guard models-nli models-nli-ragtruth models-reader readme-results demo bench-api schemathesis clean demo bench-api schemathesis eval-llm eval-llm-reader
 
 $(STAMP): $(REQS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -115,6 +115,9 @@ demo: setup
 
 bench-es: setup
 	$(PY) scripts/bench_elasticsearch.py
+
+bench-checks: setup
+	$(HEAVY) $(PY) scripts/bench_learned_checks.py
 
 bench-api: setup
 	$(PY) scripts/bench_api.py

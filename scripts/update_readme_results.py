@@ -178,12 +178,29 @@ def llm_reader_lines(report: dict[str, Any]) -> list[str]:
     return lines
 
 
+CHECKS_BENCH = ROOT / "scripts" / "results" / "bench_learned_checks.json"
+
+
+def learned_checks_section() -> str:
+    if not CHECKS_BENCH.exists():
+        return "_No benchmark output yet: run `make bench-checks`._"
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from bench_learned_checks import render_table as checks_table
+
+    data: dict[str, Any] = json.loads(CHECKS_BENCH.read_text())
+    return (
+        f"Measured {data['date']} on {data['machine']}, Python {data['python']}, "
+        f"{data['questions']} test questions (`make bench-checks`):\n\n" + checks_table(data)
+    )
+
+
 def render(text: str) -> str:
     sections = (("eval-results", eval_section()), ("bench-results", bench_section()))
     for name, body in (
         *sections,
         ("ragtruth-results", ragtruth_section()),
         ("reader-results", reader_section()),
+        ("learned-checks-results", learned_checks_section()),
     ):
         pattern = re.compile(rf"(<!-- {name}:start -->).*?(<!-- {name}:end -->)", re.S)
         if not pattern.search(text):

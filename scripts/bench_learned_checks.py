@@ -1,0 +1,160 @@
+"""What each learned check costs: start-up, query latency and answers, with none, each one, and all three.
+
+Each configuration is built the way `make run` builds its pipeline: the bundled corpus,
+the reranker, then ``calibrate`` on the calibration questions, which fits the thresholds of
+the checks the settings turn on (``VERITYRAG_*_CHECK``; the main eval's rule). The build is
+timed (the start-up a user waits for). Then every test question is asked twice, a warm-up
+pass and a timed one, one at a time. All configurations run in one process, one after the
+other, so their ratios share the machine's state.
+
+Prints, and writes to ``scripts/results/bench_learned_checks.json``: per configuration the
+start-up seconds, query p50 / p95 and the p50 ratio to no checks, each check's own p50
+(its trace stage), its threshold and where it came from, and coverage / in-domain
+unanswerable abstention on the test split (the eval's figures, through the settings path).
+
+Needs the models (`make models`); a missing one is named with the target that builds it.
+
+    python scripts/bench_learned_checks.py [--questions 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from verityrag import Settings, VerityRAGPipeline  # noqa: E402
+from verityrag.bundled import bundled_pipeline  # noqa: E402
+from verityrag.eval.dataset import DEFAULT_DATA_DIR, EvalQuestion, load_questions  # noqa: E402
+from verityrag.learned_checks import CHECK_ATTRIBUTES  # noqa: E402
+
+OUT = ROOT / "scripts" / "results" / "bench_learned_checks.json"
+#: name -> the settings' check flags; "none" first (the ratios' base), "all" last.
+CONFIGS: dict[str, tuple[str, ...]] = {
+    "none": (),
+    "answerability": ("answerability",),
+    "guard": ("guard",),
+    "reader": ("reader",),
+    "all three": ("answerability", "guard", "reader"),
+}
+
+
+def settings_for(checks: tuple[str, ...]) -> Settings:
+    return Settings.profile("default").replace(**{f"{stage}_check": True for stage in checks})
+
+
+def _ms(samples: list[float]) -> dict[str, float | None]:
+    if not samples:
+        return {"p50": None, "p95": None}
+    p50, p95 = np.percentile(samples, [50, 95])
+    return {"p50": float(p50), "p95": float(p95)}
+
+
+def measure(name: str, checks: tuple[str, ...], questions: list[EvalQuestion]) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    pipeline = bundled_pipeline(factory=lambda: VerityRAGPipeline(settings=settings_for(checks)))
+    startup_s = time.perf_counter() - t0
+    for q in questions:  # warm-up: sessions, caches
+        pipeline.query(q.question)
+    total: list[float] = []
+    stage_ms: dict[str, list[float]] = {stage: [] for stage in CHECK_ATTRIBUTES}
+    answered = {"answerable": 0, "unanswerable_in_domain": 0}
+    refused_by: dict[str, int] = {}
+    for q in questions:
+        t = time.perf_counter()
+        result = pipeline.query(q.question)
+        total.append((time.perf_counter() - t) * 1000)
+        for step in result.trace:
+            if step.stage in stage_ms:
+                stage_ms[step.stage].append(step.duration_ms)
+        if not result.abstained and q.kind in answered:
+            answered[q.kind] += 1
+        if result.abstained and result.abstain_reason is not None:
+            reason = result.abstain_reason.value
+            refused_by[reason] = refused_by.get(reason, 0) + 1
+    n_kind = {kind: sum(q.kind == kind for q in questions) for kind in answered}
+    return {
+        "config": name,
+        "checks": {stage: info for stage, info in pipeline.learned_checks().items()},
+        "startup_s": startup_s,
+        "query_ms": _ms(total),
+        "check_ms_p50": {stage: _ms(ms)["p50"] for stage, ms in stage_ms.items() if stage in checks},
+        "coverage": answered["answerable"] / n_kind["answerable"] if n_kind["answerable"] else None,
+        "in_domain_unanswerable_abstention": (
+            1 - answered["unanswerable_in_domain"] / n_kind["unanswerable_in_domain"]
+            if n_kind["unanswerable_in_domain"]
+            else None
+        ),
+        "abstentions_by_reason": dict(sorted(refused_by.items())),
+    }
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.1%}"
+
+
+def render_table(data: dict[str, Any]) -> str:
+    lines = [
+        "| checks on | thresholds (from) | start-up s | query p50 ms | p95 ms | p50 / none | coverage | in-domain unanswerable abstention |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    base = data["runs"][0]["query_ms"]["p50"]
+    for run in data["runs"]:
+        thresholds = (
+            ", ".join(
+                f"{stage} {info['threshold']:.3g} ({info['threshold_from']})"
+                for stage, info in run["checks"].items()
+            )
+            or "-"
+        )
+        q = run["query_ms"]
+        lines.append(
+            f"| {run['config']} | {thresholds} | {run['startup_s']:.1f} | {q['p50']:.1f} | {q['p95']:.1f} "
+            f"| {q['p50'] / base:.2f} | {_pct(run['coverage'])} | {_pct(run['in_domain_unanswerable_abstention'])} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--questions", type=int, default=0, help="first N test questions (0: all)")
+    parser.add_argument("--out", type=Path, default=OUT)
+    args = parser.parse_args(argv)
+    questions = load_questions(DEFAULT_DATA_DIR / "questions" / "test.jsonl")
+    if args.questions > 0:
+        questions = questions[: args.questions]
+    runs = []
+    for name, checks in CONFIGS.items():
+        run = measure(name, checks, questions)
+        print(
+            f"{name}: start-up {run['startup_s']:.1f} s, p50 {run['query_ms']['p50']:.1f} ms, "
+            f"checks {run['check_ms_p50']}",
+            file=sys.stderr,
+        )
+        runs.append(run)
+    data = {
+        "date": date.today().isoformat(),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+        "python": platform.python_version(),
+        "questions": len(questions),
+        "runs": runs,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    print(render_table(data))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
