@@ -10,6 +10,7 @@ Sections are delimited by ``<!-- NAME:start -->`` / ``<!-- NAME:end -->`` marker
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import re
 import sys
@@ -58,20 +59,22 @@ def eval_section() -> str:
     return "\n".join(lines)
 
 
-def bench_section() -> str:
-    if not BENCH.exists():
-        return "_No benchmark output yet: run `make bench`._"
+def _benchmark(path: Path, script: str) -> tuple[dict[str, Any], Any, str] | None:
+    """A benchmark script's JSON, its ``render_table`` and the "Measured ..." lead; None if not run yet."""
+    if not path.exists():
+        return None
     sys.path.insert(0, str(ROOT / "scripts"))
-    from bench_index import render_table
+    data: dict[str, Any] = json.loads(path.read_text())
+    lead = f"Measured {data['date']} on {data['machine']}, Python {data['python']}"
+    return data, importlib.import_module(script).render_table, lead
 
-    data: dict[str, Any] = json.loads(BENCH.read_text())
-    return (
-        f"Measured {data['date']} on {data['machine']}, Python {data['python']}"
-        + (" (quick mode)" if data.get("quick") else "")
-        + ":\n\n```\n"
-        + render_table(data)
-        + "\n```"
-    )
+
+def bench_section() -> str:
+    bench = _benchmark(BENCH, "bench_index")
+    if bench is None:
+        return "_No benchmark output yet: run `make bench`._"
+    data, render_table, lead = bench
+    return lead + (" (quick mode)" if data.get("quick") else "") + ":\n\n```\n" + render_table(data) + "\n```"
 
 
 RAGTRUTH = ROOT / "eval_report_ragtruth.json"
@@ -182,16 +185,11 @@ CHECKS_BENCH = ROOT / "scripts" / "results" / "bench_learned_checks.json"
 
 
 def learned_checks_section() -> str:
-    if not CHECKS_BENCH.exists():
+    bench = _benchmark(CHECKS_BENCH, "bench_learned_checks")
+    if bench is None:
         return "_No benchmark output yet: run `make bench-checks`._"
-    sys.path.insert(0, str(ROOT / "scripts"))
-    from bench_learned_checks import render_table as checks_table
-
-    data: dict[str, Any] = json.loads(CHECKS_BENCH.read_text())
-    return (
-        f"Measured {data['date']} on {data['machine']}, Python {data['python']}, "
-        f"{data['questions']} test questions (`make bench-checks`):\n\n" + checks_table(data)
-    )
+    data, render_table, lead = bench
+    return f"{lead}, {data['questions']} test questions (`make bench-checks`):\n\n" + render_table(data)
 
 
 def render(text: str) -> str:
