@@ -11,9 +11,15 @@ A check's threshold comes from, first to last:
 
 1. the setting (``answerability_threshold`` ...): ``"settings"``;
 2. :func:`fit_thresholds`, which ``VerityRAGPipeline.calibrate`` runs on its labelled
-   questions: ``"calibration"``;
+   questions when the pipeline answers extractively: ``"calibration"``;
 3. the model folder's ``metadata.json`` (fitted when the model was built, on that
-   model's own validation data): ``"metadata"``.
+   model's own validation data; for an LLM pipeline's guard, the one fitted on a small
+   LLM's answers): ``"metadata"``.
+
+``calibrate`` does not fit for a pipeline with an LLM answer strategy: the fit runs every
+answerable question through the whole agent once per check, which would call the LLM
+that many times. The recorded thresholds were fitted on gemma-3-270m's labelled answers;
+to fit on your LLM's, call :func:`fit_thresholds` yourself.
 
 The calibration rule is the main eval's (:mod:`verityrag.crossenc.eval_sweep`): run the
 answerable questions once with the check at threshold 0 (it scores every question that
@@ -46,6 +52,10 @@ if TYPE_CHECKING:
 #: The checks in the order the agent runs them: the trace stage name and the pipeline attribute.
 CHECK_ATTRIBUTES = {"answerability": "answerability", "guard": "answer_guard", "reader": "answer_reader"}
 
+#: The answer source whose threshold the guard's folder records for LLM-written answers
+#: (fitted on gemma-3-270m's labelled answers, scripts/guard_gemma_answers.py).
+LLM_ANSWER_SOURCE = "gemma"
+
 #: Probabilities; dense near 0 because a model whose scores sit low (the extractive-QA
 #: answerability model's null-score difference: 10% of answerable validation pairs under
 #: 0.0025) would otherwise lose most of its coverage between the first two steps.
@@ -65,8 +75,14 @@ class GateOutcome:
     latency_ms: float
 
 
-def load_check(stage: str, threshold: float | None = None) -> LearnedCheck:
-    """The learned check for a trace ``stage``, its model folder checked and its session loaded."""
+def load_check(stage: str, threshold: float | None = None, llm_answers: bool = False) -> LearnedCheck:
+    """The learned check for a trace ``stage``, its model folder checked, its session loaded and
+    its threshold read (a folder that records none fails here, not on the first query).
+
+    ``llm_answers``: the answers come from an LLM, so the guard, when no threshold is given,
+    takes the one its folder recorded for LLM-written answers (:data:`LLM_ANSWER_SOURCE`)
+    rather than its HaluEval default, which flags 72.5% of gemma's supported answers.
+    """
     check: LearnedCheck
     if stage == "answerability":
         from verityrag.crossenc.answerability import LearnedAnswerability
@@ -75,7 +91,8 @@ def load_check(stage: str, threshold: float | None = None) -> LearnedCheck:
     elif stage == "guard":
         from verityrag.guard import LearnedGuard
 
-        check = LearnedGuard(threshold=threshold)
+        source = LLM_ANSWER_SOURCE if llm_answers and threshold is None else None
+        check = LearnedGuard(threshold=threshold, answers_from=source)
     elif stage == "reader":
         from verityrag.reader_check import ReaderCheck
 
@@ -83,6 +100,7 @@ def load_check(stage: str, threshold: float | None = None) -> LearnedCheck:
     else:
         raise ValueError(f"unknown learned check {stage!r}; known: {', '.join(CHECK_ATTRIBUTES)}")
     check.warm_up()
+    _ = check.threshold
     return check
 
 
@@ -99,8 +117,9 @@ def requested_checks(settings: Settings) -> dict[str, float | None]:
 def attach_from_settings(pipeline: VerityRAGPipeline, settings: Settings) -> dict[str, str]:
     """Attach the checks ``settings`` turns on; returns where each one's threshold comes from."""
     sources = {}
+    llm_answers = pipeline.answer_strategy is not None
     for stage, threshold in requested_checks(settings).items():
-        setattr(pipeline, CHECK_ATTRIBUTES[stage], load_check(stage, threshold))
+        setattr(pipeline, CHECK_ATTRIBUTES[stage], load_check(stage, threshold, llm_answers))
         sources[stage] = "settings" if threshold is not None else "metadata"
     return sources
 

@@ -432,8 +432,9 @@ class VerityRAGPipeline:
 
         Learned checks the settings attached with an open threshold then get theirs by the
         main eval's rule (:mod:`verityrag.learned_checks`): each answerable question is run
-        once per check through the whole agent, so with an LLM answer strategy this calls the
-        LLM once per answerable question and check; fix ``*_threshold`` in the settings to skip it.
+        once per check through the whole agent. Not with an LLM answer strategy (that would
+        call the LLM once per question and check): those keep the thresholds their model
+        folders recorded for LLM answers.
         """
         from verityrag.eval.metrics import contains_gold
 
@@ -486,7 +487,18 @@ class VerityRAGPipeline:
         # Settings-attached checks without a fixed threshold get the main eval's rule, fitted here
         # with the gate just fitted (checks set on the pipeline directly are the caller's to tune).
         unfixed = [stage for stage, src in self.check_threshold_sources.items() if src != "settings"]
-        if unfixed:
+        if unfixed and self.answer_strategy is not None:
+            # The fit would call the LLM once per answerable question and check: keep the
+            # thresholds recorded for LLM answers (verityrag.learned_checks).
+            summary["learned_checks"] = {
+                stage: {
+                    "threshold": self.learned_checks()[stage]["threshold"],
+                    "fitted": False,
+                    "reason": "LLM answers: the model folder's threshold is kept",
+                }
+                for stage in unfixed
+            }
+        elif unfixed:
             summary["learned_checks"] = fit_thresholds(self, labelled, unfixed)
             for stage, fit in summary["learned_checks"].items():
                 if fit["fitted"]:

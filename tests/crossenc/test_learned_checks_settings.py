@@ -17,14 +17,19 @@ import pytest
 
 from verityrag import Settings, VerityRAGPipeline
 from verityrag.crossenc import ModelFilesMissingError, ModelMetadata
-from verityrag.learned_checks import MAX_COVERAGE_LOSS, SWEEP_THRESHOLDS, fit_thresholds
+from verityrag.generation.completion import Completion
+from verityrag.generation.llm import LLMGenerator
+from verityrag.guard import THRESHOLDS_BY_SOURCE_KEY
+from verityrag.learned_checks import LLM_ANSWER_SOURCE, MAX_COVERAGE_LOSS, SWEEP_THRESHOLDS, fit_thresholds
 
 pytestmark = pytest.mark.integration
 
 ALL_ON = Settings(answerability_check=True, guard_check=True, reader_check=True)
 
 
-def _copy_folder(source: Path, target: Path, long_side: str | None = None) -> Path:
+def _copy_folder(
+    source: Path, target: Path, long_side: str | None = None, metrics: dict[str, Any] | None = None
+) -> Path:
     """The model folder with a 128-token window (the tiny BERT's whole range): real questions
     are too long for the 64-token window the tiny models were trained with."""
     target.mkdir()
@@ -34,6 +39,8 @@ def _copy_folder(source: Path, target: Path, long_side: str | None = None) -> Pa
     meta.max_length = 128
     if long_side is not None:
         meta.long_side = long_side
+    if metrics is not None:
+        meta.metrics = metrics
     meta.write(target)
     return target
 
@@ -45,7 +52,12 @@ def model_dirs(
     """VERITY_*_DIR pointing at tiny folders; the guard is the span export with the evidence first."""
     dirs = {
         "answerability": _copy_folder(span_model[1], tmp_path / "answerability"),
-        "guard": _copy_folder(span_model[1], tmp_path / "guard", long_side="first"),
+        "guard": _copy_folder(
+            span_model[1],
+            tmp_path / "guard",
+            long_side="first",
+            metrics={THRESHOLDS_BY_SOURCE_KEY: {LLM_ANSWER_SOURCE: 0.2, "halueval": 0.5}},
+        ),
         "reader": _copy_folder(reader_folder, tmp_path / "reader"),
     }
     monkeypatch.setenv("VERITY_ANSWER_DIR", str(dirs["answerability"]))
@@ -120,6 +132,39 @@ def test_calibrate_fits_the_open_thresholds_by_the_eval_rule(
 
     result = pipeline.query(_labelled(corpus_slice, test_questions)[0][0])
     assert "answerability" in [step.stage for step in result.trace]
+
+
+class _CountingLLM:
+    """A complete_fn that counts its calls (and answers nothing useful)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, prompt: str, **kwargs: Any) -> Completion:
+        self.calls += 1
+        return Completion("I do not know.", "counting", prompt_tokens=1, completion_tokens=1)
+
+
+def test_an_llm_pipeline_keeps_the_thresholds_recorded_for_llm_answers(
+    model_dirs: dict[str, Path],
+    corpus_slice: list[dict[str, str]],
+    test_questions: list[dict[str, Any]],
+) -> None:
+    llm = _CountingLLM()
+    pipeline = VerityRAGPipeline(
+        generator=LLMGenerator(llm), settings=Settings(guard_check=True, max_reformulations=0)
+    )
+    # The guard's threshold for LLM-written answers, not its default (0.5 in the tiny folder).
+    assert pipeline.learned_checks()["guard"]["threshold"] == 0.2
+    pipeline.ingest_documents(corpus_slice, progress=False)
+    summary = pipeline.calibrate(_labelled(corpus_slice, test_questions))
+    assert summary["learned_checks"]["guard"]["fitted"] is False
+    assert llm.calls == 0  # fitting would have asked the LLM once per answerable question
+    assert pipeline.learned_checks()["guard"] == {
+        "threshold": 0.2,
+        "threshold_from": "metadata",
+        "model_dir": str(model_dirs["guard"]),
+    }
 
 
 class _FailingCheck:
