@@ -64,9 +64,9 @@ class LearnedGuard(SentenceSupportCheck):
         super().__init__(model_dir, threshold)
         self.answers_from = answers_from
 
-    def _default_threshold(self) -> float:
+    def recorded_threshold(self) -> float:
         if self.answers_from is None:
-            return super()._default_threshold()
+            return super().recorded_threshold()
         recorded = self.scorer.metadata.metrics.get(THRESHOLDS_BY_SOURCE_KEY) or {}
         if self.answers_from not in recorded:
             known = ", ".join(sorted(recorded)) or "none"

@@ -66,7 +66,7 @@ class ReaderCheck(ThresholdedCheck):
         self.reader = SpanReader(self.model_dir, what=self.what, build_command=BUILD_READER)
         self.top_k = top_k
 
-    def _default_threshold(self) -> float:
+    def recorded_threshold(self) -> float:
         """The one ``metadata.json`` records (fitted by scripts/reader_build.py)."""
         return self.reader.metadata.threshold
 

@@ -55,12 +55,6 @@ def check_learned_gates(answerability: bool, guard: bool, reader: bool = False) 
         ReaderCheck().reader.check_files()
 
 
-def _metadata_threshold(model: LearnedGate) -> float:
-    return (
-        model.reader.metadata.threshold if isinstance(model, ReaderCheck) else model.scorer.metadata.threshold
-    )
-
-
 def _run(
     pipeline: VerityRAGPipeline, questions: Sequence[EvalQuestion], stage: str, progress: bool
 ) -> list[GateOutcome]:
@@ -106,7 +100,7 @@ def attach_learned_gates(
             chosen, rule = fixed, "given on the command line"
         elif reached == 0:  # nothing to choose on: keep the model's own threshold
             chosen, rule = (
-                _metadata_threshold(model),
+                model.recorded_threshold(),
                 "metadata.json (no calibration question reached the gate)",
             )
         else:
@@ -123,7 +117,7 @@ def attach_learned_gates(
             "model_dir": str(model.model_dir),
             "threshold": chosen,
             "threshold_rule": rule,
-            "metadata_threshold": _metadata_threshold(model),
+            "metadata_threshold": model.recorded_threshold(),
             "calibration_sweep": [sweep_row(cal, t) for t in SWEEP_THRESHOLDS],
             "test_sweep": [sweep_row(tst, t) for t in SWEEP_THRESHOLDS],
             "questions_reaching_gate": {

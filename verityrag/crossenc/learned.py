@@ -14,7 +14,11 @@ from verityrag.text.sentences import split_sentences
 
 
 class ThresholdedCheck:
-    """A decision threshold in [0, 1]: given, or (None) :meth:`_default_threshold` on first read."""
+    """A decision threshold in [0, 1]: given, or (None) :meth:`recorded_threshold` on first read.
+
+    ``recorded_threshold()`` is the one the model folder records for this check (the eval
+    reports it beside the threshold it chooses).
+    """
 
     def __init__(self, threshold: float | None = None) -> None:
         self._threshold: float | None = None
@@ -24,7 +28,7 @@ class ThresholdedCheck:
     @property
     def threshold(self) -> float:
         if self._threshold is None:
-            self._threshold = self._default_threshold()
+            self._threshold = self.recorded_threshold()
         return self._threshold
 
     @threshold.setter
@@ -33,7 +37,7 @@ class ThresholdedCheck:
             raise InvalidInputError("threshold", f"must be in [0, 1], got {value}")
         self._threshold = value
 
-    def _default_threshold(self) -> float:
+    def recorded_threshold(self) -> float:
         raise NotImplementedError
 
 
@@ -55,7 +59,7 @@ class LearnedPairCheck(ThresholdedCheck):
         self.model_dir = Path(model_dir or os.environ.get(self.env_var) or self.default_dir)
         self.scorer = OnnxCrossEncoder(self.model_dir, what=self.what, build_command=self.build_command)
 
-    def _default_threshold(self) -> float:
+    def recorded_threshold(self) -> float:
         """The threshold when none was given: the one ``metadata.json`` records."""
         return self.scorer.metadata.threshold
 
