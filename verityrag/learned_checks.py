@@ -21,7 +21,7 @@ answerable question through the whole agent once per check, which would call the
 that many times. The recorded thresholds were fitted on gemma-3-270m's labelled answers;
 to fit on your LLM's, call :func:`fit_thresholds` yourself.
 
-The calibration rule is the main eval's (:mod:`verityrag.crossenc.eval_sweep`): run the
+The calibration rule is the one the main eval uses (:mod:`verityrag.crossenc.eval_sweep`): run the
 answerable questions once with the check at threshold 0 (it scores every question that
 reaches it and blocks none), read each score from the trace, and keep the highest
 threshold of :data:`SWEEP_THRESHOLDS` whose coverage stays within
@@ -192,9 +192,10 @@ def fit_thresholds(
 ) -> dict[str, dict[str, Any]]:
     """Choose each of ``stages``' thresholds on the answerable ``(question, gold answers)`` by the rule.
 
-    The checks are fitted in the agent's order, each with the ones before it at their
-    fitted thresholds and the ones after it detached (as the main eval sweeps them). A
-    check no answerable question reaches keeps its threshold.
+    The checks are fitted in the agent's order, each with the ones fitted before it at their
+    new thresholds and the ones still to fit detached (as the main eval sweeps them); checks
+    not in ``stages`` (a threshold fixed in the settings) stay as they are. A check no
+    answerable question reaches keeps its threshold.
     """
     answerable = [(q, "answerable", answers) for q, answers in labelled if answers]
     order = [s for s in CHECK_ATTRIBUTES if s in stages]
