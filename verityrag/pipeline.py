@@ -492,7 +492,7 @@ class VerityRAGPipeline:
             # thresholds recorded for LLM answers (verityrag.learned_checks).
             summary["learned_checks"] = {
                 stage: {
-                    "threshold": self.learned_checks()[stage]["threshold"],
+                    "threshold": getattr(self, CHECK_ATTRIBUTES[stage]).threshold,
                     "fitted": False,
                     "reason": "LLM answers: the model folder's threshold is kept",
                 }
