@@ -123,7 +123,9 @@ async def _run(url: str, api_key: str, args: argparse.Namespace) -> int:
         loaded.raise_for_status()
         warm = await client.post("/query", json={"question": questions[0]})  # loads the models; untimed
         warm.raise_for_status()
-        print(f"server {url}: loaded {len(corpus)} corpus documents", flush=True)
+        checks = (await client.get("/stats")).json()["learned_checks"]
+        active = ", ".join(f"{stage} at {info['threshold']:.3g}" for stage, info in checks.items()) or "none"
+        print(f"server {url}: loaded {len(corpus)} corpus documents; learned checks: {active}", flush=True)
 
         tally = Tally()
         run = secrets.token_hex(4)
