@@ -1,8 +1,11 @@
 """Pair encoding shared by training and serving: one function builds every model input.
 
-A BERT pair is ``[CLS] first [SEP] second [SEP]`` with token types 0 for the first
-segment and 1 for the second. Training and the ONNX scorer both build inputs here,
-so the model is served exactly what it was trained on.
+A BERT pair is ``[CLS] first [SEP] second [SEP]``; a RoBERTa-style pair (MPNet, whose
+tokenizer has ``<s>`` / ``</s>``) is ``<s> first </s></s> second </s>``. Either way the
+token types say which segment a token is in (0 first, 1 second): BERT reads them, and the
+extractive-QA code finds the evidence by them; models without token types are not given
+them (:func:`model_inputs`). Training and the ONNX scorer both build inputs here, so the
+model is served exactly what it was trained on.
 
 Inputs longer than the model window are never cut silently: the *long side* (the
 evidence) is split into overlapping windows, each window is scored with the whole
@@ -13,6 +16,7 @@ not fit is an error, because no window of it can be judged on its own.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,8 +53,49 @@ def load_tokenizer(path: Path) -> tokenizers.Tokenizer:
     return tok
 
 
+#: Padding token by the pair's opening token (BERT's [CLS], RoBERTa-style <s>).
+PAD_TOKENS = {"[CLS]": "[PAD]", "<s>": "<pad>"}
+
+
+def pair_tokens(tokenizer: tokenizers.Tokenizer) -> tuple[int, list[int], int, int]:
+    """Ids of a pair's special tokens (opening, between the segments, closing, padding), read off
+    the tokenizer's own pair template: MPNet's vocabulary also holds [CLS] and [SEP], as plain
+    tokens, so looking tokens up by name cannot tell the families apart."""
+    enc = tokenizer.encode("a", "b", add_special_tokens=True)
+    seq, ids = enc.sequence_ids, enc.ids
+    first = [i for i, s in enumerate(seq) if s == 0]
+    second = [i for i, s in enumerate(seq) if s == 1]
+    opening, between, closing = ids[: first[0]], ids[first[-1] + 1 : second[0]], ids[second[-1] + 1 :]
+    pad = PAD_TOKENS.get(tokenizer.id_to_token(opening[0]) or "") if len(opening) == 1 else None
+    pad_id = tokenizer.token_to_id(pad) if pad else None
+    if len(closing) != 1 or not between or pad_id is None:
+        raise InvalidInputError(
+            "tokenizer",
+            "its pair template is not [CLS] a [SEP] b [SEP] or <s> a </s></s> b </s> "
+            f"(got {enc.tokens}); a BERT or RoBERTa-style tokenizer is expected",
+        )
+    return opening[0], between, closing[0], pad_id
+
+
+def model_inputs(
+    model: object, input_ids: object, attention_mask: object, token_type_ids: object
+) -> dict[str, object]:
+    """Keyword inputs for a model: the segment ids only where it takes token types.
+
+    BERT has two token types; MPNet's forward takes none and RoBERTa has one, so they are not
+    given the segment ids the encoder builds. This project's own wrappers (the span model)
+    take them and pass them on by the same rule.
+    """
+    inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
+    takes = "token_type_ids" in inspect.signature(model.forward).parameters  # type: ignore[attr-defined]
+    config = getattr(model, "config", None)
+    if takes and (config is None or getattr(config, "type_vocab_size", 0) > 1):
+        inputs["token_type_ids"] = token_type_ids
+    return inputs
+
+
 class PairEncoder:
-    """Builds windowed BERT pair inputs of at most ``max_length`` tokens."""
+    """Builds windowed pair inputs (BERT or RoBERTa-style) of at most ``max_length`` tokens."""
 
     def __init__(
         self,
@@ -69,28 +114,23 @@ class PairEncoder:
         self.max_length = max_length
         self.long_side = long_side
         self.stride = stride
-        cls_id = tokenizer.token_to_id("[CLS]")
-        sep_id = tokenizer.token_to_id("[SEP]")
-        if cls_id is None or sep_id is None:
-            raise InvalidInputError(
-                "tokenizer", "has no [CLS]/[SEP] tokens; a BERT WordPiece tokenizer is expected"
-            )
-        self.cls_id: int = cls_id
-        self.sep_id: int = sep_id
+        self.open_id, self.between_ids, self.close_id, self.pad_id = pair_tokens(tokenizer)
+        # Special tokens per window: 3 for BERT, 4 for RoBERTa-style pairs.
+        self.n_special = 2 + len(self.between_ids)
 
     def _ids(self, texts: Sequence[str]) -> list[list[int]]:
         return [e.ids for e in self.tokenizer.encode_batch(list(texts), add_special_tokens=False)]
 
     def short_side_budget(self) -> int:
         """Most tokens the short side may have and still leave a useful window of the long side."""
-        return self.max_length - 3 - MIN_WINDOW_TOKENS
+        return self.max_length - self.n_special - MIN_WINDOW_TOKENS
 
     def short_side_lengths(self, pairs: Sequence[tuple[str, str]]) -> list[int]:
         return [len(ids) for ids in self._ids([p[1] if self.long_side == "first" else p[0] for p in pairs])]
 
     def window_budget(self, short_tokens: int, field: str) -> int:
         """Tokens a window leaves for the long side next to ``short_tokens``; raises when too few."""
-        budget = self.max_length - 3 - short_tokens
+        budget = self.max_length - self.n_special - short_tokens
         if budget < MIN_WINDOW_TOKENS:
             side = "second" if self.long_side == "first" else "first"
             raise InvalidInputError(
@@ -100,11 +140,17 @@ class PairEncoder:
             )
         return budget
 
+    def second_offset(self, first_tokens: int) -> int:
+        """Position of the second segment's first token after a first segment of ``first_tokens``."""
+        return 1 + first_tokens + len(self.between_ids)
+
     def window(self, pair_index: int, short: list[int], piece: list[int]) -> EncodedWindow:
-        """``[CLS] first [SEP] second [SEP]`` from the short side and a piece of the long side."""
+        """``[CLS] first [SEP] second [SEP]`` (or ``<s> first </s></s> second </s>``) from the
+        short side and a piece of the long side; types 0 up to the segments' separator, then 1."""
         first, second = (piece, short) if self.long_side == "first" else (short, piece)
-        ids = [self.cls_id, *first, self.sep_id, *second, self.sep_id]
-        types = [0] * (len(first) + 2) + [1] * (len(second) + 1)
+        ids = [self.open_id, *first, *self.between_ids, *second, self.close_id]
+        n_first = self.second_offset(len(first))
+        types = [0] * n_first + [1] * (len(ids) - n_first)
         return EncodedWindow(pair_index, ids, types)
 
     def windows(self, pairs: Sequence[tuple[str, str]], skip_too_long: bool = False) -> list[EncodedWindow]:
@@ -144,10 +190,15 @@ def _spans(ids: list[int], budget: int, stride: int) -> list[list[int]]:
     return [ids[start : start + budget] for start in window_starts(len(ids), budget, stride)]
 
 
-def pad_batch(windows: Sequence[EncodedWindow]) -> tuple[list[list[int]], list[list[int]], list[list[int]]]:
-    """Dynamic padding: pad to the longest window of this batch, not to ``max_length``."""
+def pad_batch(
+    windows: Sequence[EncodedWindow], pad_id: int = 0
+) -> tuple[list[list[int]], list[list[int]], list[list[int]]]:
+    """Dynamic padding: pad to the longest window of this batch, not to ``max_length``.
+
+    ``pad_id``: the tokenizer's padding token (``PairEncoder.pad_id``; 0 is BERT's [PAD]).
+    """
     width = max(len(w.input_ids) for w in windows)
-    ids = [w.input_ids + [0] * (width - len(w.input_ids)) for w in windows]
+    ids = [w.input_ids + [pad_id] * (width - len(w.input_ids)) for w in windows]
     mask = [[1] * len(w.input_ids) + [0] * (width - len(w.input_ids)) for w in windows]
     types = [w.token_type_ids + [0] * (width - len(w.token_type_ids)) for w in windows]
     return ids, mask, types

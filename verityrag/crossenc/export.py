@@ -45,6 +45,8 @@ def export_onnx(
 
     folder.mkdir(parents=True, exist_ok=True)
     fp32 = folder / ONNX_FP32_FILE
+    if hasattr(model, "config"):  # a transformers model: positional inputs differ by family
+        model = _pair_inputs(model)
     model.eval()
     dummy = torch.ones((2, 16), dtype=torch.long)
     names = ["input_ids", "attention_mask", "token_type_ids"]
@@ -64,6 +66,28 @@ def export_onnx(
     if not quantize:
         return fp32, None
     return fp32, quantize_int8(fp32, folder / ONNX_INT8_FILE)
+
+
+def _pair_inputs(model: torch.nn.Module) -> torch.nn.Module:
+    """``model`` (a transformers model) called with the pair inputs by name, token types only if
+    it has them, returning its logits: MPNet's third positional input is ``position_ids``."""
+    import torch
+
+    from verityrag.crossenc.encoding import model_inputs
+
+    class PairInputs(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(
+            self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor
+        ) -> torch.Tensor:
+            out = self.model(**model_inputs(self.model, input_ids, attention_mask, token_type_ids))
+            logits: torch.Tensor = out.logits
+            return logits
+
+    return PairInputs()
 
 
 def quantize_int8(fp32: Path, out: Path) -> Path:

@@ -24,6 +24,7 @@ import numpy.typing as npt
 
 from verityrag.crossenc.encoding import PairEncoder, load_tokenizer, pad_batch, window_starts
 from verityrag.crossenc.model_folder import ModelMetadata, require_files
+from verityrag.crossenc.scorer import open_session, session_feeds
 from verityrag.errors import InvalidInputError
 
 if TYPE_CHECKING:
@@ -104,7 +105,6 @@ class SpanReader:
 
     def warm_up(self) -> SpanReader:
         """Check the files and load the tokenizer and the ONNX session (idempotent)."""
-        from verityrag.crossenc.scorer import open_session
 
         with self._lock:
             if self._session is None:
@@ -135,14 +135,12 @@ class SpanReader:
         budget = encoder.window_budget(len(q_ids), "question")
         starts = window_starts(len(encoded.ids), budget, encoder.stride)
         windows = [encoder.window(0, q_ids, encoded.ids[s : s + budget]) for s in starts]
-        offset = len(q_ids) + 2  # [CLS] question [SEP]
+        offset = encoder.second_offset(len(q_ids))  # [CLS] question [SEP]: where the evidence starts
         found: dict[tuple[int, int], float] = {}
         for b in range(0, len(windows), self.batch_size):
             batch = windows[b : b + self.batch_size]
-            ids, mask, types = (np.asarray(x, dtype=np.int64) for x in pad_batch(batch))
-            start_logits, end_logits = self._session.run(
-                list(READER_OUTPUTS), {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
-            )
+            feeds = session_feeds(self._session, *pad_batch(batch, encoder.pad_id))
+            start_logits, end_logits = self._session.run(list(READER_OUTPUTS), feeds)
             for row, (first_token, window) in enumerate(
                 zip(starts[b : b + self.batch_size], batch, strict=True)
             ):

@@ -42,6 +42,15 @@ def open_session(path: Path, threads: int) -> onnxruntime.InferenceSession:
     )
 
 
+def session_feeds(
+    session: onnxruntime.InferenceSession, ids: list[list[int]], mask: list[list[int]], types: list[list[int]]
+) -> dict[str, np.ndarray]:
+    """The padded batch as int64 arrays, for the inputs the graph declares: a model without token
+    types (MPNet) is exported without that input."""
+    arrays = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+    return {i.name: np.asarray(arrays[i.name], dtype=np.int64) for i in session.get_inputs()}
+
+
 def sigmoid(x: float) -> float:
     return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
 
@@ -105,12 +114,8 @@ class OnnxCrossEncoder:
         order = sorted(range(len(windows)), key=lambda j: len(windows[j].input_ids))  # less padding
         for start in range(0, len(order), self.batch_size):
             batch = order[start : start + self.batch_size]
-            ids, mask, types = pad_batch([windows[j] for j in batch])
-            feeds = {
-                "input_ids": np.asarray(ids, dtype=np.int64),
-                "attention_mask": np.asarray(mask, dtype=np.int64),
-                "token_type_ids": np.asarray(types, dtype=np.int64),
-            }
+            ids, mask, types = pad_batch([windows[j] for j in batch], self._encoder.pad_id)
+            feeds = session_feeds(self._session, ids, mask, types)
             (logits,) = self._session.run(["logits"], feeds)
             for j, value in zip(batch, np.asarray(logits).reshape(-1).tolist(), strict=True):
                 values[j] = float(value)

@@ -7,7 +7,7 @@ for "no answer" (Devlin et al., 2019). The model then has to *find* the answer t
 question answerable, which is what SQuAD 2.0's adversarial unanswerables (questions one
 word away from an answerable one) test.
 
-:class:`SpanAnswerabilityModel` wraps ``BertForQuestionAnswering`` and returns one logit
+:class:`SpanAnswerabilityModel` wraps a ``*ForQuestionAnswering`` model and returns one logit
 per window, the SQuAD 2.0 null-score difference: the best span score (start + end logits
 over evidence tokens, at most ``MAX_ANSWER_TOKENS`` long) minus the no-answer score
 (start + end at ``[CLS]``). Exported with :func:`~verityrag.crossenc.export.export_onnx`, it
@@ -28,11 +28,11 @@ from typing import Any
 
 import torch
 
-from verityrag.crossenc.encoding import EncodedWindow, pad_batch
+from verityrag.crossenc.encoding import EncodedWindow, model_inputs, pad_batch
 from verityrag.crossenc.export import export_onnx
 from verityrag.crossenc.model_folder import TORCH_DIR
 from verityrag.crossenc.reader import MAX_ANSWER_TOKENS, READER_OUTPUTS
-from verityrag.crossenc.trainer import CrossEncoderTrainer
+from verityrag.crossenc.trainer import CrossEncoderTrainer, random_config
 
 _MASKED = -1e4  # a logit no real span reaches; finite so that ONNX and fp16 stay well defined
 
@@ -56,7 +56,7 @@ def null_difference(
 
 
 class SpanAnswerabilityModel(torch.nn.Module):
-    """``BertForQuestionAnswering`` whose forward returns the null-score difference, shape (batch, 1)."""
+    """A ``*ForQuestionAnswering`` model whose forward returns the null-score difference, shape (batch, 1)."""
 
     def __init__(self, qa: Any, max_answer_tokens: int = MAX_ANSWER_TOKENS) -> None:
         super().__init__()
@@ -67,7 +67,7 @@ class SpanAnswerabilityModel(torch.nn.Module):
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Start and end logits per token, and the evidence mask."""
-        out = self.qa(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
+        out = self.qa(**model_inputs(self.qa, input_ids, attention_mask, token_type_ids))
         return out.start_logits, out.end_logits, evidence_mask(attention_mask, token_type_ids)
 
     def forward(
@@ -96,7 +96,7 @@ class ReaderLogits(torch.nn.Module):
     def forward(
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        out = self.qa(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
+        out = self.qa(**model_inputs(self.qa, input_ids, attention_mask, token_type_ids))
         return out.start_logits, out.end_logits
 
 
@@ -133,15 +133,17 @@ class SpanAnswerabilityTrainer(CrossEncoderTrainer):
         self._answer_ids: list[list[list[int]]] = []
 
     def _build_model(self) -> SpanAnswerabilityModel:
-        from transformers import BertConfig, BertForQuestionAnswering
+        from transformers import AutoModelForQuestionAnswering
 
         if self.random_init_config is not None:
-            config = BertConfig(**self.random_init_config)
-            config.num_labels = 2
-            return SpanAnswerabilityModel(BertForQuestionAnswering(config))
+            config = random_config(self.random_init_config, num_labels=2)
+            qa = AutoModelForQuestionAnswering.from_config(config)  # type: ignore[no-untyped-call]
+            return SpanAnswerabilityModel(qa)
         weights = self.warm_start / TORCH_DIR if self.warm_start is not None else self._base()
         # num_labels=2 (start, end) also when the warm start is a one-logit classifier folder.
-        return SpanAnswerabilityModel(BertForQuestionAnswering.from_pretrained(str(weights), num_labels=2))
+        return SpanAnswerabilityModel(
+            AutoModelForQuestionAnswering.from_pretrained(str(weights), num_labels=2)
+        )
 
     def fit_with_answers(
         self, pairs: Sequence[tuple[str, str]], labels: Sequence[float], answers: Sequence[Sequence[str]]
@@ -168,7 +170,7 @@ class SpanAnswerabilityTrainer(CrossEncoderTrainer):
     def _batch_loss(
         self, model: Any, windows: Sequence[EncodedWindow], labels: Sequence[float]
     ) -> torch.Tensor:
-        ids, mask, types = pad_batch(windows)
+        ids, mask, types = pad_batch(windows, self.encoder_.pad_id)
         start, end, evidence = model.span_logits(torch.tensor(ids), torch.tensor(mask), torch.tensor(types))
         difference = null_difference(start, end, evidence, model.max_answer_tokens)
         loss = torch.nn.functional.binary_cross_entropy_with_logits(difference, torch.tensor(list(labels)))

