@@ -21,17 +21,17 @@ from verityrag.crossenc.answerability import LearnedAnswerability
 from verityrag.eval.dataset import EvalQuestion
 from verityrag.guard import LearnedGuard
 from verityrag.learned_checks import (
+    CHECK_ATTRIBUTES,
     MAX_COVERAGE_LOSS,
     SWEEP_THRESHOLDS,
     GateOutcome,
     choose_threshold,
     gate_outcomes,
+    load_check,
     sweep_row,
 )
 from verityrag.pipeline import VerityRAGPipeline
 from verityrag.reader_check import ReaderCheck
-
-LearnedGate = LearnedAnswerability | LearnedGuard | ReaderCheck
 
 __all__ = [
     "MAX_COVERAGE_LOSS",
@@ -77,22 +77,12 @@ def attach_learned_gates(
     their chosen thresholds.
     """
     report: dict[str, Any] = {}
-    gates: list[tuple[str, LearnedGate, float | None]] = []
-    if answerability:
-        gates.append(("answerability", LearnedAnswerability(), answerability_threshold))
-    if guard:
-        gates.append(("guard", LearnedGuard(), None))
-    if reader:
-        gates.append(("reader", ReaderCheck(), None))
-    for stage, model, fixed in gates:
-        model.warm_up()
+    requested = {"answerability": answerability, "guard": guard, "reader": reader}
+    for stage in [s for s in CHECK_ATTRIBUTES if requested[s]]:
+        model = load_check(stage)
+        fixed = answerability_threshold if stage == "answerability" else None
         model.threshold = 0.0
-        if isinstance(model, LearnedAnswerability):
-            pipeline.answerability = model
-        elif isinstance(model, ReaderCheck):
-            pipeline.answer_reader = model
-        else:
-            pipeline.answer_guard = model
+        setattr(pipeline, CHECK_ATTRIBUTES[stage], model)
         cal = _run(pipeline, calibration, stage, progress)
         tst = _run(pipeline, test, stage, progress)
         reached = sum(o.score is not None and o.kind == "answerable" for o in cal)
