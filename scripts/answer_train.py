@@ -149,6 +149,7 @@ def main(argv: list[str] | None = None) -> int:
         name="answerability",
         base_model=base_model_name(args)
         + (f", warm-started from {args.warm_start}" if args.warm_start else "")
+        + (f", resumed at pair {args.resume_at_pair} of its schedule" if args.resume_at_pair else "")
         + (
             "; extractive-QA head (verityrag.crossenc.span): logit = best answer span score - no-answer score"
             if args.span

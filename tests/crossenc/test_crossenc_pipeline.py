@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _tiny_bert import TINY_TRAINING, write_tiny_metadata
+from _tiny_bert import TINY_BERT, TINY_TRAINING, write_tiny_metadata
 
 from verityrag.crossenc import (
     CrossEncoderTrainer,
@@ -240,6 +240,38 @@ def test_warm_start_continues_from_saved_weights(tiny_model: tuple[CrossEncoderT
     np.testing.assert_allclose(
         np.array(again.predict_logits(pairs[:8])), np.array(trainer.predict_logits(pairs[:8])), atol=1e-4
     )
+
+
+def test_resume_skips_the_stopped_runs_pairs_and_continues_its_schedule(
+    tiny_model: tuple[CrossEncoderTrainer, Path],
+) -> None:
+    _, folder = tiny_model
+    pairs, labels = _pairs(160, seed=6)  # 10 batches: warm-up 1 step, re-warm-up 1 step
+    options = {"max_length": 64, "batch_size": 16, "learning_rate": 1e-3, "progress": False}
+    whole = CrossEncoderTrainer(**options, random_init_config=TINY_BERT).fit(pairs, labels)
+    resumed = CrossEncoderTrainer(**options, warm_start=folder, resume_at_pair=64).fit(pairs, labels)
+    assert (whole.pairs_seen_, resumed.pairs_seen_) == (160, 96)
+    # The same rates as the uninterrupted run from step 4 on: the schedule was not restarted.
+    assert resumed.learning_rates_ == pytest.approx(whole.learning_rates_[4:])
+    assert resumed.learning_rates_[-1] < 0.2 * options["learning_rate"]
+
+
+@pytest.mark.parametrize(
+    ("warm_start", "resume_at_pair"), [(False, 16), (True, 20)], ids=["no-warm-start", "mid-batch"]
+)
+def test_resume_needs_a_warm_start_and_whole_batches(
+    tiny_model: tuple[CrossEncoderTrainer, Path], warm_start: bool, resume_at_pair: int
+) -> None:
+    pairs, labels = _pairs(32, seed=7)
+    trainer = CrossEncoderTrainer(
+        max_length=64,
+        batch_size=16,
+        progress=False,
+        warm_start=tiny_model[1] if warm_start else None,
+        resume_at_pair=resume_at_pair,
+    )
+    with pytest.raises(InvalidInputError, match="resume_at_pair"):
+        trainer.fit(pairs, labels)
 
 
 def test_list_markers_left_by_the_sentence_splitter_are_not_scored_as_claims(

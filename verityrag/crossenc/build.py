@@ -40,6 +40,14 @@ def add_training_arguments(parser: argparse.ArgumentParser, data: Path, out: Pat
     parser.add_argument("--max-length", type=int, default=256)
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument(
+        "--resume-at-pair",
+        type=int,
+        default=0,
+        metavar="N",
+        help="with --warm-start from a run stopped early after N pairs (same data, seed, batch size): "
+        "skip them and continue its learning-rate schedule",
+    )
+    parser.add_argument(
         "--base-model",
         type=Path,
         default=None,
@@ -74,6 +82,7 @@ def trainer_from_args(
         max_seconds=args.max_minutes * 60 if args.max_minutes else None,
         warm_start=warm_start,
         base_model=args.base_model,
+        resume_at_pair=getattr(args, "resume_at_pair", 0),
     )
 
 

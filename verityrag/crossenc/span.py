@@ -55,6 +55,14 @@ def null_difference(
     return spans.flatten(1).amax(dim=1) - (start[:, 0] + end[:, 0])
 
 
+def qa_logits(
+    qa: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """A transformers QA model's start and end logits per token (token types only if it takes them)."""
+    out = qa(**model_inputs(qa, input_ids, attention_mask, token_type_ids))
+    return out.start_logits, out.end_logits
+
+
 class SpanAnswerabilityModel(torch.nn.Module):
     """A ``*ForQuestionAnswering`` model whose forward returns the null-score difference, shape (batch, 1)."""
 
@@ -67,8 +75,8 @@ class SpanAnswerabilityModel(torch.nn.Module):
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Start and end logits per token, and the evidence mask."""
-        out = self.qa(**model_inputs(self.qa, input_ids, attention_mask, token_type_ids))
-        return out.start_logits, out.end_logits, evidence_mask(attention_mask, token_type_ids)
+        start, end = qa_logits(self.qa, input_ids, attention_mask, token_type_ids)
+        return start, end, evidence_mask(attention_mask, token_type_ids)
 
     def forward(
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor
@@ -96,8 +104,7 @@ class ReaderLogits(torch.nn.Module):
     def forward(
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        out = self.qa(**model_inputs(self.qa, input_ids, attention_mask, token_type_ids))
-        return out.start_logits, out.end_logits
+        return qa_logits(self.qa, input_ids, attention_mask, token_type_ids)
 
 
 def export_reader(qa: Any, folder: Path) -> tuple[Path, Path | None]:

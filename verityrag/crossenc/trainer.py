@@ -69,7 +69,11 @@ class CrossEncoderTrainer:
     small data). ``warm_start``: a saved model folder's ``torch/`` weights (same
     tokenizer as the base) to continue from instead of the base weights.
     ``max_seconds``: stop early when training time runs out (the schedule is not
-    shortened; ``stopped_early_`` and ``pairs_seen_`` record it).
+    shortened; ``stopped_early_`` and ``pairs_seen_`` record it). ``resume_at_pair``: with
+    ``warm_start`` set to a run that stopped early after that many pairs (same data, seed
+    and batch size, so the same shuffled order), skip them and continue the learning-rate
+    schedule where it stopped; the optimizer's moments were not saved, so the rate warms up
+    again over a quarter of the usual warm-up.
     """
 
     def __init__(
@@ -88,6 +92,7 @@ class CrossEncoderTrainer:
         max_seconds: float | None = None,
         progress: bool = True,
         warm_start: Path | None = None,
+        resume_at_pair: int = 0,
     ) -> None:
         self.base_model = base_model
         self.max_length = max_length
@@ -103,6 +108,7 @@ class CrossEncoderTrainer:
         self.max_seconds = max_seconds
         self.progress = progress
         self.warm_start = warm_start
+        self.resume_at_pair = resume_at_pair
 
     def _base(self) -> Path:
         return self.base_model if self.base_model is not None else minilm_path()
@@ -137,6 +143,10 @@ class CrossEncoderTrainer:
             raise InvalidInputError("pairs", "is empty")
         if self.epochs < 1 or self.batch_size < 1:
             raise InvalidInputError("epochs/batch_size", "must be >= 1")
+        if self.resume_at_pair and (self.warm_start is None or self.resume_at_pair % self.batch_size):
+            raise InvalidInputError(
+                "resume_at_pair", "needs warm_start and a multiple of batch_size (the stopped run's pairs)"
+            )
         torch.set_num_threads(self.threads)
         random.seed(self.seed)
         torch.manual_seed(self.seed)
@@ -165,18 +175,28 @@ class CrossEncoderTrainer:
         optimizer = torch.optim.AdamW(trainable, lr=self.learning_rate, weight_decay=0.01)
         steps = self.epochs * ((len(examples) + self.batch_size - 1) // self.batch_size)
         warmup = max(1, int(steps * self.warmup_fraction))
-        scheduler = torch.optim.lr_scheduler.LambdaLR(
-            optimizer, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup)))
-        )
+        done = self.resume_at_pair // self.batch_size  # steps the stopped run already took
+        rewarm = max(1, warmup // 4) if done else 1
+
+        def rate(k: int) -> float:  # k: this run's step; s: the schedule's step
+            s = k + done
+            planned = min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup)))
+            return planned * min(1.0, (k + 1) / rewarm)
+
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, rate)
         rng = random.Random(self.seed)
         losses: list[float] = []
         self.stopped_early_ = False
         self.pairs_seen_ = 0
-        bar = tqdm(total=steps, desc="train cross-encoder", disable=not self.progress, unit="batch")
-        for _ in range(self.epochs):
+        self.learning_rates_: list[float] = []  # the rate of each step taken
+        bar = tqdm(
+            total=steps, initial=done, desc="train cross-encoder", disable=not self.progress, unit="batch"
+        )
+        for epoch in range(self.epochs):
             order = list(range(len(examples)))
             rng.shuffle(order)
-            for start in range(0, len(order), self.batch_size):
+            first = self.resume_at_pair if epoch == 0 else 0
+            for start in range(first, len(order), self.batch_size):
                 if self.max_seconds is not None and time.perf_counter() - t0 > self.max_seconds:
                     self.stopped_early_ = True
                     break
@@ -185,6 +205,7 @@ class CrossEncoderTrainer:
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(trainable, 1.0)
                 optimizer.step()
+                self.learning_rates_.append(float(scheduler.get_last_lr()[0]))
                 scheduler.step()
                 optimizer.zero_grad()
                 losses.append(float(loss.item()))
