@@ -38,6 +38,7 @@ from verityrag.crossenc.build import (  # noqa: E402
     add_squad_arguments,
     add_training_arguments,
     base_model_name,
+    distillation_targets,
     export_with_check,
     read_pairs,
     trainer_from_args,
@@ -117,8 +118,26 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="train the extractive-QA (span + no-answer) model, not the classifier",
     )
+    p.add_argument(
+        "--teacher",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="distil: a stronger answerability model folder whose scores of the training pairs "
+        "are mixed into the targets (--teacher-weight)",
+    )
+    p.add_argument(
+        "--teacher-weight",
+        type=float,
+        default=0.5,
+        help="target = (1 - w) * label + w * teacher's P(answerable)",
+    )
     add_squad_arguments(p, SHARED)
     args = p.parse_args(argv)
+    if args.teacher is not None and args.span:
+        p.error("--teacher trains the classifier; it does not combine with --span")
+    if not 0.0 <= args.teacher_weight <= 1.0:
+        p.error("--teacher-weight must be within [0, 1]")
     train = read_pairs(args.data / "train.jsonl.gz")
     if args.extra_train is not None:
         train += read_pairs(args.extra_train)
@@ -128,6 +147,10 @@ def main(argv: list[str] | None = None) -> int:
         train = train[: args.max_pairs]
     pairs = [(r["question"], r["evidence"]) for r in train]
     labels = [float(r["label"]) for r in train]
+    if args.teacher is not None and not args.throughput:
+        t0 = time.perf_counter()
+        labels = distillation_targets(args.teacher, pairs, labels, args.teacher_weight)
+        print(f"teacher scored {len(pairs)} training pairs in {time.perf_counter() - t0:.0f} s")
     if args.span:
         trainer = trainer_from_args(args, "second", args.warm_start, SpanAnswerabilityTrainer)
         trainer.fit_with_answers(pairs, labels, gold_answers(args, train))
@@ -153,6 +176,12 @@ def main(argv: list[str] | None = None) -> int:
         + (
             "; extractive-QA head (verityrag.crossenc.span): logit = best answer span score - no-answer score"
             if args.span
+            else ""
+        )
+        + (
+            f"; distilled: targets = {1 - args.teacher_weight:g} * label + {args.teacher_weight:g} * "
+            f"P(answerable) of {args.teacher}"
+            if args.teacher
             else ""
         ),
         data={},

@@ -24,6 +24,7 @@ from verityrag.crossenc import (
     load_tokenizer,
     minilm_path,
 )
+from verityrag.crossenc.build import distillation_targets
 from verityrag.crossenc.model_folder import ONNX_FP32_FILE
 from verityrag.crossenc.scorer import open_session
 from verityrag.errors import InvalidInputError
@@ -272,6 +273,19 @@ def test_resume_needs_a_warm_start_and_whole_batches(
     )
     with pytest.raises(InvalidInputError, match="resume_at_pair"):
         trainer.fit(pairs, labels)
+
+
+def test_distillation_targets_move_labels_towards_the_teachers_probabilities(
+    tiny_model: tuple[CrossEncoderTrainer, Path],
+) -> None:
+    _, folder = tiny_model
+    pairs, labels = _pairs(12, seed=8)
+    teacher = OnnxCrossEncoder(folder).score_pairs(pairs)
+    targets = distillation_targets(folder, pairs, labels, weight=0.25)
+    assert targets == pytest.approx([0.75 * y + 0.25 * p for y, p in zip(labels, teacher, strict=True)])
+    assert distillation_targets(folder, pairs, labels, weight=0.0) == labels
+    with pytest.raises(ValueError, match="within"):
+        distillation_targets(folder, pairs, labels, weight=1.5)
 
 
 def test_list_markers_left_by_the_sentence_splitter_are_not_scored_as_claims(

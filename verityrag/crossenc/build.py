@@ -86,6 +86,18 @@ def trainer_from_args(
     )
 
 
+def distillation_targets(
+    teacher: Path, pairs: Sequence[tuple[str, str]], labels: Sequence[float], weight: float
+) -> list[float]:
+    """Each label moved ``weight`` of the way to the ``teacher`` model folder's probability of
+    the pair (``(1 - weight) * label + weight * p``): soft targets to distil a bigger model into
+    a smaller one; the trainer's BCE takes them as they are."""
+    if not 0.0 <= weight <= 1.0:
+        raise ValueError(f"distillation weight {weight} is not within [0, 1]")
+    scores = OnnxCrossEncoder(teacher, what="teacher model").score_pairs(pairs)
+    return [(1 - weight) * y + weight * p for y, p in zip(labels, scores, strict=True)]
+
+
 _RUN_TOGETHER = re.compile(r"([a-z0-9)\"])\.([A-Z])")
 
 
