@@ -136,8 +136,6 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.teacher is not None and args.span:
         p.error("--teacher trains the classifier; it does not combine with --span")
-    if not 0.0 <= args.teacher_weight <= 1.0:
-        p.error("--teacher-weight must be within [0, 1]")
     train = read_pairs(args.data / "train.jsonl.gz")
     if args.extra_train is not None:
         train += read_pairs(args.extra_train)
@@ -172,7 +170,6 @@ def main(argv: list[str] | None = None) -> int:
         name="answerability",
         base_model=base_model_name(args)
         + (f", warm-started from {args.warm_start}" if args.warm_start else "")
-        + (f", resumed at pair {args.resume_at_pair} of its schedule" if args.resume_at_pair else "")
         + (
             "; extractive-QA head (verityrag.crossenc.span): logit = best answer span score - no-answer score"
             if args.span

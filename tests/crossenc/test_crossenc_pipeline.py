@@ -284,7 +284,7 @@ def test_distillation_targets_move_labels_towards_the_teachers_probabilities(
     targets = distillation_targets(folder, pairs, labels, weight=0.25)
     assert targets == pytest.approx([0.75 * y + 0.25 * p for y, p in zip(labels, teacher, strict=True)])
     assert distillation_targets(folder, pairs, labels, weight=0.0) == labels
-    with pytest.raises(ValueError, match="within"):
+    with pytest.raises(InvalidInputError, match="teacher weight"):
         distillation_targets(folder, pairs, labels, weight=1.5)
 
 

@@ -24,6 +24,7 @@ from verityrag.crossenc.export import QUANTIZATION, export_onnx
 from verityrag.crossenc.model_folder import ONNX_FP32_FILE, ONNX_INT8_FILE
 from verityrag.crossenc.scorer import OnnxCrossEncoder
 from verityrag.crossenc.trainer import CrossEncoderTrainer
+from verityrag.errors import InvalidInputError
 
 T = TypeVar("T", bound=CrossEncoderTrainer)
 
@@ -82,7 +83,7 @@ def trainer_from_args(
         max_seconds=args.max_minutes * 60 if args.max_minutes else None,
         warm_start=warm_start,
         base_model=args.base_model,
-        resume_at_pair=getattr(args, "resume_at_pair", 0),
+        resume_at_pair=args.resume_at_pair,
     )
 
 
@@ -93,7 +94,7 @@ def distillation_targets(
     the pair (``(1 - weight) * label + weight * p``): soft targets to distil a bigger model into
     a smaller one; the trainer's BCE takes them as they are."""
     if not 0.0 <= weight <= 1.0:
-        raise ValueError(f"distillation weight {weight} is not within [0, 1]")
+        raise InvalidInputError("teacher weight", f"{weight} is not within [0, 1]")
     scores = OnnxCrossEncoder(teacher, what="teacher model").score_pairs(pairs)
     return [(1 - weight) * y + weight * p for y, p in zip(labels, scores, strict=True)]
 
@@ -190,6 +191,7 @@ def training_record(
         "learning_rate": trainer.learning_rate,
         "seed": trainer.seed,
         "warm_start": str(trainer.warm_start) if trainer.warm_start else None,
+        "resumed_at_pair": trainer.resume_at_pair,
         "train_seconds": round(trainer.train_seconds_, 1),
         "pairs_seen": trainer.pairs_seen_,
         "stopped_early": trainer.stopped_early_,
