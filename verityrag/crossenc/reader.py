@@ -105,7 +105,6 @@ class SpanReader:
 
     def warm_up(self) -> SpanReader:
         """Check the files and load the tokenizer and the ONNX session (idempotent)."""
-
         with self._lock:
             if self._session is None:
                 meta = self.metadata
