@@ -28,11 +28,11 @@ from typing import Any
 
 import torch
 
-from verityrag.crossenc.encoding import EncodedWindow, model_inputs, pad_batch
+from verityrag.crossenc.encoding import EncodedWindow, model_inputs
 from verityrag.crossenc.export import export_onnx
 from verityrag.crossenc.model_folder import TORCH_DIR
 from verityrag.crossenc.reader import MAX_ANSWER_TOKENS, READER_OUTPUTS
-from verityrag.crossenc.trainer import CrossEncoderTrainer, random_config
+from verityrag.crossenc.trainer import CrossEncoderTrainer, random_config, tensor_batch
 
 _MASKED = -1e4  # a logit no real span reaches; finite so that ONNX and fp16 stay well defined
 
@@ -177,8 +177,7 @@ class SpanAnswerabilityTrainer(CrossEncoderTrainer):
     def _batch_loss(
         self, model: Any, windows: Sequence[EncodedWindow], labels: Sequence[float]
     ) -> torch.Tensor:
-        ids, mask, types = pad_batch(windows, self.encoder_.pad_id)
-        start, end, evidence = model.span_logits(torch.tensor(ids), torch.tensor(mask), torch.tensor(types))
+        start, end, evidence = model.span_logits(*tensor_batch(windows, self.encoder_.pad_id))
         difference = null_difference(start, end, evidence, model.max_answer_tokens)
         loss = torch.nn.functional.binary_cross_entropy_with_logits(difference, torch.tensor(list(labels)))
         targets = [self._target(w, y) for w, y in zip(windows, labels, strict=True)]

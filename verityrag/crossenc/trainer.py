@@ -226,8 +226,7 @@ class CrossEncoderTrainer:
         """The training loss of one batch: BCE of the one logit against the labels."""
         import torch
 
-        ids, mask, types = pad_batch(windows, self.encoder_.pad_id)
-        out = model(**model_inputs(model, torch.tensor(ids), torch.tensor(mask), torch.tensor(types)))
+        out = model(**model_inputs(model, *tensor_batch(windows, self.encoder_.pad_id)))
         loss: torch.Tensor = torch.nn.functional.binary_cross_entropy_with_logits(
             _logits(out).squeeze(-1), torch.tensor(list(labels))
         )
@@ -247,8 +246,7 @@ class CrossEncoderTrainer:
         with torch.inference_mode():
             for start in range(0, len(windows), batch_size):
                 chunk = windows[start : start + batch_size]
-                ids, mask, types = pad_batch(chunk, self.encoder_.pad_id)
-                inputs = model_inputs(self.model_, torch.tensor(ids), torch.tensor(mask), torch.tensor(types))
+                inputs = model_inputs(self.model_, *tensor_batch(chunk, self.encoder_.pad_id))
                 logits = _logits(self.model_(**inputs)).squeeze(-1)
                 for w, value in zip(chunk, logits.tolist(), strict=True):
                     grouped[w.pair_index].append(float(value))
@@ -261,6 +259,16 @@ class CrossEncoderTrainer:
         self.model_.save_pretrained(str(folder / TORCH_DIR))
         shutil.copyfile(self._base() / TOKENIZER_FILE, folder / TOKENIZER_FILE)
         return folder
+
+
+def tensor_batch(
+    windows: Sequence[EncodedWindow], pad_id: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``pad_batch`` as torch tensors: (input ids, attention mask, token type ids)."""
+    import torch
+
+    ids, mask, types = pad_batch(windows, pad_id)
+    return torch.tensor(ids), torch.tensor(mask), torch.tensor(types)
 
 
 def _logits(out: Any) -> torch.Tensor:
