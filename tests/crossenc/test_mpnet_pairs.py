@@ -8,6 +8,7 @@ the same code as MiniLM: the classifier, the span (extractive-QA) model and its 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +22,8 @@ from tokenizers.processors import RobertaProcessing
 from verityrag.crossenc import CrossEncoderTrainer, OnnxCrossEncoder, PairEncoder, export_onnx
 from verityrag.crossenc.model_folder import ONNX_FP32_FILE, TOKENIZER_FILE
 from verityrag.crossenc.reader import SpanReader
-from verityrag.crossenc.span import SpanAnswerabilityTrainer, export_reader
+from verityrag.crossenc.span import SpanAnswerabilityModel, SpanAnswerabilityTrainer, export_reader
+from verityrag.crossenc.trainer import keep_first_layers, random_config
 from verityrag.errors import InvalidInputError
 
 pytestmark = pytest.mark.integration
@@ -48,17 +50,19 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+TINY_MPNET = {
+    "model_type": "mpnet",
+    "vocab_size": len(SPECIALS) + len(WORDS) + 3,
+    "hidden_size": 32,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 2,
+    "intermediate_size": 64,
+    "max_position_embeddings": 130,  # positions start after MPNet's padding id (1)
+}
+
+
 def _training(base: Path) -> dict[str, object]:
-    config = {
-        "model_type": "mpnet",
-        "vocab_size": len(SPECIALS) + len(WORDS) + 3,
-        "hidden_size": 32,
-        "num_hidden_layers": 2,
-        "num_attention_heads": 2,
-        "intermediate_size": 64,
-        "max_position_embeddings": 130,  # positions start after MPNet's padding id (1)
-    }
-    return {**TINY_TRAINING, "random_init_config": config, "base_model": base}
+    return {**TINY_TRAINING, "random_init_config": TINY_MPNET, "base_model": base}
 
 
 def test_roberta_style_pairs_have_four_special_tokens_and_segment_types(base: Path) -> None:
@@ -106,3 +110,40 @@ def test_tiny_mpnet_reader_reads_the_colour(base: Path, tmp_path: Path) -> None:
         best = reader.top_spans("what colour is the car", f"the old mill a {colour} car near the bridge", k=3)
         found += bool(best) and best[0].text == colour
     assert found >= len(COLOURS) - 1
+
+
+def test_keep_first_layers_keeps_the_lower_layers_weights() -> None:
+    from transformers import AutoModelForQuestionAnswering, AutoModelForSequenceClassification
+
+    model = AutoModelForSequenceClassification.from_config(random_config(TINY_MPNET, num_hidden_layers=3))
+    first, second = (layer.state_dict() for layer in model.base_model.encoder.layer[:2])
+    keep_first_layers(model, 2)
+    assert len(model.base_model.encoder.layer) == 2
+    assert model.config.num_hidden_layers == 2
+    for kept, original in zip(model.base_model.encoder.layer, (first, second), strict=True):
+        assert all(kept.state_dict()[k].equal(v) for k, v in original.items())
+    for n in (0, 3):
+        with pytest.raises(InvalidInputError, match="keep_layers"):
+            keep_first_layers(model, n)
+    span = SpanAnswerabilityModel(
+        AutoModelForQuestionAnswering.from_config(random_config(TINY_MPNET, num_labels=2))
+    )
+    keep_first_layers(span, 1)  # the span model's transformers model is its ``qa``
+    assert len(span.qa.base_model.encoder.layer) == 1
+
+
+def test_a_model_cut_to_fewer_layers_trains_exports_and_reloads(base: Path, tmp_path: Path) -> None:
+    pairs, labels, _ = colour_pairs(320, seed=1)
+    full = CrossEncoderTrainer(**_training(base)).fit(pairs, labels).save(tmp_path / "full")
+    settings = {**_training(base), "random_init_config": None, "epochs": 2}
+    cut = CrossEncoderTrainer(**settings, warm_start=full, keep_layers=1).fit(pairs, labels)
+    folder = cut.save(tmp_path / "cut")
+    export_onnx(cut.model_, folder)
+    write_tiny_metadata(folder, "tiny-mpnet-1-layer", 320)
+
+    config = json.loads((folder / "torch" / "config.json").read_text())
+    assert config["num_hidden_layers"] == 1
+    test_pairs, _, _ = colour_pairs(40, seed=2)
+    torch_logits = [x[0] for x in cut.predict_logits(test_pairs)]
+    fp32 = OnnxCrossEncoder(folder, onnx_file=ONNX_FP32_FILE).window_logits(test_pairs)
+    assert np.allclose([x[0] for x in fp32], torch_logits, atol=1e-4)

