@@ -7,7 +7,7 @@ LINTED := verityrag tests scripts data app.py
 REQS := requirements.txt requirements-dev.txt pyproject.toml
 STAMP := $(VENV)/.installed-$(shell cat $(REQS) | sha1sum | cut -c1-12)
 
-.PHONY: setup run ask browser test check lint format bench bench-checks bench-es eval models models-answerability models-guard models-nli models-nli-ragtruth models-reader readme-results demo bench-api schemathesis clean demo bench-api schemathesis eval-llm eval-llm-reader
+.PHONY: setup run ask browser test check lint format bench bench-checks bench-es eval models models-answerability models-answerability-mpnet models-guard models-nli models-nli-ragtruth models-reader readme-results demo bench-api schemathesis clean demo bench-api schemathesis eval-llm eval-llm-reader
 
 $(STAMP): $(REQS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -54,7 +54,7 @@ eval: setup
 	$(PY) -m verityrag.eval --real-embeddings --out eval_report_real_embeddings.json --plots-dir docs/eval/real_embeddings
 	$(PY) scripts/update_readme_results.py
 
-models: setup models-answerability models-guard models-nli models-reader
+models: setup models-answerability models-answerability-mpnet models-guard models-nli models-reader
 	$(PY) scripts/train_sentence_selector.py
 	$(PY) scripts/train_default_gate.py
 
@@ -71,6 +71,18 @@ models-answerability: setup
 	$(HEAVY) $(PY) scripts/answer_train.py --warm-start guard_work/answerability --lr 5e-5 --epochs 2 --max-minutes 30
 	$(PY) scripts/answer_data.py --synthetic-share 0.3 --typed-entities
 	$(HEAVY) $(PY) scripts/answer_train.py --warm-start guard_work/answerability --lr 5e-5 --epochs 1 --max-minutes 24
+
+# The stronger answerability gate (ROADMAP, backlog item 1): all-mpnet-base-v2 (five PyPI wheels,
+# scripts/mpnet_base.py) trained two epochs on the same pairs, then cut to its first 6 layers and
+# trained one more, which halves its cost per pair and fits it under 100 MB as int8. ~4.5 h of
+# both cores (1.6-4 pairs/s); serve it with VERITY_ANSWER_DIR=guard_work/answerability_mpnet6.
+MPNET := guard_work/all-mpnet-base-v2
+MPNET_RUNS := guard_work/answerability_mpnet
+models-answerability-mpnet: models-answerability
+	$(PY) scripts/mpnet_base.py --out $(MPNET)
+	$(HEAVY) $(PY) scripts/answer_train.py --base-model $(MPNET) --lr 4e-5 --epochs 1 --seed 13 --out $(MPNET_RUNS)/epoch1 --results $(MPNET_RUNS)/epoch1/results.json
+	$(HEAVY) $(PY) scripts/answer_train.py --base-model $(MPNET) --warm-start $(MPNET_RUNS)/epoch1 --lr 2e-5 --epochs 1 --seed 1 --out $(MPNET_RUNS)/epoch2 --results $(MPNET_RUNS)/epoch2/results.json
+	$(HEAVY) $(PY) scripts/answer_train.py --base-model $(MPNET) --warm-start $(MPNET_RUNS)/epoch2 --keep-layers 6 --lr 3e-5 --epochs 1 --seed 2 --out guard_work/answerability_mpnet6 --results guard_work/answerability_mpnet6/results.json
 
 # The guard is trained on HaluEval, then continued with gemma-3-270m's own answers to
 # HaluEval questions, labelled against the gold answer (generating them takes ~45 min).

@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from verityrag.crossenc import ModelMetadata, OnnxCrossEncoder  # noqa: E402
-from verityrag.crossenc.answerability import DEFAULT_ANSWER_DIR  # noqa: E402
+from verityrag.crossenc.answerability import ANSWER_TRAINING_DIR  # noqa: E402
 from verityrag.crossenc.build import (  # noqa: E402
     SquadSources,
     add_squad_arguments,
@@ -98,7 +98,7 @@ def evaluate(scores: list[float], rows: list[dict[str, Any]], threshold: float) 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_training_arguments(p, ROOT / DEFAULT_ANSWER_DIR / "data", ROOT / DEFAULT_ANSWER_DIR, lr=4e-5)
+    add_training_arguments(p, ROOT / ANSWER_TRAINING_DIR / "data", ROOT / ANSWER_TRAINING_DIR, lr=4e-5)
     p.add_argument(
         "--throughput", type=int, default=None, metavar="N", help="train on N pairs, print pairs/s, stop"
     )

@@ -14,7 +14,7 @@ from verityrag.eval.__main__ import main
 @pytest.mark.parametrize(
     ("flag", "env", "command"),
     [
-        ("--answerability", "VERITY_ANSWER_DIR", "make models-answerability"),
+        ("--answerability", "VERITY_ANSWER_DIR", "make models-answerability-mpnet"),
         ("--guard", "VERITY_GUARD_DIR", "make models-guard"),
         ("--reader", "VERITY_READER_DIR", "make models-reader"),
     ],

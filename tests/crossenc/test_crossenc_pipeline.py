@@ -126,7 +126,9 @@ def test_short_side_that_cannot_fit_is_an_error_not_a_cut() -> None:
 
 def test_missing_model_folder_names_files_and_build_command(tmp_path: Path) -> None:
     model = LearnedAnswerability(model_dir=tmp_path / "nowhere")
-    with pytest.raises(ModelFilesMissingError, match=r"metadata\.json.*make models-answerability") as info:
+    with pytest.raises(
+        ModelFilesMissingError, match=r"metadata\.json.*make models-answerability-mpnet"
+    ) as info:
         model.warm_up()
     assert "model.int8.onnx" in info.value.missing
     assert "tokenizer.json" in info.value.missing

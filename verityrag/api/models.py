@@ -279,7 +279,7 @@ class StatsOut(BaseModel):
                         "answerability": {
                             "threshold": 0.05,
                             "threshold_from": "calibration",
-                            "model_dir": "guard_work/answerability",
+                            "model_dir": "guard_work/answerability_mpnet6",
                         }
                     },
                 }

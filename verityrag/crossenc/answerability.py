@@ -14,8 +14,14 @@ from verityrag.crossenc.evidence import trim_evidence
 from verityrag.crossenc.learned import LearnedPairCheck
 
 ANSWER_DIR_ENV = "VERITY_ANSWER_DIR"
-DEFAULT_ANSWER_DIR = Path("guard_work/answerability")
-BUILD_ANSWERABILITY = "make models-answerability"
+#: The served gate: all-mpnet-base-v2 cut to 6 layers (split_b AUROC 0.740 vs MiniLM's 0.679 at
+#: 67.6 MB int8 and ~18 ms per pair; ROADMAP, session 10).
+DEFAULT_ANSWER_DIR = Path("guard_work/answerability_mpnet6")
+BUILD_ANSWERABILITY = "make models-answerability-mpnet"
+#: The MiniLM gate and the training pairs every answerability model reads (scripts/answer_data.py,
+#: scripts/answer_train.py's defaults); the reader check's span model starts from it. Faster to
+#: build (~90 min against ~4.5 h) and weaker: serve it with ``VERITY_ANSWER_DIR=guard_work/answerability``.
+ANSWER_TRAINING_DIR = Path("guard_work/answerability")
 #: Word budget of trimmed evidence; the same value trains the model (scripts/answer_data.py).
 #: 80 words keep a gold answer for 97.3% of answerable SQuAD 2.0 questions (120: 99.8%, 64: 94.9%)
 #: at ~70% of the tokens of 120.
@@ -23,7 +29,7 @@ EVIDENCE_WORDS = 80
 
 
 class LearnedAnswerability(LearnedPairCheck):
-    """The answerability cross-encoder, loaded from ``VERITY_ANSWER_DIR`` (default guard_work/answerability)."""
+    """The answerability cross-encoder, loaded from ``VERITY_ANSWER_DIR`` (default guard_work/answerability_mpnet6)."""
 
     what = "the answerability model"
     env_var = ANSWER_DIR_ENV
