@@ -75,7 +75,8 @@ models-answerability: setup
 # The stronger answerability gate (ROADMAP, backlog item 1): all-mpnet-base-v2 (five PyPI wheels,
 # scripts/mpnet_base.py) trained two epochs on the same pairs, then cut to its first 6 layers and
 # trained one more, which halves its cost per pair and fits it under 100 MB as int8. ~4.5 h of
-# both cores (1.6-4 pairs/s); serve it with VERITY_ANSWER_DIR=guard_work/answerability_mpnet6.
+# both cores (1.6-4 pairs/s). It is the served gate (the default VERITY_ANSWER_DIR); it trains on
+# the pairs models-answerability leaves in guard_work/answerability/data.
 MPNET := guard_work/all-mpnet-base-v2
 MPNET_RUNS := guard_work/answerability_mpnet
 models-answerability-mpnet: models-answerability
