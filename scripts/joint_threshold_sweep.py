@@ -30,8 +30,8 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -44,66 +44,36 @@ from verityrag.learned_checks import (  # noqa: E402
     CHECK_ATTRIBUTES,
     MAX_COVERAGE_LOSS,
     SWEEP_THRESHOLDS,
+    GateOutcome,
+    gate_outcomes,
     load_check,
+    sweep_row,
 )
 from verityrag.pipeline import VerityRAGPipeline  # noqa: E402
-from verityrag.text.answers import contains_gold  # noqa: E402
 
 SUFFICIENCY_GRID = [0.0, *(round(x, 2) for x in np.arange(0.05, 1.0, 0.05))]
 
 
 def outcomes(
     pipeline: VerityRAGPipeline, questions: Sequence[EvalQuestion], oof: dict[str, float] | None
-) -> list[dict[str, Any]]:
-    """Each question run once with both gates at 0: its kind, both scores, and what happened."""
-    rows = []
-    for q in questions:
-        result = pipeline.query(q.question)
-        attempts = [s for s in result.trace if s.stage.startswith("attempt_")]
-        scored = [s for s in result.trace if s.stage == "answerability"]
-        trace_probability = float(attempts[-1].details["probability"]) if attempts else 0.0
-        probability = oof.get(q.question) if oof is not None else trace_probability
-        answer = None if result.abstained else result.answer
-        rows.append(
-            {
-                "kind": q.kind,
-                "sufficiency": probability,
-                "answerability": float(scored[-1].details["score"]) if scored else None,
-                "answered": answer is not None,
-                "correct": answer is not None and q.kind == "answerable" and contains_gold(answer, q.answers),
-            }
-        )
-    return rows
-
-
-def figures(rows: Sequence[dict[str, Any]], s: float, a: float) -> dict[str, float | None]:
-    def answered(r: dict[str, Any]) -> bool:
-        if not r["answered"] or r["sufficiency"] is None or r["sufficiency"] < s:
-            return False
-        return r["answerability"] is None or r["answerability"] >= a
-
-    def rate(kind: str, abstain: bool) -> float | None:
-        rs = [r for r in rows if r["kind"] == kind]
-        return float(np.mean([answered(r) != abstain for r in rs])) if rs else None
-
-    answerable = [r for r in rows if r["kind"] == "answerable"]
-    return {
-        "coverage": rate("answerable", False),
-        "answered_and_correct": float(np.mean([answered(r) and r["correct"] for r in answerable])),
-        "held_out_abstention": rate("held_out", True),
-        "in_domain_unanswerable_abstention": rate("unanswerable_in_domain", True),
-    }
+) -> list[GateOutcome]:
+    """Each question run once with both gates at 0; ``oof`` replaces the trace's sufficiency
+    probability (the gate's out-of-fold probability of a question it was fitted on)."""
+    rows = gate_outcomes(pipeline, [(q.question, q.kind, q.answers) for q in questions], "answerability")
+    if oof is None:
+        return rows
+    return [replace(o, sufficiency=oof[q.question]) for o, q in zip(rows, questions, strict=True)]
 
 
 def choose(
-    calibration: Sequence[dict[str, Any]], reference: float, target: float
+    calibration: Sequence[GateOutcome], reference: float, target: float
 ) -> tuple[tuple[float, float], float]:
     """The rule's (sufficiency, answerability) pair, and the coverage floor it was held to."""
-    floor = (figures(calibration, reference, 0.0)["coverage"] or 0.0) - MAX_COVERAGE_LOSS
+    floor = (sweep_row(calibration, 0.0, sufficiency=reference)["coverage"] or 0.0) - MAX_COVERAGE_LOSS
     pairs = [(s, a) for s in [*SUFFICIENCY_GRID, reference] for a in SWEEP_THRESHOLDS]
     ok = []
     for s, a in pairs:
-        f = figures(calibration, s, a)
+        f = sweep_row(calibration, a, sufficiency=s)
         if (f["held_out_abstention"] or 0.0) >= target and (f["coverage"] or 0.0) >= floor:
             ok.append(((s, a), f["coverage"] or 0.0))
     if not ok:
@@ -132,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     check.threshold = 0.0
     setattr(pipeline, CHECK_ATTRIBUTES["answerability"], check)
     gate.threshold_ = 0.0
-    cal_rows = outcomes(pipeline, [q for q in calibration if q.kind != "unanswerable_in_domain"], oof)
+    cal_rows = outcomes(pipeline, fit_on, oof)
     test_rows = outcomes(pipeline, test, None)
     target = pipeline.settings.abstention_target
     (s, a), floor = choose(cal_rows, reference, target)
@@ -140,8 +110,8 @@ def main(argv: list[str] | None = None) -> int:
         {
             "sufficiency": sv,
             "answerability": av,
-            "calibration": figures(cal_rows, sv, av),
-            "test": figures(test_rows, sv, av),
+            "calibration": sweep_row(cal_rows, av, sufficiency=sv),
+            "test": sweep_row(test_rows, av, sufficiency=sv),
         }
         for sv in sorted({0.0, reference, s})
         for av in SWEEP_THRESHOLDS
@@ -152,14 +122,14 @@ def main(argv: list[str] | None = None) -> int:
         "sufficiency_threshold_alone": reference,
         "coverage_floor": floor,
         "sequential_rule_reference": {
-            "calibration": figures(cal_rows, reference, 0.0),
-            "test": figures(test_rows, reference, 0.0),
+            "calibration": sweep_row(cal_rows, 0.0, sufficiency=reference),
+            "test": sweep_row(test_rows, 0.0, sufficiency=reference),
         },
         "joint_rule": {
             "sufficiency": s,
             "answerability": a,
-            "calibration": figures(cal_rows, s, a),
-            "test": figures(test_rows, s, a),
+            "calibration": sweep_row(cal_rows, a, sufficiency=s),
+            "test": sweep_row(test_rows, a, sufficiency=s),
         },
         "sweep": sweep,
     }

@@ -73,6 +73,9 @@ class GateOutcome:
     correct: bool
     score: float | None  # None: the question never reached the check
     latency_ms: float
+    # The sufficiency gate's probability of the attempt the agent answered from (None: no
+    # attempt); a caller may put the gate's out-of-fold probability here instead.
+    sufficiency: float | None = None
 
 
 def load_check(stage: str, threshold: float | None = None, llm_answers: bool = False) -> LearnedCheck:
@@ -139,9 +142,15 @@ def gate_outcomes(
         result = pipeline.query(question)
         ms = (time.perf_counter() - t0) * 1000
         scores = [float(s.details["score"]) for s in result.trace if s.stage == stage]
+        # The agent answers from its most probable attempt (AgentController.search).
+        probabilities = [
+            float(s.details["probability"]) for s in result.trace if s.stage.startswith("attempt_")
+        ]
         answer = None if result.abstained else result.answer
         correct = bool(answer) and kind == "answerable" and contains_gold(answer or "", answers)
-        out.append(GateOutcome(kind, not result.abstained, correct, scores[-1] if scores else None, ms))
+        score = scores[-1] if scores else None
+        sufficiency = max(probabilities) if probabilities else None
+        out.append(GateOutcome(kind, not result.abstained, correct, score, ms, sufficiency))
     return out
 
 
@@ -149,10 +158,15 @@ def _rate(hits: int, total: int) -> float | None:
     return hits / total if total else None
 
 
-def sweep_row(outcomes: Sequence[GateOutcome], threshold: float) -> dict[str, Any]:
-    """The figures the outcomes would give with the check at ``threshold``."""
+def sweep_row(
+    outcomes: Sequence[GateOutcome], threshold: float, sufficiency: float | None = None
+) -> dict[str, Any]:
+    """The figures the outcomes would give with the check at ``threshold`` and, if given, the
+    sufficiency gate at ``sufficiency`` (outcomes run with it at 0; no reformulation)."""
 
     def answered(o: GateOutcome) -> bool:
+        if sufficiency is not None and (o.sufficiency is None or o.sufficiency < sufficiency):
+            return False
         return o.answered and (o.score is None or o.score >= threshold)
 
     answerable = [o for o in outcomes if o.kind == "answerable"]

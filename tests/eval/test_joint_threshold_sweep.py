@@ -1,12 +1,14 @@
-"""The joint (sufficiency, answerability) threshold rule of scripts/joint_threshold_sweep.py, on made-up rows."""
+"""The joint (sufficiency, answerability) threshold rule of scripts/joint_threshold_sweep.py, and
+``sweep_row`` with a sufficiency threshold, on made-up outcomes."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from types import ModuleType
-from typing import Any
 
 import pytest
+
+from verityrag.learned_checks import GateOutcome, sweep_row
 
 pytestmark = pytest.mark.unit
 
@@ -16,14 +18,8 @@ def jt(load_script: Callable[[str], ModuleType]) -> ModuleType:
     return load_script("joint_threshold_sweep")
 
 
-def _row(kind: str, sufficiency: float, answerability: float | None, correct: bool = True) -> dict[str, Any]:
-    return {
-        "kind": kind,
-        "sufficiency": sufficiency,
-        "answerability": answerability,
-        "answered": True,
-        "correct": correct and kind == "answerable",
-    }
+def _row(kind: str, sufficiency: float, answerability: float | None, correct: bool = True) -> GateOutcome:
+    return GateOutcome(kind, True, correct and kind == "answerable", answerability, 1.0, sufficiency)
 
 
 def test_figures_apply_both_thresholds(jt: ModuleType) -> None:
@@ -34,13 +30,13 @@ def test_figures_apply_both_thresholds(jt: ModuleType) -> None:
         _row("held_out", 0.9, 0.05),
         _row("unanswerable_in_domain", 0.9, 0.5),
     ]
-    assert jt.figures(rows, 0.0, 0.0)["coverage"] == 1.0
-    f = jt.figures(rows, 0.5, 0.3)
+    assert sweep_row(rows, 0.0, sufficiency=0.0)["coverage"] == 1.0
+    f = sweep_row(rows, 0.3, sufficiency=0.5)
     assert f["coverage"] == pytest.approx(1 / 3)
     assert f["answered_and_correct"] == pytest.approx(1 / 3)
     assert f["held_out_abstention"] == 1.0
     assert f["in_domain_unanswerable_abstention"] == 0.0
-    assert jt.figures(rows, 0.5, 0.6)["in_domain_unanswerable_abstention"] == 1.0
+    assert sweep_row(rows, 0.6, sufficiency=0.5)["in_domain_unanswerable_abstention"] == 1.0
 
 
 def test_the_rule_trades_the_lexical_gate_for_the_learned_one_when_held_out_allows(jt: ModuleType) -> None:
@@ -51,8 +47,8 @@ def test_the_rule_trades_the_lexical_gate_for_the_learned_one_when_held_out_allo
     (s, a), floor = jt.choose(rows, reference=0.8, target=0.97)
     assert floor == pytest.approx(0.7 - jt.MAX_COVERAGE_LOSS)
     assert a == max(jt.SWEEP_THRESHOLDS)  # the strictest learned threshold that keeps coverage
-    assert jt.figures(rows, s, a)["coverage"] == 1.0
-    assert jt.figures(rows, s, a)["held_out_abstention"] == 1.0
+    assert sweep_row(rows, a, sufficiency=s)["coverage"] == 1.0
+    assert sweep_row(rows, a, sufficiency=s)["held_out_abstention"] == 1.0
 
 
 def test_no_pair_meeting_the_target_keeps_the_lexical_gate_alone(jt: ModuleType) -> None:
