@@ -1,27 +1,22 @@
-"""Sufficiency and answerability thresholds chosen together, on the calibration split only.
+"""Every (sufficiency, answerability) threshold pair, on both splits, with the joint rule's pick.
 
     python scripts/joint_threshold_sweep.py --out scripts/results/joint_thresholds.json
 
-The main eval fits the sufficiency gate first (held-out abstention >= the settings' target)
-and then the answerability gate on top of it (the highest threshold that keeps calibration
-coverage within ``MAX_COVERAGE_LOSS`` of gate-off). With a strong answerability model the
-first choice is a poor one: the lexical gate refuses answerable questions that the learned
-gate would pass, and the learned gate can stop held-out questions itself. This script
-measures every (sufficiency, answerability) pair with one pass per split:
+``pipeline.calibrate`` fits the answerability gate jointly with the sufficiency gate
+(:func:`verityrag.learned_checks.choose_joint_thresholds`; the module docstring of
+:mod:`verityrag.learned_checks` states the rule). This script shows the whole plane the rule
+chooses from, and what the sequential rule (sufficiency gate first, answerability at 0 on
+top) would give, with one pass per split:
 
 - the agent runs with both thresholds at 0 (reformulation must be off, as calibration
   chooses on the bundled corpus, so every question takes one attempt and the pair's
   outcome is exact: a gate only ever turns an answer into an abstention); no guard;
 - calibration questions take the sufficiency gate's *out-of-fold* probability (it was fitted
   on them), test questions the fitted gate's probability from the trace;
-- the rule, calibration only (answerable and held-out questions; the in-domain
-  unanswerable ones are reported, never fitted, as data/corpus_manifest.json asks): among
-  pairs whose held-out abstention meets the target and whose coverage is within
-  ``MAX_COVERAGE_LOSS`` of the sufficiency gate alone, the highest answerability threshold,
-  then the highest coverage.
+- calibration is the answerable and held-out questions; the in-domain unanswerable ones are
+  reported, never fitted, as data/corpus_manifest.json asks.
 
-It is a measurement, not yet the product's rule (ROADMAP, session 10). Uses the model in
-``VERITY_ANSWER_DIR`` (default: the served one). ~2 min.
+Uses the model in ``VERITY_ANSWER_DIR`` (default: the served one). ~2 min.
 """
 
 from __future__ import annotations
@@ -33,8 +28,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -42,16 +35,14 @@ from verityrag.eval.dataset import EvalQuestion, load_corpus, load_questions  # 
 from verityrag.eval.runner import EvalOptions, build_pipeline  # noqa: E402
 from verityrag.learned_checks import (  # noqa: E402
     CHECK_ATTRIBUTES,
-    MAX_COVERAGE_LOSS,
     SWEEP_THRESHOLDS,
     GateOutcome,
+    choose_joint_thresholds,
     gate_outcomes,
     load_check,
     sweep_row,
 )
 from verityrag.pipeline import VerityRAGPipeline  # noqa: E402
-
-SUFFICIENCY_GRID = [0.0, *(round(x, 2) for x in np.arange(0.05, 1.0, 0.05))]
 
 
 def outcomes(
@@ -63,22 +54,6 @@ def outcomes(
     if oof is None:
         return rows
     return [replace(o, sufficiency=oof[q.question]) for o, q in zip(rows, questions, strict=True)]
-
-
-def choose(
-    calibration: Sequence[GateOutcome], reference: float, target: float
-) -> tuple[tuple[float, float], float]:
-    """The rule's (sufficiency, answerability) pair, and the coverage floor it was held to."""
-    floor = (sweep_row(calibration, 0.0, sufficiency=reference)["coverage"] or 0.0) - MAX_COVERAGE_LOSS
-    pairs = [(s, a) for s in [*SUFFICIENCY_GRID, reference] for a in SWEEP_THRESHOLDS]
-    ok = []
-    for s, a in pairs:
-        f = sweep_row(calibration, a, sufficiency=s)
-        if (f["held_out_abstention"] or 0.0) >= target and (f["coverage"] or 0.0) >= floor:
-            ok.append(((s, a), f["coverage"] or 0.0))
-    if not ok:
-        return (reference, 0.0), floor
-    return max(ok, key=lambda pair_coverage: (pair_coverage[0][1], pair_coverage[1]))[0], floor
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -105,7 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     cal_rows = outcomes(pipeline, fit_on, oof)
     test_rows = outcomes(pipeline, test, None)
     target = pipeline.settings.abstention_target
-    (s, a), floor = choose(cal_rows, reference, target)
+    choice = choose_joint_thresholds(cal_rows, reference, target)
+    s, a = choice.sufficiency, choice.answerability
     sweep = [
         {
             "sufficiency": sv,
@@ -120,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
         "answerability_model": str(check.model_dir),
         "abstention_target": target,
         "sufficiency_threshold_alone": reference,
-        "coverage_floor": floor,
+        "coverage_floor": choice.coverage_floor,
+        "joint_rule_met_target": choice.met,
         "sequential_rule_reference": {
             "calibration": sweep_row(cal_rows, 0.0, sufficiency=reference),
             "test": sweep_row(test_rows, 0.0, sufficiency=reference),

@@ -21,19 +21,37 @@ answerable question through the whole agent once per check, which would call the
 that many times. The recorded thresholds were fitted on gemma-3-270m's labelled answers;
 to fit on your LLM's, call :func:`fit_thresholds` yourself.
 
-The calibration rule is the one the main eval uses (:mod:`verityrag.crossenc.eval_sweep`): run the
-answerable questions once with the check at threshold 0 (it scores every question that
-reaches it and blocks none), read each score from the trace, and keep the highest
-threshold of :data:`SWEEP_THRESHOLDS` whose coverage stays within
-:data:`MAX_COVERAGE_LOSS` of the check-off coverage. A check only ever turns an answer
-into an abstention, so one pass gives every threshold's coverage exactly.
+The main eval fits its thresholds with the same function (``calibrate`` runs it; the eval
+only reports the sweeps, :mod:`verityrag.crossenc.eval_sweep`). Two rules:
+
+- **Sequential** (the guard and the reader; the answerability gate when the joint rule
+  cannot run): run the answerable questions once with the check at threshold 0 (it
+  scores every question that reaches it and blocks none), read each score from the trace,
+  and keep the highest threshold of :data:`SWEEP_THRESHOLDS` whose coverage stays within
+  :data:`MAX_COVERAGE_LOSS` of the check-off coverage. A check only ever turns an answer
+  into an abstention, so one pass gives every threshold's coverage exactly.
+- **Joint** (the answerability gate, with the sufficiency gate): the lexical sufficiency
+  gate refuses answerable questions a strong answerability model would pass, and the
+  model can stop unanswerable ones itself, so the two thresholds are chosen together
+  (:func:`choose_joint_thresholds`). Every labelled question, answerable or not, runs
+  once with both gates open; each takes the sufficiency gate's *out-of-fold* probability
+  (the gate was fitted on these questions). Among the pairs of :data:`SUFFICIENCY_GRID`
+  x :data:`SWEEP_THRESHOLDS` whose abstention on the unanswerable questions meets
+  ``Settings.abstention_target`` and whose coverage stays within
+  :data:`MAX_COVERAGE_LOSS` of the sufficiency gate alone, the highest answerability
+  threshold wins, then the highest coverage. One pass is exact only with one attempt
+  per question, so the joint rule needs calibration to have turned reformulation off,
+  and unanswerable questions among the labelled ones; otherwise the sequential rule
+  runs. The sufficiency threshold it picks applies only while that answerability check
+  is attached (``VerityRAGPipeline.sufficiency_threshold``); the gate's own threshold,
+  which holds without the check, is unchanged.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -62,6 +80,9 @@ LLM_ANSWER_SOURCE = "gemma"
 SWEEP_THRESHOLDS = (0.0, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 #: The most coverage (answerable questions answered) a check may cost on calibration.
 MAX_COVERAGE_LOSS = 0.05
+#: Sufficiency thresholds the joint rule pairs with each answerability threshold (the gate's
+#: own threshold is always tried too).
+SUFFICIENCY_GRID = (0.0, *(round(0.05 * i, 2) for i in range(1, 20)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,39 +210,106 @@ def sweep_row(
 
 
 def choose_threshold(
-    calibration: Sequence[GateOutcome], max_coverage_loss: float = MAX_COVERAGE_LOSS
+    calibration: Sequence[GateOutcome],
+    max_coverage_loss: float = MAX_COVERAGE_LOSS,
+    sufficiency: float | None = None,
 ) -> float:
-    """Highest sweep threshold whose calibration coverage is within ``max_coverage_loss`` of check-off."""
-    base = sweep_row(calibration, 0.0)["coverage"] or 0.0
+    """Highest sweep threshold whose calibration coverage is within ``max_coverage_loss`` of check-off
+    (with the sufficiency gate at ``sufficiency`` when given, as in :func:`sweep_row`)."""
+    base = sweep_row(calibration, 0.0, sufficiency)["coverage"] or 0.0
     ok = [
         t
         for t in SWEEP_THRESHOLDS
-        if (sweep_row(calibration, t)["coverage"] or 0.0) >= base - max_coverage_loss
+        if (sweep_row(calibration, t, sufficiency)["coverage"] or 0.0) >= base - max_coverage_loss
     ]
     return max(ok)
 
 
+@dataclass(frozen=True, slots=True)
+class JointChoice:
+    """The (sufficiency, answerability) pair the joint rule picked, and what it was held to."""
+
+    sufficiency: float
+    answerability: float
+    coverage_floor: float  # calibration coverage of the sufficiency gate alone, less MAX_COVERAGE_LOSS
+    met: bool  # False: no pair met the abstention target; the sequential pick is returned
+
+
+def choose_joint_thresholds(
+    calibration: Sequence[GateOutcome],
+    reference: float,
+    target: float,
+    max_coverage_loss: float = MAX_COVERAGE_LOSS,
+) -> JointChoice:
+    """The joint rule (module docstring) on outcomes run with both gates open.
+
+    ``reference`` is the sufficiency gate's own threshold; ``target`` the abstention the
+    unanswerable calibration questions must keep. When no pair meets it (the gate alone
+    misses it on these outcomes), the sequential choice at ``reference`` is returned.
+    """
+    floor = (sweep_row(calibration, 0.0, reference)["coverage"] or 0.0) - max_coverage_loss
+    ok = []
+    for s in sorted({*SUFFICIENCY_GRID, reference}):
+        for a in SWEEP_THRESHOLDS:
+            row = sweep_row(calibration, a, s)
+            coverage = row["coverage"] or 0.0
+            if (row["correct_abstention"] or 0.0) >= target and coverage >= floor:
+                ok.append((a, coverage, s))
+    if not ok:
+        sequential = choose_threshold(calibration, max_coverage_loss, reference)
+        return JointChoice(reference, sequential, floor, met=False)
+    # The strictest answerability threshold, then the most coverage, then the stricter sufficiency.
+    a, _, s = max(ok)
+    return JointChoice(s, a, floor, met=True)
+
+
+@dataclass(frozen=True, slots=True)
+class PairedSufficiency:
+    """A sufficiency threshold fitted together with one answerability check (the joint rule):
+    the agent applies it while that very check is attached, and the gate's own threshold otherwise."""
+
+    check: object
+    threshold: float
+
+
 def fit_thresholds(
-    pipeline: VerityRAGPipeline, labelled: Sequence[tuple[str, Sequence[str]]], stages: Sequence[str]
+    pipeline: VerityRAGPipeline,
+    labelled: Sequence[tuple[str, Sequence[str]]],
+    stages: Sequence[str],
+    sufficiency_oof: Sequence[float] | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """Choose each of ``stages``' thresholds on the answerable ``(question, gold answers)`` by the rule.
+    """Choose each of ``stages``' thresholds on the labelled ``(question, gold answers)``.
 
     The checks are fitted in the agent's order, each with the ones fitted before it at their
     new thresholds and the ones still to fit detached (as the main eval sweeps them); checks
-    not in ``stages`` (a threshold fixed in the settings) stay as they are. A check no
-    answerable question reaches keeps its threshold.
+    not in ``stages`` (a threshold fixed in the settings) stay as they are. The answerability
+    gate takes the joint rule when ``sufficiency_oof`` (the sufficiency gate's out-of-fold
+    probability of each labelled question, in order; ``calibrate`` passes it when it turned
+    reformulation off) is given and some labelled questions are unanswerable; every other
+    check takes the sequential rule on the answerable questions. A check no question
+    reaches keeps its threshold.
     """
+    labelled = list(labelled)
+    if sufficiency_oof is not None and len(sufficiency_oof) != len(labelled):
+        raise ValueError(f"{len(sufficiency_oof)} out-of-fold probabilities for {len(labelled)} questions")
     answerable = [(q, "answerable", answers) for q, answers in labelled if answers]
+    joint = sufficiency_oof is not None and len(answerable) < len(labelled)
     order = [s for s in CHECK_ATTRIBUTES if s in stages]
     held = {s: getattr(pipeline, CHECK_ATTRIBUTES[s]) for s in order}
     kept = {s: held[s].threshold for s in order}
     for s in order:
         setattr(pipeline, CHECK_ATTRIBUTES[s], None)
+    if "answerability" in order:
+        pipeline.paired_sufficiency = None
     report: dict[str, dict[str, Any]] = {}
     try:
         for stage in order:
             check = held[stage]
             setattr(pipeline, CHECK_ATTRIBUTES[stage], check)
+            if stage == "answerability" and joint:
+                assert sufficiency_oof is not None
+                report[stage] = _fit_jointly(pipeline, check, labelled, sufficiency_oof, kept[stage])
+                continue
             check.threshold = 0.0
             outcomes = gate_outcomes(pipeline, answerable, stage)
             reached = sum(o.score is not None for o in outcomes)
@@ -229,6 +317,7 @@ def fit_thresholds(
             report[stage] = {
                 "threshold": check.threshold,
                 "fitted": bool(reached),
+                "rule": "sequential",
                 "questions": len(outcomes),
                 "questions_reaching_check": reached,
                 "coverage_check_off": sweep_row(outcomes, 0.0)["coverage"],
@@ -238,5 +327,61 @@ def fit_thresholds(
         for s in order:
             if s not in report:
                 held[s].threshold = kept[s]
+                if s == "answerability":
+                    pipeline.paired_sufficiency = None
             setattr(pipeline, CHECK_ATTRIBUTES[s], held[s])
     return report
+
+
+def _fit_jointly(
+    pipeline: VerityRAGPipeline,
+    check: LearnedCheck,
+    labelled: Sequence[tuple[str, Sequence[str]]],
+    sufficiency_oof: Sequence[float],
+    kept: float,
+) -> dict[str, Any]:
+    """The joint rule for the answerability ``check`` (attached); pairs the sufficiency threshold with it."""
+    reference = float(pipeline.gate.threshold_)
+    questions = [(q, "answerable" if answers else "unanswerable", answers) for q, answers in labelled]
+    # Both gates open for the one pass: the sufficiency gate at 0 while this check is attached.
+    pipeline.paired_sufficiency = PairedSufficiency(check, 0.0)
+    check.threshold = 0.0
+    outcomes = [
+        replace(o, sufficiency=float(p))
+        for o, p in zip(gate_outcomes(pipeline, questions, "answerability"), sufficiency_oof, strict=True)
+    ]
+    pipeline.paired_sufficiency = None
+    reached = sum(o.score is not None for o in outcomes)
+    if not reached:
+        check.threshold = kept
+        return {
+            "threshold": kept,
+            "fitted": False,
+            "rule": "joint",
+            "questions": len(outcomes),
+            "questions_reaching_check": 0,
+        }
+    target = pipeline.settings.abstention_target
+    choice = choose_joint_thresholds(outcomes, reference, target)
+    check.threshold = choice.answerability
+    if choice.met:
+        pipeline.paired_sufficiency = PairedSufficiency(check, choice.sufficiency)
+    alone, paired = (
+        sweep_row(outcomes, 0.0, reference),
+        sweep_row(outcomes, choice.answerability, choice.sufficiency),
+    )
+    return {
+        "threshold": choice.answerability,
+        "fitted": True,
+        "rule": "joint" if choice.met else "sequential (no pair met the abstention target)",
+        "questions": len(outcomes),
+        "questions_reaching_check": reached,
+        "sufficiency_threshold": choice.sufficiency,
+        "sufficiency_threshold_alone": reference,
+        "abstention_target": target,
+        "coverage_floor": choice.coverage_floor,
+        "coverage_check_off": alone["coverage"],
+        "abstention_check_off": alone["correct_abstention"],
+        "coverage": paired["coverage"],
+        "abstention": paired["correct_abstention"],
+    }

@@ -28,7 +28,13 @@ from verityrag.generation.verified import AnswerStrategy, RejectAndRetry
 from verityrag.index.live import LiveIndex
 from verityrag.index.protocol import AnyIndex, SnapshotView
 from verityrag.index.store import SQLiteDocumentStore
-from verityrag.learned_checks import CHECK_ATTRIBUTES, attach_from_settings, fit_thresholds, requested_checks
+from verityrag.learned_checks import (
+    CHECK_ATTRIBUTES,
+    PairedSufficiency,
+    attach_from_settings,
+    fit_thresholds,
+    requested_checks,
+)
 from verityrag.retrieval.features import ChunkTermCache, QueryTerms, feature_matrix
 from verityrag.retrieval.hybrid import HybridRetriever
 from verityrag.retrieval.reranker import LightGBMReranker, RankingData, ict_queries
@@ -125,6 +131,9 @@ class VerityRAGPipeline:
         self.answer_guard: AnswerGuard | None = None
         self.answerability: AnswerabilityModel | None = None
         self.answer_reader: ReaderAgreementCheck | None = None
+        # The sufficiency threshold calibrate() fitted together with the answerability check; it
+        # applies only while that check is attached (see sufficiency_threshold).
+        self.paired_sufficiency: PairedSufficiency | None = None
         # Where each settings-attached check's threshold comes from: settings, calibration or metadata.
         self.check_threshold_sources: dict[str, str] = {}
         if requested_checks(self.settings):  # loaded now: a missing model stops the start, not a query
@@ -284,7 +293,9 @@ class VerityRAGPipeline:
         """The learned checks attached (in the agent's order): threshold, where it came from, model folder.
 
         ``threshold_from`` is ``settings``, ``calibration`` or ``metadata`` for checks the
-        settings attached, ``attached`` for ones set on the pipeline directly.
+        settings attached, ``attached`` for ones set on the pipeline directly. An answerability
+        check fitted by the joint rule also has ``sufficiency_threshold``: the sufficiency
+        gate's threshold while it is attached.
         """
         out = {}
         for stage, attribute in CHECK_ATTRIBUTES.items():
@@ -296,6 +307,8 @@ class VerityRAGPipeline:
                     "threshold_from": self.check_threshold_sources.get(stage, "attached"),
                     "model_dir": str(model_dir) if model_dir is not None else None,
                 }
+                if stage == "answerability" and self._paired_threshold() is not None:
+                    out[stage]["sufficiency_threshold"] = self._paired_threshold()
         return out
 
     def _restore(self, store: SQLiteDocumentStore) -> None:
@@ -354,6 +367,19 @@ class VerityRAGPipeline:
             self.reformulate = bool(self._gate.fit_summary_.get("reformulation", {}).get("used", True))
         return self._gate
 
+    @property
+    def sufficiency_threshold(self) -> float:
+        """The sufficiency gate's threshold the agent applies now: the one ``calibrate`` fitted together
+        with the answerability check while that check is attached, else the gate's own."""
+        paired = self._paired_threshold()
+        return self.gate.threshold_ if paired is None else paired
+
+    def _paired_threshold(self) -> float | None:
+        paired = self.paired_sufficiency
+        if paired is None or self.answerability is None or paired.check is not self.answerability:
+            return None
+        return paired.threshold
+
     def _controller(self, settings: Settings, with_gate: bool = True) -> AgentController:
         reformulators: list[Reformulator] = [
             SalientTermExpansion(self._chunk_terms, self.index.idf),
@@ -387,6 +413,7 @@ class VerityRAGPipeline:
             strictness=settings.strictness,
             verify=settings.verify,
             answer_strategy=self.answer_strategy,
+            sufficiency_threshold=self._paired_threshold() if with_gate else None,
         )
 
     def train_reranker(self, n_queries: int = 800, seed: int = 0) -> VerityRAGPipeline:
@@ -459,6 +486,7 @@ class VerityRAGPipeline:
             features, correct, must_abstain
         )
         self._gate = gate
+        self.paired_sufficiency = None  # it was fitted with the gate this one replaces
         summary: dict[str, Any] = {**gate.fit_summary_, "reranker": reranker_check}
         self.reformulate = True
         if self.settings.max_reformulations > 0 and self.settings.gate_label == "evidence":
@@ -499,7 +527,11 @@ class VerityRAGPipeline:
                 for stage in unfixed
             }
         elif unfixed:
-            summary["learned_checks"] = fit_thresholds(self, labelled, unfixed)
+            # The joint rule emulates the pair from one pass, which holds only with one attempt
+            # per question: the gate's out-of-fold probabilities only without reformulation.
+            one_attempt = not self.reformulate or self.settings.max_reformulations == 0
+            oof = [float(p) for p in gate.oof_probabilities_] if one_attempt else None
+            summary["learned_checks"] = fit_thresholds(self, labelled, unfixed, sufficiency_oof=oof)
             for stage, fit in summary["learned_checks"].items():
                 if fit["fitted"]:
                     self.check_threshold_sources[stage] = "calibration"

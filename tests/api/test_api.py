@@ -121,7 +121,12 @@ def test_stats_lists_the_learned_checks_with_their_threshold_source(
     finally:
         pipeline.answer_reader = None
     assert checks == {
-        "reader": {"threshold": 0.25, "threshold_from": "attached", "model_dir": "guard_work/reader"}
+        "reader": {
+            "threshold": 0.25,
+            "threshold_from": "attached",
+            "model_dir": "guard_work/reader",
+            "sufficiency_threshold": None,  # set only for an answerability gate fitted jointly
+        }
     }
 
 

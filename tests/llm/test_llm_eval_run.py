@@ -42,9 +42,15 @@ def small_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+# The gate is calibrated on only 80 questions: at the default 97% abstention target one held-out
+# question scored high lifts the threshold over every answerable test question (seen on an AMD
+# machine: nothing reached the LLM). These tests are about the LLM eval's plumbing, not the gate.
+SETTINGS = Settings(abstention_target=0.9)
+
+
 @pytest.mark.integration
 def test_run_llm_eval_writes_metrics_and_one_record_per_question(small_data: Path, tmp_path: Path) -> None:
-    base = EvalOptions(data_dir=small_data, settings=Settings(), progress=False)
+    base = EvalOptions(data_dir=small_data, settings=SETTINGS, progress=False)
     report, records = run_llm_eval(LLMEvalOptions("openai", base, complete_fn=echo_first_sentence))
     assert report["test"]["questions"] == len(records) == 8
     llm = report["llm"]
@@ -82,7 +88,7 @@ def test_run_llm_eval_with_reader_records_scores_and_applies_the_threshold_after
 ) -> None:
     reader = HalfReader()
     monkeypatch.setattr("verityrag.reader_check.ReaderCheck", lambda: reader)
-    base = EvalOptions(data_dir=small_data, settings=Settings(), progress=False, reader=True)
+    base = EvalOptions(data_dir=small_data, settings=SETTINGS, progress=False, reader=True)
     report, records = run_llm_eval(LLMEvalOptions("openai", base, complete_fn=echo_first_sentence))
     answered = [r for r in records if r["answered"]]
     assert answered  # at threshold 0 the reader blocked nothing

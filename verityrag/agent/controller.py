@@ -177,6 +177,7 @@ class AgentController:
         strictness: Strictness = "balanced",
         verify: bool = True,
         answer_strategy: AnswerStrategy | None = None,
+        sufficiency_threshold: float | None = None,
     ) -> None:
         if max_reformulations < 0:
             raise ValueError("max_reformulations must be >= 0")
@@ -199,6 +200,9 @@ class AgentController:
         self.verify = verify
         # An LLM answer path (verityrag.generation.verified); None: the extractive sentence.
         self.answer_strategy = answer_strategy
+        # Set when it was fitted together with the answerability check (verityrag.learned_checks);
+        # None: the gate's own threshold.
+        self.sufficiency_threshold = sufficiency_threshold
 
     @property
     def selector(self) -> SentenceSelector:
@@ -261,7 +265,7 @@ class AgentController:
         q = self._query_terms(question, snap)
         if self.gate is None:
             raise NotFittedError("AgentController.run needs a fitted sufficiency gate")
-        threshold = self.gate.threshold_
+        threshold = self.gate.threshold_ if self.sufficiency_threshold is None else self.sufficiency_threshold
         best = self.search(q, snap, threshold, trace)
         attempts = [s for s in trace if s.stage.startswith("attempt_")]
         base = {"snapshot_version": snap.version, "threshold": threshold, "attempts": len(attempts)}

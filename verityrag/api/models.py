@@ -263,6 +263,11 @@ class LearnedCheckOut(BaseModel):
         "attached (set on the pipeline in code)."
     )
     model_dir: str | None
+    sufficiency_threshold: float | None = Field(
+        default=None,
+        description="Answerability only, when calibration fitted both gates together: the sufficiency "
+        "gate's threshold while this check is attached (it replaces the gate's own).",
+    )
 
 
 class StatsOut(BaseModel):

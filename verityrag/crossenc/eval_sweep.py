@@ -1,15 +1,17 @@
 """The main eval's support for the learned gates (``--answerability``, ``--guard``, ``--reader``).
 
-For a gate, every calibration and test question is run once with the gate's threshold
-at 0 (it scores every question that reaches it and blocks none); the score is read
-from the trace. At threshold t a question that reached the gate with score < t would
-have abstained there and nothing else changes (the gate only ever turns an answer into
-an abstention), so one pass gives the whole sweep exactly. The threshold is chosen on
-the *calibration* split with answerable questions only: the highest threshold that
-keeps the calibration coverage within ``MAX_COVERAGE_LOSS`` of the gate-off coverage
-(the in-domain-unanswerable calibration questions are not used, as
-data/corpus_manifest.json asks). The test split is then run again, for real, at the
-chosen threshold; those are the report's headline figures.
+The gates are attached before ``pipeline.calibrate``, which fits their thresholds as it
+does for any pipeline (:func:`verityrag.learned_checks.fit_thresholds`: the answerability
+gate jointly with the sufficiency gate when calibration turns reformulation off, the
+others by the sequential rule; calibration questions only, the in-domain-unanswerable
+ones left out as data/corpus_manifest.json asks). This module then reports each gate's
+sweep: every calibration and test question is run once with that gate at threshold 0
+(the gates before it at their fitted thresholds, the ones after it detached) and the
+score is read from the trace. At threshold t a question that reached the gate with
+score < t would have abstained there and nothing else changes (the gate only ever turns
+an answer into an abstention), so one pass gives the whole sweep exactly. The test split
+is then run again, for real, with every gate at its threshold; those are the report's
+headline figures.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ __all__ = [
     "check_learned_gates",
     "choose_threshold",
     "render_sweep_markdown",
+    "sweep_learned_gates",
     "sweep_row",
 ]
 
@@ -63,50 +66,69 @@ def _run(
 
 def attach_learned_gates(
     pipeline: VerityRAGPipeline,
-    calibration: Sequence[EvalQuestion],
-    test: Sequence[EvalQuestion],
     answerability: bool,
     guard: bool,
-    answerability_threshold: float | None = None,
-    progress: bool = True,
     reader: bool = False,
-) -> dict[str, Any]:
-    """Sweep each requested gate, choose its threshold on calibration, attach it to ``pipeline``.
-
-    Gates are swept one after the other, each with the ones before it already attached at
-    their chosen thresholds.
-    """
-    report: dict[str, Any] = {}
+    answerability_threshold: float | None = None,
+) -> None:
+    """Attach each requested gate before ``calibrate``: a fixed threshold is kept, the others are fitted."""
     requested = {"answerability": answerability, "guard": guard, "reader": reader}
     for stage in [s for s in CHECK_ATTRIBUTES if requested[s]]:
-        model = load_check(stage)
         fixed = answerability_threshold if stage == "answerability" else None
-        model.threshold = 0.0
-        setattr(pipeline, CHECK_ATTRIBUTES[stage], model)
-        cal = _run(pipeline, calibration, stage, progress)
-        tst = _run(pipeline, test, stage, progress)
-        reached = sum(o.score is not None and o.kind == "answerable" for o in cal)
-        if fixed is not None:
-            chosen, rule = fixed, "given on the command line"
-        elif reached == 0:  # nothing to choose on: keep the model's own threshold
-            chosen, rule = (
-                model.recorded_threshold(),
-                "metadata.json (no calibration question reached the gate)",
-            )
-        else:
-            chosen = choose_threshold(cal)
-            rule = (
-                f"highest sweep threshold with calibration coverage >= gate-off coverage - {MAX_COVERAGE_LOSS} "
-                "(answerable calibration questions only)"
-            )
-        model.threshold = chosen
-        pipeline.check_threshold_sources[stage] = (
-            "settings" if fixed is not None else "calibration" if reached else "metadata"
+        setattr(pipeline, CHECK_ATTRIBUTES[stage], load_check(stage, fixed))
+        pipeline.check_threshold_sources[stage] = "settings" if fixed is not None else "metadata"
+
+
+def _rule(fit: dict[str, Any] | None) -> str:
+    """The threshold rule in words, from ``calibrate``'s ``learned_checks`` entry (None: not fitted)."""
+    if fit is None:
+        return "given on the command line"
+    if not fit["fitted"]:
+        return "metadata.json (no calibration question reached the gate)"
+    if fit["rule"] == "joint":
+        return (
+            f"joint with the sufficiency gate (at {fit['sufficiency_threshold']:.3g}, alone "
+            f"{fit['sufficiency_threshold_alone']:.3g}): highest threshold with calibration abstention "
+            f">= {fit['abstention_target']} and coverage >= the sufficiency gate alone - {MAX_COVERAGE_LOSS}"
         )
+    return (
+        f"highest sweep threshold with calibration coverage >= gate-off coverage - {MAX_COVERAGE_LOSS} "
+        "(answerable calibration questions only)"
+    )
+
+
+def sweep_learned_gates(
+    pipeline: VerityRAGPipeline,
+    calibration: Sequence[EvalQuestion],
+    test: Sequence[EvalQuestion],
+    fits: dict[str, dict[str, Any]],
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Each attached gate's calibration and test sweep; ``fits`` is ``calibrate``'s ``learned_checks``."""
+    report: dict[str, Any] = {}
+    order = [s for s in CHECK_ATTRIBUTES if getattr(pipeline, CHECK_ATTRIBUTES[s]) is not None]
+    checks = {s: getattr(pipeline, CHECK_ATTRIBUTES[s]) for s in order}
+    for i, stage in enumerate(order):
+        model = checks[stage]
+        chosen = model.threshold
+        later = order[i + 1 :]
+        for s in later:
+            setattr(pipeline, CHECK_ATTRIBUTES[s], None)
+        model.threshold = 0.0
+        try:
+            cal = _run(pipeline, calibration, stage, progress)
+            tst = _run(pipeline, test, stage, progress)
+            sufficiency = pipeline.sufficiency_threshold
+        finally:
+            model.threshold = chosen
+            for s in later:
+                setattr(pipeline, CHECK_ATTRIBUTES[s], checks[s])
         report[stage] = {
             "model_dir": str(model.model_dir),
             "threshold": chosen,
-            "threshold_rule": rule,
+            "threshold_rule": _rule(fits.get(stage)),
+            "sufficiency_threshold": sufficiency,
+            **({"fit": fits[stage]} if stage in fits else {}),
             "metadata_threshold": model.recorded_threshold(),
             "calibration_sweep": [sweep_row(cal, t) for t in SWEEP_THRESHOLDS],
             "test_sweep": [sweep_row(tst, t) for t in SWEEP_THRESHOLDS],
@@ -125,7 +147,8 @@ def render_sweep_markdown(gates: dict[str, Any]) -> list[str]:
             "",
             f"## Learned gate: {stage} (threshold {g['threshold']}; {g['threshold_rule']})",
             "",
-            "Test split, one pass with the gate at threshold 0, abstention applied per threshold "
+            "Test split, one pass with the gate at threshold 0 (the sufficiency gate at "
+            f"{g['sufficiency_threshold']:.3g}), abstention applied per threshold "
             "(exact: the gate only turns answers into abstentions).",
             "",
             "| threshold | coverage | answered & correct | correct abstention | in-domain unanswerable | held-out | p50 ms |",

@@ -183,7 +183,13 @@ def run_eval(options: EvalOptions) -> dict[str, Any]:
     pipeline.train_reranker()
     train_s = time.perf_counter() - t0
 
-    # The gate is fitted on answerable and held-out-topic calibration questions. The in-domain
+    if gates_on:  # attached before calibrate, which fits their thresholds as for any pipeline
+        from verityrag.crossenc.eval_sweep import attach_learned_gates
+
+        attach_learned_gates(
+            pipeline, options.answerability, options.guard, options.reader, options.answerability_threshold
+        )
+    # The gates are fitted on answerable and held-out-topic calibration questions. The in-domain
     # unanswerable ones stay out: that figure is reported, not fitted (data/corpus_manifest.json).
     fit_on = [q for q in calibration if q.kind != "unanswerable_in_domain"]
     t0 = time.perf_counter()
@@ -192,17 +198,10 @@ def run_eval(options: EvalOptions) -> dict[str, Any]:
 
     learned_gates: dict[str, Any] = {}
     if gates_on:
-        from verityrag.crossenc.eval_sweep import attach_learned_gates
+        from verityrag.crossenc.eval_sweep import sweep_learned_gates
 
-        learned_gates = attach_learned_gates(
-            pipeline,
-            calibration,
-            test,
-            options.answerability,
-            options.guard,
-            options.answerability_threshold,
-            options.progress,
-            reader=options.reader,
+        learned_gates = sweep_learned_gates(
+            pipeline, calibration, test, calibration_result.get("learned_checks", {}), options.progress
         )
 
     outcomes: list[QuestionOutcome] = []

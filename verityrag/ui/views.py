@@ -131,5 +131,7 @@ def learned_checks_line(checks: dict[str, dict[str, Any]]) -> str:
         source = THRESHOLD_FROM_TEXT.get(info["threshold_from"], info["threshold_from"])
         # Calibration may find that any threshold costs too much coverage: the check then only scores.
         effect = "; scores only, never refuses" if info["threshold"] == 0 else ""
+        if info.get("sufficiency_threshold") is not None:
+            effect += f"; fitted with the sufficiency gate at {info['sufficiency_threshold']:.3g}"
         parts.append(f"{stage} (threshold {info['threshold']:.3g}, {source}{effect})")
     return "Learned checks: " + ", ".join(parts) + "."
