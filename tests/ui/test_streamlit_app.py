@@ -41,13 +41,19 @@ def test_app_has_both_tabs(app: AppTest) -> None:
 def test_checks_line_names_each_check_and_where_its_threshold_came_from() -> None:
     line = learned_checks_line(
         {
-            "answerability": {"threshold": 0.05, "threshold_from": "calibration", "model_dir": "a"},
+            "answerability": {
+                "threshold": 0.05,
+                "threshold_from": "calibration",
+                "model_dir": "a",
+                "sufficiency_threshold": 0.35,
+            },
             "reader": {"threshold": 0.0, "threshold_from": "calibration", "model_dir": "r"},
             "guard": {"threshold": 0.9, "threshold_from": "settings", "model_dir": "g"},
         }
     )
     assert line == (
-        "Learned checks: answerability (threshold 0.05, fitted on the calibration questions), "
+        "Learned checks: answerability (threshold 0.05, fitted on the calibration questions; "
+        "fitted with the sufficiency gate at 0.35), "
         "reader (threshold 0, fitted on the calibration questions; scores only, never refuses), "
         "guard (threshold 0.9, set in the settings)."
     )

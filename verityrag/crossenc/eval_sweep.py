@@ -91,9 +91,12 @@ def _rule(fit: dict[str, Any] | None) -> str:
             f"{fit['sufficiency_threshold_alone']:.3g}): highest threshold with calibration abstention "
             f">= {fit['abstention_target']} and coverage >= the sufficiency gate alone - {MAX_COVERAGE_LOSS}"
         )
+    fallback = (
+        " (the joint rule found no pair meeting the abstention target)" if fit["rule"] != "sequential" else ""
+    )
     return (
         f"highest sweep threshold with calibration coverage >= gate-off coverage - {MAX_COVERAGE_LOSS} "
-        "(answerable calibration questions only)"
+        f"(answerable calibration questions only){fallback}"
     )
 
 
