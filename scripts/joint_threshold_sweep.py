@@ -59,8 +59,9 @@ def outcomes(
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--real-embeddings", action="store_true", help="the eval's all-MiniLM-L6-v2 embedder")
     args = p.parse_args(argv)
-    options = EvalOptions(progress=False)
+    options = EvalOptions(progress=False, real_embeddings=args.real_embeddings)
     calibration = load_questions(options.data_dir / "questions" / "calibration.jsonl")
     test = load_questions(options.data_dir / "questions" / "test.jsonl")
     pipeline = build_pipeline(options)
@@ -94,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     report = {
         "answerability_model": str(check.model_dir),
+        "embedder": pipeline.embedder.fingerprint(),
         "abstention_target": target,
         "sufficiency_threshold_alone": reference,
         "coverage_floor": choice.coverage_floor,
