@@ -25,7 +25,6 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,26 +33,16 @@ sys.path.insert(0, str(ROOT))
 from verityrag.eval.dataset import EvalQuestion, load_corpus, load_questions  # noqa: E402
 from verityrag.eval.runner import EvalOptions, build_pipeline  # noqa: E402
 from verityrag.learned_checks import (  # noqa: E402
-    CHECK_ATTRIBUTES,
     SWEEP_THRESHOLDS,
-    GateOutcome,
     choose_joint_thresholds,
-    gate_outcomes,
+    joint_outcomes,
     load_check,
     sweep_row,
 )
-from verityrag.pipeline import VerityRAGPipeline  # noqa: E402
 
 
-def outcomes(
-    pipeline: VerityRAGPipeline, questions: Sequence[EvalQuestion], oof: dict[str, float] | None
-) -> list[GateOutcome]:
-    """Each question run once with both gates at 0; ``oof`` replaces the trace's sufficiency
-    probability (the gate's out-of-fold probability of a question it was fitted on)."""
-    rows = gate_outcomes(pipeline, [(q.question, q.kind, q.answers) for q in questions], "answerability")
-    if oof is None:
-        return rows
-    return [replace(o, sufficiency=oof[q.question]) for o, q in zip(rows, questions, strict=True)]
+def _triples(questions: Sequence[EvalQuestion]) -> list[tuple[str, str, Sequence[str]]]:
+    return [(q.question, q.kind, q.answers) for q in questions]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -73,13 +62,9 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("calibration kept query reformulation: pairs cannot be emulated from one pass")
     gate = pipeline.gate
     reference = float(gate.threshold_)
-    oof = {q.question: float(x) for q, x in zip(fit_on, gate.oof_probabilities_, strict=True)}
     check = load_check("answerability")
-    check.threshold = 0.0
-    setattr(pipeline, CHECK_ATTRIBUTES["answerability"], check)
-    gate.threshold_ = 0.0
-    cal_rows = outcomes(pipeline, fit_on, oof)
-    test_rows = outcomes(pipeline, test, None)
+    cal_rows = joint_outcomes(pipeline, check, _triples(fit_on), gate.oof_probabilities_)
+    test_rows = joint_outcomes(pipeline, check, _triples(test))
     target = pipeline.settings.abstention_target
     choice = choose_joint_thresholds(cal_rows, reference, target)
     s, a = choice.sufficiency, choice.answerability

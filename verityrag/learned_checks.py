@@ -333,6 +333,29 @@ def fit_thresholds(
     return report
 
 
+def joint_outcomes(
+    pipeline: VerityRAGPipeline,
+    check: LearnedCheck,
+    questions: Sequence[tuple[str, str, Sequence[str]]],
+    sufficiency_oof: Sequence[float] | None = None,
+) -> list[GateOutcome]:
+    """Run ``(question, kind, gold answers)`` once with both gates open: ``check`` attached as the
+    answerability gate at threshold 0, the sufficiency gate at 0 while it is. ``sufficiency_oof``
+    replaces each outcome's sufficiency probability (the gate's out-of-fold probability of a
+    question it was fitted on); without it the trace's probability stands. Leaves ``check``
+    attached at threshold 0 and no sufficiency threshold paired with it."""
+    setattr(pipeline, CHECK_ATTRIBUTES["answerability"], check)
+    check.threshold = 0.0
+    pipeline.paired_sufficiency = PairedSufficiency(check, 0.0)
+    try:
+        outcomes = gate_outcomes(pipeline, questions, "answerability")
+    finally:
+        pipeline.paired_sufficiency = None
+    if sufficiency_oof is None:
+        return outcomes
+    return [replace(o, sufficiency=float(p)) for o, p in zip(outcomes, sufficiency_oof, strict=True)]
+
+
 def _fit_jointly(
     pipeline: VerityRAGPipeline,
     check: LearnedCheck,
@@ -343,14 +366,7 @@ def _fit_jointly(
     """The joint rule for the answerability ``check`` (attached); pairs the sufficiency threshold with it."""
     reference = float(pipeline.gate.threshold_)
     questions = [(q, "answerable" if answers else "unanswerable", answers) for q, answers in labelled]
-    # Both gates open for the one pass: the sufficiency gate at 0 while this check is attached.
-    pipeline.paired_sufficiency = PairedSufficiency(check, 0.0)
-    check.threshold = 0.0
-    outcomes = [
-        replace(o, sufficiency=float(p))
-        for o, p in zip(gate_outcomes(pipeline, questions, "answerability"), sufficiency_oof, strict=True)
-    ]
-    pipeline.paired_sufficiency = None
+    outcomes = joint_outcomes(pipeline, check, questions, sufficiency_oof)
     reached = sum(o.score is not None for o in outcomes)
     if not reached:
         check.threshold = kept

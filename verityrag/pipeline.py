@@ -307,8 +307,9 @@ class VerityRAGPipeline:
                     "threshold_from": self.check_threshold_sources.get(stage, "attached"),
                     "model_dir": str(model_dir) if model_dir is not None else None,
                 }
-                if stage == "answerability" and self._paired_threshold() is not None:
-                    out[stage]["sufficiency_threshold"] = self._paired_threshold()
+                paired = self._paired_threshold() if stage == "answerability" else None
+                if paired is not None:
+                    out[stage]["sufficiency_threshold"] = paired
         return out
 
     def _restore(self, store: SQLiteDocumentStore) -> None:
