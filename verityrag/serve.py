@@ -48,8 +48,29 @@ def free_port(host: str) -> int:
         return port
 
 
-def api_command(host: str, port: int) -> list[str]:
-    return [sys.executable, "-m", "uvicorn", "verityrag.api:app", "--host", host, "--port", str(port)]
+# How long the API keeps an idle keep-alive connection open. uvicorn's default (5 s) equals the
+# idle expiry of common client pools (httpx's is 5 s), so a client reusing a connection at ~5 s
+# can send its request just as the server closes it, and gets a transport error for a request
+# the server never saw. Longer than the clients' expiry, the client always closes first, which
+# is race-free. 75 s is also above the idle timeouts of common load balancers (60 s), which must
+# be the ones to close. scripts/keepalive_race_check.py measures both settings (session 12:
+# about 1 reuse in 80 after ~5 s idle failed at uvicorn's default, none at 75 s).
+API_KEEP_ALIVE_S = 75
+
+
+def api_command(host: str, port: int, keep_alive_s: int = API_KEEP_ALIVE_S) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "verityrag.api:app",
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--timeout-keep-alive",
+        str(keep_alive_s),
+    ]
 
 
 def ui_command(host: str, port: int) -> list[str]:
