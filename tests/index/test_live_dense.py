@@ -175,3 +175,66 @@ def test_live_index_unknown_backend_lists_allowed(make_chunk: Callable[..., Chun
     with pytest.raises(InvalidInputError, match="'faiss' is not one of exact, hnsw") as err:
         LiveIndex(dim=DIM, dense_backend="faiss")  # type: ignore[arg-type]
     assert err.value.field == "dense_backend"
+
+
+@pytest.mark.parametrize("backend", ["exact", "hnsw"])
+def test_search_dense_old_snapshot_keeps_what_it_held(
+    make_chunk: Callable[..., Chunk], unit_rows: Callable[..., np.ndarray], backend: str
+) -> None:
+    if backend == "hnsw":
+        pytest.importorskip("hnswlib", reason="dense_backend='hnsw' needs hnswlib")
+    # A reader's snapshot is a version: a delete or an add after it changes nothing it sees,
+    # with the approximate backend as with the exact one.
+    index, vectors = _filled(make_chunk, unit_rows, 150, backend=backend)
+    before = index.snapshot()
+    deleted = {f"doc{d:03d}" for d in range(0, 150, 3)}
+    for doc_id in deleted:
+        index.delete(doc_id)
+    extra = unit_rows(np.random.default_rng(99), 1, DIM)
+    index.upsert("late", [make_chunk("late", "a late document")], extra)
+    for chunk_id, vector in list(vectors.items())[::3]:
+        old = index.search_dense(vector, 5, snapshot=before)
+        assert old[0].chunk.chunk_id == chunk_id
+        assert len(old) == 5
+        new = index.search_dense(vector, 5)
+        assert {h.chunk.doc_id for h in new}.isdisjoint(deleted)
+    assert "late" not in {h.chunk.doc_id for h in index.search_dense(extra[0], 5, snapshot=before)}
+    assert index.search_dense(extra[0], 1)[0].chunk.doc_id == "late"
+
+
+@pytest.mark.usefixtures("_hnswlib")
+def test_search_dense_hnsw_mostly_deleted_returns_every_live_chunk(
+    make_chunk: Callable[..., Chunk], unit_rows: Callable[..., np.ndarray]
+) -> None:
+    # 145 of 150 documents deleted, under the compaction threshold: the graph still holds
+    # them all, and the filtered search (or the exact scan it falls back to) must find every live chunk.
+    index, vectors = _filled(make_chunk, unit_rows, 150, backend="hnsw")
+    live = {"doc007", "doc042", "doc077", "doc100", "doc149"}
+    for d in range(150):
+        if f"doc{d:03d}" not in live:
+            index.delete(f"doc{d:03d}")
+    assert index.snapshot().n_dead > 0  # not compacted away
+    live_chunks = {c for c in vectors if c.split("#")[0] in live}
+    for vector in list(vectors.values())[::10]:
+        assert {h.chunk.chunk_id for h in index.search_dense(vector, len(live_chunks))} == live_chunks
+
+
+@pytest.mark.usefixtures("_hnswlib")
+def test_search_dense_hnsw_falls_back_to_the_exact_scan(
+    make_chunk: Callable[..., Chunk], unit_rows: Callable[..., np.ndarray], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # When the filtered graph search cannot find k visible slots (hnswlib raises), the
+    # snapshot is scanned exactly: the same hits as the exact backend.
+    index, vectors = _filled(make_chunk, unit_rows, 60, backend="hnsw")
+    exact, _ = _filled(make_chunk, unit_rows, 60)
+    ann = index.snapshot().segment.ann
+    assert ann is not None
+
+    class Failing:  # hnswlib's Index is a C type: its methods cannot be patched
+        def knn_query(self, *args: object, **kwargs: object) -> None:
+            raise RuntimeError("Cannot return the results in a contiguous 2D array")
+
+    monkeypatch.setattr(ann, "_index", Failing())
+    for vector in list(vectors.values())[::7]:
+        got = [(h.chunk.chunk_id, round(h.score, 5)) for h in index.search_dense(vector, 4)]
+        assert got == [(h.chunk.chunk_id, round(h.score, 5)) for h in exact.search_dense(vector, 4)]

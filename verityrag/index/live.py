@@ -24,7 +24,7 @@ import logging
 import math
 import threading
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any, Literal, NamedTuple
@@ -106,7 +106,12 @@ class IndexSnapshot:
 
 
 class _HnswIndex:
-    """Optional approximate dense search (``pip install hnswlib``); guarded by a lock."""
+    """Optional approximate dense search (``pip install hnswlib``); guarded by a lock.
+
+    Deleted slots stay in the graph until compaction rebuilds it: a search filters by the
+    reader's snapshot instead, so a snapshot taken before a delete still finds what it holds
+    (as the exact backend does), and one taken before an add never sees the new slots.
+    """
 
     def __init__(self, dim: int, capacity: int = 1024) -> None:
         try:
@@ -120,7 +125,6 @@ class _HnswIndex:
         self._index.init_index(max_elements=capacity, ef_construction=200, M=16)
         self._index.set_ef(128)
         self._capacity = capacity
-        self._n_live = 0
 
     def add(self, vectors: npt.NDArray[np.float32], first_slot: int) -> None:
         with self._lock:
@@ -130,20 +134,17 @@ class _HnswIndex:
                     self._capacity *= 2
                 self._index.resize_index(self._capacity)
             self._index.add_items(vectors, np.arange(first_slot, needed), num_threads=1)
-            self._n_live += len(vectors)
 
-    def mark_deleted(self, slots: Iterable[int]) -> None:
+    def query(
+        self, vector: npt.NDArray[np.float32], k: int, visible: Callable[[int], bool]
+    ) -> tuple[npt.NDArray[Any], Any] | None:
+        """The ``k`` nearest slots that ``visible`` accepts, or None when the graph search
+        could not find ``k`` of them (a heavily filtered graph; the caller scans instead)."""
         with self._lock:
-            for slot in slots:
-                self._index.mark_deleted(int(slot))
-                self._n_live -= 1
-
-    def query(self, vector: npt.NDArray[np.float32], k: int) -> tuple[npt.NDArray[Any], Any]:
-        with self._lock:
-            k = min(k, self._n_live)
-            if k <= 0:
-                return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
-            labels, distances = self._index.knn_query(vector, k=k, num_threads=1)
+            try:
+                labels, distances = self._index.knn_query(vector, k=k, num_threads=1, filter=visible)
+            except RuntimeError:  # hnswlib: fewer than k results passed the filter
+                return None
         return labels[0], 1.0 - distances[0]
 
 
@@ -342,7 +343,9 @@ class LiveIndex:
             raise InvalidInputError("vector", f"has dimension {query.shape[0]}, index has {self.dim}")
         ann = snap.segment.ann
         if ann is not None:
-            return self._search_ann(ann, snap, query, k)
+            hits = self._search_ann(ann, snap, query, k)
+            if hits is not None:
+                return hits
         nonzero = np.flatnonzero(query)
         if len(nonzero) * 2 < self.dim:
             # Sparse (hashed) query: only its nonzero rows of the column matrix matter.
@@ -371,16 +374,11 @@ class LiveIndex:
 
     def _search_ann(
         self, ann: _HnswIndex, snap: IndexSnapshot, query: npt.NDArray[np.float32], k: int
-    ) -> list[Scored]:
-        labels, sims = ann.query(query, k + 16)
-        out: list[Scored] = []
-        for label, sim in zip(labels, sims, strict=True):
-            slot = int(label)
-            if snap.is_visible(slot):
-                out.append(Scored(snap.chunk(slot), float(sim)))
-                if len(out) == k:
-                    break
-        return out
+    ) -> list[Scored] | None:
+        found = ann.query(query, min(k, snap.n_live), snap.is_visible)
+        if found is None:
+            return None
+        return [Scored(snap.chunk(int(slot)), float(sim)) for slot, sim in zip(*found, strict=True)]
 
     # ----------------------------------------------------------------- writes
     def upsert(
@@ -426,8 +424,6 @@ class LiveIndex:
                     n_dead += 1
                     total_len -= int(seg.doc_len.buf[slot])
                     self._df.subtract(set(self.indexed_terms(chunk)))
-                    if seg.ann is not None:
-                        seg.ann.mark_deleted([slot])
             slots_by_doc = self._append(seg, upserts, analyzed)
             for (doc_id, _, _), counts, slots in zip(upserts, analyzed, slots_by_doc, strict=True):
                 self._doc_slots[doc_id] = slots
