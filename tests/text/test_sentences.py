@@ -52,6 +52,23 @@ def test_split_sentences_digit_after_period_starts_new_sentence() -> None:
     assert split_sentences("It cost 5. 3 people came.") == ["It cost 5.", "3 people came."]
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("He wrote poems. Đuka never read them.", ["He wrote poems.", "Đuka never read them."]),
+        ("Llegó tarde. Él no sabía.", ["Llegó tarde.", "Él no sabía."]),
+        ("Es endete.» «Ölund» begann.", ["Es endete.»", "«Ölund» begann."]),
+        ("Es war vorbei. „Doch“, sagte er.", ["Es war vorbei.", "„Doch“, sagte er."]),
+        ("It was 1945. ١٩٤٦ followed.", ["It was 1945.", "١٩٤٦ followed."]),
+        ("It rained. über alles.", ["It rained. über alles."]),
+    ],
+)
+def test_split_sentences_capitals_and_digits_of_any_script_start_sentences(
+    text: str, expected: list[str]
+) -> None:
+    assert split_sentences(text) == expected
+
+
 def test_split_sentences_lowercase_after_period_does_not_split() -> None:
     assert split_sentences("Version 2.5 was out. it was fine.") == ["Version 2.5 was out. it was fine."]
 

@@ -5,8 +5,11 @@ from __future__ import annotations
 import re
 
 # A boundary is end punctuation (optionally closed by a quote or bracket), then
-# whitespace, then something that can start a sentence.
-_BOUNDARY_RE = re.compile(r"""[.!?]["'\u201d\u2019)\]]*\s+(?=["'\u201c\u2018(\[]?[A-Z0-9])""")
+# whitespace, then something that can start a sentence: a capital or a digit, in any
+# script ("Đuka", "Él", "١٩٤٥"); the case is checked in sentence_spans (re has no \p{Lu}).
+_BOUNDARY_RE = re.compile(
+    r"""[.!?]["'\u201d\u2019\u00bb)\]]*\s+(?=["'\u201c\u2018\u201e\u00ab(\[]?([^\W_]))"""
+)
 _ABBREVIATIONS = frozenset(
     """mr mrs ms dr prof sr jr st mt ft vs etc inc ltd co corp no nos vol fig approx
     jan feb mar apr jun jul aug sep sept oct nov dec gen col lt sgt rev gov sen rep
@@ -31,6 +34,9 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     start = 0
     for match in _BOUNDARY_RE.finditer(text):
+        first = match.group(1)
+        if not (first.isupper() or first.istitle() or first.isdigit()):
+            continue  # a lower-case word: "e.g. this", "approx. ten"
         punct = match.start()
         if text[punct] == "." and _ends_with_abbreviation(text, punct):
             continue
