@@ -37,7 +37,13 @@ from verityrag.learned_checks import (
 )
 from verityrag.retrieval.features import ChunkTermCache, QueryTerms, feature_matrix
 from verityrag.retrieval.hybrid import HybridRetriever
-from verityrag.retrieval.reranker import LightGBMReranker, RankingData, ict_queries
+from verityrag.retrieval.reranker import (
+    KEEP_RERANKER_ALPHA,
+    LightGBMReranker,
+    RankingData,
+    ict_queries,
+    sign_test_p,
+)
 from verityrag.text.analyzer import DEFAULT_ANALYZER, Analyzer
 from verityrag.text.chunking import chunk_spans
 from verityrag.text.sentences import sentence_spans
@@ -110,7 +116,7 @@ class VerityRAGPipeline:
         )
         self._chunk_terms = ChunkTermCache(analyzer)
         self.reranker = LightGBMReranker()
-        self.use_reranker = True  # calibrate() turns it off when it does not help on labelled questions
+        self.use_reranker = True  # calibrate() keeps it only when it helps on labelled questions
         self.reformulate = True  # likewise for reformulation
         self.grounding = GroundingChecker(analyzer)
         # The extractive generator always ranks sentences (the gates read its features); an
@@ -574,13 +580,14 @@ class VerityRAGPipeline:
         return probs, looped_correct
 
     def _check_reranker(self, labelled: Sequence[tuple[str, Sequence[str]]]) -> dict[str, Any]:
-        """Keep the ICT reranker only if it ranks a gold-holding chunk first at least as often as
-        fusion alone does, on the answerable labelled questions (a stated, data-driven rule)."""
+        """Keep the ICT reranker only if it ranks a gold-holding chunk first significantly more often
+        than fusion alone on the answerable labelled questions (one-sided sign test on the
+        questions where exactly one of them does, p < ``KEEP_RERANKER_ALPHA``)."""
         if not self.reranker.is_fitted:
             self.use_reranker = False
             return {"trained": False, "used": False}
         snap = self.index.snapshot()
-        fused_hits = reranked_hits = n = 0
+        fused_hits = reranked_hits = wins = losses = n = 0
         for question, answers in labelled:
             if not answers:
                 continue
@@ -590,15 +597,22 @@ class VerityRAGPipeline:
             q = QueryTerms.from_index(question, self.index, snap)
             reranked = self.reranker.rerank(q, hits, self._chunk_terms)
             n += 1
-            fused_hits += _gold_in(hits[:1], answers)
-            reranked_hits += _gold_in(reranked[:1], answers)
-        self.use_reranker = n > 0 and reranked_hits >= fused_hits
+            fused_first, reranked_first = _gold_in(hits[:1], answers), _gold_in(reranked[:1], answers)
+            fused_hits += fused_first
+            reranked_hits += reranked_first
+            wins += reranked_first and not fused_first
+            losses += fused_first and not reranked_first
+        p_value = sign_test_p(wins, losses)
+        self.use_reranker = p_value < KEEP_RERANKER_ALPHA
         check = {
             "trained": True,
             "used": self.use_reranker,
             "questions": n,
             "gold_at_1_fused": fused_hits / n if n else 0.0,
             "gold_at_1_reranked": reranked_hits / n if n else 0.0,
+            "wins": wins,
+            "losses": losses,
+            "p_value": p_value,
         }
         logger.info("reranker check on labelled questions: %s", check)
         return check

@@ -21,6 +21,7 @@ from verityrag import AbstainReason, InvalidInputError, Settings, VerityRAGPipel
 from verityrag.agent.controller import GROUNDING_THRESHOLDS, AgentController
 from verityrag.agent.sufficiency import GATE_FEATURES, SufficiencyGate
 from verityrag.errors import NotFittedError
+from verityrag.retrieval.reranker import KEEP_RERANKER_ALPHA, sign_test_p
 from verityrag.types import Chunk, CitedSentence, GroundingReport, QueryResult, TraceStep
 from verityrag.verify.grounding import GroundingChecker
 
@@ -550,8 +551,11 @@ def test_calibrate_returns_threshold_and_reranker_check(
     check = summary["reranker"]
     assert check["trained"] is True
     assert check["used"] is p.use_reranker
-    assert check["used"] is (check["gold_at_1_reranked"] >= check["gold_at_1_fused"])  # the stated rule
+    assert check["used"] is (check["p_value"] < KEEP_RERANKER_ALPHA)  # the stated rule
+    assert check["p_value"] == sign_test_p(check["wins"], check["losses"])
     assert check["questions"] == sum(bool(answers) for _, answers in calibration_questions)
+    difference = (check["gold_at_1_reranked"] - check["gold_at_1_fused"]) * check["questions"]
+    assert check["wins"] - check["losses"] == pytest.approx(difference)
     assert 0.0 <= check["gold_at_1_fused"] <= 1.0
     assert 0.0 <= check["gold_at_1_reranked"] <= 1.0
 

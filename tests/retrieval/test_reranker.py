@@ -9,7 +9,13 @@ import pytest
 
 from verityrag.errors import InvalidInputError, NotFittedError
 from verityrag.retrieval.features import CHUNK_FEATURES, ChunkTermCache, QueryTerms
-from verityrag.retrieval.reranker import LightGBMReranker, RankingData, ict_queries
+from verityrag.retrieval.reranker import (
+    KEEP_RERANKER_ALPHA,
+    LightGBMReranker,
+    RankingData,
+    ict_queries,
+    sign_test_p,
+)
 from verityrag.text.analyzer import DEFAULT_ANALYZER
 from verityrag.types import Chunk, Hit
 
@@ -176,3 +182,28 @@ def test_ict_queries_n_caps_the_number_of_queries() -> None:
     assert len(ict_queries(SENTENCES, 2, seed=0)) <= 2
     assert ict_queries(SENTENCES, 0, seed=0) == []
     assert ict_queries([], 5, seed=0) == []
+
+
+@pytest.mark.parametrize(
+    ("wins", "losses", "expected"),
+    [
+        (0, 0, 1.0),  # no discordant question: no evidence either way
+        (5, 0, 1 / 32),
+        (4, 1, 6 / 32),
+        (0, 5, 1.0),
+        (3, 3, 42 / 64),
+    ],
+)
+def test_sign_test_p_is_the_exact_binomial_tail(wins: int, losses: int, expected: float) -> None:
+    assert sign_test_p(wins, losses) == pytest.approx(expected)
+
+
+def test_sign_test_p_needs_a_clear_majority_of_wins_to_keep_the_reranker() -> None:
+    # 1 question ahead never counts; on 20 discordant questions 15 wins do (p ~ 0.021), 14 do not.
+    assert sign_test_p(11, 10) > KEEP_RERANKER_ALPHA
+    assert sign_test_p(15, 5) < KEEP_RERANKER_ALPHA < sign_test_p(14, 6)
+
+
+def test_sign_test_p_rejects_negative_counts() -> None:
+    with pytest.raises(InvalidInputError):
+        sign_test_p(-1, 3)

@@ -10,6 +10,7 @@ No labelled question is needed, so a user's fresh corpus trains its own reranker
 from __future__ import annotations
 
 import logging
+import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -24,6 +25,24 @@ from verityrag.retrieval.features import CHUNK_FEATURES, ChunkTermCache, QueryTe
 from verityrag.types import Hit
 
 logger = logging.getLogger(__name__)
+
+# ``calibrate`` keeps the reranker only when it ranks a gold chunk first significantly more
+# often than fusion does on the labelled questions: a tie or a one-question edge is no
+# evidence, while the reranker costs time per query and its ICT training is unstable across
+# seeds (calibration gold@1 0.25-0.865 on the bundled corpus; ROADMAP, session 12).
+KEEP_RERANKER_ALPHA = 0.05
+
+
+def sign_test_p(wins: int, losses: int) -> float:
+    """One-sided exact sign test (McNemar's test on the discordant questions): the chance of at
+    least ``wins`` of the ``wins + losses`` questions going to the reranker if neither is better."""
+    if wins < 0 or losses < 0:
+        raise InvalidInputError("wins", f"counts must be >= 0, got wins={wins}, losses={losses}")
+    n = wins + losses
+    if n == 0:
+        return 1.0
+    tail: int = sum(math.comb(n, k) for k in range(wins, n + 1))
+    return tail / (1 << n)
 
 
 @dataclass(frozen=True, slots=True)
