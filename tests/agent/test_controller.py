@@ -301,6 +301,18 @@ def test_confidence_is_best_attempt_probability_and_evidence_its_hits(pipeline: 
     assert result.trace[-1].details["probability"] == pytest.approx(0.6)
 
 
+def test_trace_probability_is_exact_so_a_tie_with_the_threshold_reads_as_answered(
+    pipeline: VerityRAGPipeline,
+) -> None:
+    # Calibrated gate probabilities are steps; one equal to the threshold answers, and the
+    # trace must say so (a rounded 0.8222 < 0.8222... made the threshold sweeps count it as refused).
+    ctrl = controller(pipeline, max_reformulations=0)
+    ctrl.gate = FixedGate([37 / 45], 37 / 45)
+    result = ctrl.run(REFORMULABLE)
+    assert not result.abstained
+    assert attempts(result)[0].details["probability"] >= result.trace[-1].details["threshold"]
+
+
 def test_confidence_answered_equals_max_attempt_probability(answered: QueryResult) -> None:
     best = max(s.details["probability"] for s in attempts(answered))
     assert answered.confidence == pytest.approx(best, abs=1e-4)

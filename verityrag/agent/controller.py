@@ -100,7 +100,9 @@ class Attempt:
         return {
             "query": self.query,
             "strategy": self.strategy,
-            "probability": round(self.probability, 4),
+            # Exact, not rounded: the gate's calibrated probabilities come in steps and often sit
+            # exactly on the threshold (37/45 = 0.8222...); a rounded one reads as under it.
+            "probability": self.probability,
             "top_chunks": [h.chunk_id for h in self.hits[:3]],
             "features": dict(zip(GATE_FEATURES, (round(f, 4) for f in self.features), strict=True)),
             "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
