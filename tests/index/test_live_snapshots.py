@@ -178,3 +178,34 @@ def test_replace_under_concurrent_readers_is_never_half_applied(add_texts: Calla
     assert not errors, errors[0]
     assert observed == {"A", "B"}
     assert sorted(c.text for c in index.chunks_of("doc")) == sorted(versions["A"])
+
+
+@pytest.mark.unit
+def test_get_chunk_during_a_replace_returns_the_published_version(
+    index: LiveIndex, add_texts: Callable[..., None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The writer updates its chunk-id map before it publishes the new version; a reader in that
+    # window must still get the chunk the published version holds, never None.
+    old = index.get_chunk("base1#0")
+    assert old is not None
+    paused, resume = threading.Event(), threading.Event()
+    publish = index._publish
+
+    def slow_publish(*args: object) -> None:
+        paused.set()
+        assert resume.wait(10)
+        publish(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(index, "_publish", slow_publish)
+    writer = threading.Thread(target=add_texts, args=(index, {"base1": ["base document 1 rewritten"]}))
+    writer.start()
+    try:
+        assert paused.wait(10)
+        assert index.get_chunk("base1#0") == old
+    finally:
+        resume.set()
+        writer.join(10)
+    new = index.get_chunk("base1#0")
+    assert new is not None
+    assert new.text == "base document 1 rewritten"
+    assert index.get_chunk("base1#1") is None  # the new version has one chunk

@@ -228,9 +228,15 @@ class LiveIndex:
     def get_chunk(self, chunk_id: str) -> Chunk | None:
         snap = self._snapshot
         slot = self._slot_of_chunk.get(chunk_id)
-        if slot is None or not snap.is_visible(slot):
-            return None
-        return snap.chunk(slot)
+        if slot is not None and snap.is_visible(slot) and snap.chunk(slot).chunk_id == chunk_id:
+            return snap.chunk(slot)
+        if snap is self._snapshot and not self._write_lock.locked():
+            return None  # the slot map and the published version agree: no such chunk
+        # A write in flight (or just published): the slot map may already point at slots the
+        # snapshot read above does not show, so look the chunk up in what that snapshot holds.
+        return next(
+            (c for c in (snap.chunk(int(s)) for s in snap.live_slots()) if c.chunk_id == chunk_id), None
+        )
 
     def live_chunks(self, snapshot: IndexSnapshot | None = None) -> list[Chunk]:
         snap = snapshot or self._snapshot
