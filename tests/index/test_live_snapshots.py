@@ -209,3 +209,18 @@ def test_get_chunk_during_a_replace_returns_the_published_version(
     assert new is not None
     assert new.text == "base document 1 rewritten"
     assert index.get_chunk("base1#1") is None  # the new version has one chunk
+
+
+@pytest.mark.unit
+def test_cosines_on_a_snapshot_from_before_a_replace_use_the_chunks_it_holds(
+    index: LiveIndex, add_texts: Callable[..., None]
+) -> None:
+    query = EMBED.encode(["base document 1 about rivers"])[0]
+    before = index.snapshot()
+    [old] = index.cosines(query, ["base1#0"], before)
+    assert old == pytest.approx(1.0, abs=1e-5)
+    add_texts(index, {"base1": ["an unrelated text on volcanoes"]})  # same chunk id, new slot
+    assert index.cosines(query, ["base1#0"], before) == [pytest.approx(old)]
+    [new] = index.cosines(query, ["base1#0"])
+    assert new < 0.5
+    assert index.cosines(query, ["base1#1", "nowhere#0"]) == [0.0, 0.0]  # gone in the new version

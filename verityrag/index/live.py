@@ -372,10 +372,16 @@ class LiveIndex:
         snap = snapshot or self._snapshot
         query = np.asarray(vector, dtype=np.float32).reshape(-1)
         out = []
+        held: dict[str, int] | None = None  # the snapshot's own chunk-id -> slot map, built if needed
         for chunk_id in chunk_ids:
             slot = self._slot_of_chunk.get(chunk_id)
-            ok = slot is not None and slot < snap.n_slots and snap.chunk(slot).chunk_id == chunk_id
-            out.append(float(query @ snap.vectors[:, slot]) if ok else 0.0)
+            if slot is None or not snap.is_visible(slot) or snap.chunk(slot).chunk_id != chunk_id:
+                # The map is the newest version's: a snapshot from before a replace, a delete or
+                # a compaction holds the chunk at another slot (or not at all).
+                if held is None:
+                    held = {snap.chunk(int(s)).chunk_id: int(s) for s in snap.live_slots()}
+                slot = held.get(chunk_id)
+            out.append(float(query @ snap.vectors[:, slot]) if slot is not None else 0.0)
         return out
 
     def _search_ann(
