@@ -61,6 +61,7 @@ def test_split_sentences_digit_after_period_starts_new_sentence() -> None:
         ("Es war vorbei. „Doch“, sagte er.", ["Es war vorbei.", "„Doch“, sagte er."]),
         ("It was 1945. ١٩٤٦ followed.", ["It was 1945.", "١٩٤٦ followed."]),
         ("It rained. über alles.", ["It rained. über alles."]),
+        ("זה נגמר. שלום לכולם.", ["זה נגמר.", "שלום לכולם."]),
     ],
 )
 def test_split_sentences_capitals_and_digits_of_any_script_start_sentences(

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 # A boundary is end punctuation (optionally closed by a quote or bracket), then
-# whitespace, then something that can start a sentence: a capital or a digit, in any
-# script ("Đuka", "Él", "١٩٤٥"); the case is checked in sentence_spans (re has no \p{Lu}).
+# whitespace, then something that can start a sentence: a capital, a digit or a letter of a
+# script without case ("Đuka", "Él", "١٩٤٥", "שלום"); checked in sentence_spans (re has no \p{Lu}).
 _BOUNDARY_RE = re.compile(
     r"""[.!?]["'\u201d\u2019\u00bb)\]]*\s+(?=["'\u201c\u2018\u201e\u00ab(\[]?([^\W_]))"""
 )
@@ -35,7 +35,8 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     start = 0
     for match in _BOUNDARY_RE.finditer(text):
         first = match.group(1)
-        if not (first.isupper() or first.istitle() or first.isdigit()):
+        caseless = first.isalpha() and first.lower() == first.upper()  # Arabic, Hebrew, CJK...
+        if not (first.isupper() or first.istitle() or first.isdigit() or caseless):
             continue  # a lower-case word: "e.g. this", "approx. ten"
         punct = match.start()
         if text[punct] == "." and _ends_with_abbreviation(text, punct):
