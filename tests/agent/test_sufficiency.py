@@ -270,3 +270,38 @@ def test_default_gate_loads_with_gate_features() -> None:
     assert 0.0 <= default.threshold_ <= 1.0 + 1e-9
     p = default.predict_proba(np.zeros((3, WIDTH)))
     assert ((p >= 0) & (p <= 1)).all()
+
+
+# ------------------------------------------------------------------ repeated cross-validation
+
+
+def test_cv_repeats_below_one_raises() -> None:
+    with pytest.raises(InvalidInputError, match="cv_repeats") as err:
+        SufficiencyGate(cv_repeats=0)
+    assert err.value.field == "cv_repeats"
+
+
+def test_oof_probabilities_calibrate_the_mean_over_repeated_splits() -> None:
+    # The stated definition: out-of-fold scores averaged over cv_repeats splits (seeds
+    # random_state, random_state + 1, ...), then the isotonic map fitted on that average.
+    from sklearn.isotonic import IsotonicRegression
+    from sklearn.model_selection import StratifiedKFold
+
+    x, correct, must_abstain = _noisy()
+    gate = SufficiencyGate(cv_repeats=3, random_state=4).fit(x, correct, must_abstain)
+    y = correct.astype(np.int32)
+    mean = np.zeros(len(y))
+    for seed in (4, 5, 6):
+        for train, test in StratifiedKFold(5, shuffle=True, random_state=seed).split(x, y):
+            mean[test] += gate._train(x[train], y[train]).predict(x[test], num_threads=1) / 3
+    expected = IsotonicRegression(out_of_bounds="clip", y_min=0.0, y_max=1.0).fit(mean, y).predict(mean)
+    np.testing.assert_allclose(gate.oof_probabilities_, expected, atol=1e-12)
+
+
+def test_saved_gate_without_cv_repeats_loads_as_one_repeat(noisy_gate: SufficiencyGate) -> None:
+    data = json.loads(json.dumps(noisy_gate.to_dict()))
+    del data["params"]["cv_repeats"]  # a file saved before the parameter existed
+    restored = SufficiencyGate.from_dict(data)
+    assert restored.cv_repeats == 1
+    x = np.random.default_rng(3).normal(size=(50, WIDTH))
+    np.testing.assert_allclose(restored.predict_proba(x), noisy_gate.predict_proba(x), atol=1e-12)

@@ -91,7 +91,10 @@ class SufficiencyGate:
         abstention_target: float = 0.97,
         cv: int = 5,
         random_state: int = 0,
+        cv_repeats: int = 5,
     ) -> None:
+        if cv_repeats < 1:
+            raise InvalidInputError("cv_repeats", f"must be >= 1, got {cv_repeats}")
         self.n_estimators = n_estimators
         self.num_leaves = num_leaves
         self.learning_rate = learning_rate
@@ -99,6 +102,7 @@ class SufficiencyGate:
         self.threshold_rule = threshold_rule
         self.abstention_target = abstention_target
         self.cv = cv
+        self.cv_repeats = cv_repeats
         self.random_state = random_state
 
     def _params(self) -> dict[str, Any]:
@@ -144,10 +148,15 @@ class SufficiencyGate:
         folds = min(self.cv, int(np.bincount(y).min()))
         oof = np.zeros(len(y))
         if folds >= 2:
-            splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=self.random_state)
-            for train_idx, test_idx in splitter.split(x, y):
-                booster = self._train(x[train_idx], y[train_idx])
-                oof[test_idx] = booster.predict(x[test_idx], num_threads=1)
+            # Each repeat splits the questions anew; the average is less tied to one split.
+            for repeat in range(self.cv_repeats):
+                splitter = StratifiedKFold(
+                    n_splits=folds, shuffle=True, random_state=self.random_state + repeat
+                )
+                for train_idx, test_idx in splitter.split(x, y):
+                    booster = self._train(x[train_idx], y[train_idx])
+                    oof[test_idx] += booster.predict(x[test_idx], num_threads=1)
+            oof /= self.cv_repeats
         else:  # too few of one class for folds: calibrate in-sample (said in the log)
             logger.warning("sufficiency gate: too few examples for cross-validation; calibrating in-sample")
             oof = self._train(x, y).predict(x, num_threads=1)
@@ -226,6 +235,7 @@ class SufficiencyGate:
                 "threshold_rule": self.threshold_rule,
                 "abstention_target": self.abstention_target,
                 "cv": self.cv,
+                "cv_repeats": self.cv_repeats,
                 "random_state": self.random_state,
             },
             "threshold": self.threshold_,
@@ -244,7 +254,8 @@ class SufficiencyGate:
 
         if data.get("features") != list(GATE_FEATURES):
             raise InvalidInputError("gate", "saved gate was fitted on other features; refit it")
-        gate = cls(**data["params"])
+        # A file saved before cv_repeats existed was fitted with one split.
+        gate = cls(**{"cv_repeats": 1, **data["params"]})
         iso = IsotonicRegression(out_of_bounds="clip", y_min=0.0, y_max=1.0)
         xs, ys = np.asarray(data["isotonic"]["x"]), np.asarray(data["isotonic"]["y"])
         gate.isotonic_ = iso.fit(xs, ys)
