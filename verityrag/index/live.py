@@ -105,6 +105,16 @@ class IndexSnapshot:
         return self.segment.chunks[slot]
 
 
+def _holds(snap: IndexSnapshot, slot: int, chunk_id: str) -> bool:
+    """Whether ``snap`` shows ``chunk_id`` at ``slot`` (a slot from the newest version's map)."""
+    return snap.is_visible(slot) and snap.chunk(slot).chunk_id == chunk_id
+
+
+def _slots_held(snap: IndexSnapshot) -> dict[str, int]:
+    """Chunk id -> slot as ``snap`` holds them: a scan, for when the newest map is ahead of it."""
+    return {snap.chunk(int(s)).chunk_id: int(s) for s in snap.live_slots()}
+
+
 class _HnswIndex:
     """Optional approximate dense search (``pip install hnswlib``); guarded by a lock.
 
@@ -228,15 +238,14 @@ class LiveIndex:
     def get_chunk(self, chunk_id: str) -> Chunk | None:
         snap = self._snapshot
         slot = self._slot_of_chunk.get(chunk_id)
-        if slot is not None and snap.is_visible(slot) and snap.chunk(slot).chunk_id == chunk_id:
+        if slot is not None and _holds(snap, slot, chunk_id):
             return snap.chunk(slot)
         if snap is self._snapshot and not self._write_lock.locked():
             return None  # the slot map and the published version agree: no such chunk
         # A write in flight (or just published): the slot map may already point at slots the
         # snapshot read above does not show, so look the chunk up in what that snapshot holds.
-        return next(
-            (c for c in (snap.chunk(int(s)) for s in snap.live_slots()) if c.chunk_id == chunk_id), None
-        )
+        slot = _slots_held(snap).get(chunk_id)
+        return None if slot is None else snap.chunk(slot)
 
     def live_chunks(self, snapshot: IndexSnapshot | None = None) -> list[Chunk]:
         snap = snapshot or self._snapshot
@@ -375,11 +384,11 @@ class LiveIndex:
         held: dict[str, int] | None = None  # the snapshot's own chunk-id -> slot map, built if needed
         for chunk_id in chunk_ids:
             slot = self._slot_of_chunk.get(chunk_id)
-            if slot is None or not snap.is_visible(slot) or snap.chunk(slot).chunk_id != chunk_id:
+            if slot is None or not _holds(snap, slot, chunk_id):
                 # The map is the newest version's: a snapshot from before a replace, a delete or
                 # a compaction holds the chunk at another slot (or not at all).
                 if held is None:
-                    held = {snap.chunk(int(s)).chunk_id: int(s) for s in snap.live_slots()}
+                    held = _slots_held(snap)
                 slot = held.get(chunk_id)
             out.append(float(query @ snap.vectors[:, slot]) if slot is not None else 0.0)
         return out
