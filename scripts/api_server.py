@@ -14,18 +14,20 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from verityrag.serve import Service, api_command, free_port, wait_healthy
+from verityrag.serve import API_KEEP_ALIVE_S, Service, api_command, free_port, wait_healthy
 
 HOST = "127.0.0.1"
 
 
 @contextmanager
-def running_api_server(data_dir: Path, api_key: str, startup_s: float = 60.0) -> Iterator[str]:
+def running_api_server(
+    data_dir: Path, api_key: str, startup_s: float = 60.0, keep_alive_s: int = API_KEEP_ALIVE_S
+) -> Iterator[str]:
     """Yields the server's base URL; the server persists in ``data_dir`` and guards writes with ``api_key``."""
     port = free_port(HOST)
     url = f"http://{HOST}:{port}"
     env = {**os.environ, "VERITYRAG_DATA_DIR": str(data_dir), "VERITYRAG_API_KEY": api_key}
-    proc = subprocess.Popen([*api_command(HOST, port), "--log-level", "warning"], env=env)
+    proc = subprocess.Popen([*api_command(HOST, port, keep_alive_s), "--log-level", "warning"], env=env)
     try:
         wait_healthy(Service("the API server", url, "/health", proc), startup_s)
         yield url

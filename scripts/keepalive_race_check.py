@@ -16,17 +16,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
-import functools
 import random
 import secrets
 import sys
 import tempfile
 from pathlib import Path
 
-import api_server
 import httpx
+from api_server import running_api_server
 
-from verityrag.serve import API_KEEP_ALIVE_S, api_command
+from verityrag.serve import API_KEEP_ALIVE_S
 
 UVICORN_DEFAULT_S = 5
 
@@ -50,15 +49,11 @@ async def _run(url: str, clients: int, rounds: int) -> collections.Counter[str]:
 
 def measure(keep_alive_s: int, clients: int, rounds: int) -> collections.Counter[str]:
     """Failures by kind with the server's keep-alive at ``keep_alive_s``."""
-    api_server.api_command = functools.partial(api_command, keep_alive_s=keep_alive_s)
-    try:
-        with (
-            tempfile.TemporaryDirectory(prefix="verityrag-keepalive-") as data_dir,
-            api_server.running_api_server(Path(data_dir), secrets.token_urlsafe(8)) as url,
-        ):
-            return asyncio.run(_run(url, clients, rounds))
-    finally:
-        api_server.api_command = api_command
+    with (
+        tempfile.TemporaryDirectory(prefix="verityrag-keepalive-") as data_dir,
+        running_api_server(Path(data_dir), secrets.token_urlsafe(8), keep_alive_s=keep_alive_s) as url,
+    ):
+        return asyncio.run(_run(url, clients, rounds))
 
 
 def main(argv: list[str] | None = None) -> int:
