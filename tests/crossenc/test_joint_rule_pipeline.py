@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from _questions import labelled_questions
 
 from verityrag import Settings, VerityRAGPipeline
 from verityrag.learned_checks import SWEEP_THRESHOLDS, fit_thresholds
@@ -33,10 +34,7 @@ class _OracleCheck:
 def _labelled(
     corpus_slice: list[dict[str, str]], test_questions: list[dict[str, Any]]
 ) -> list[tuple[str, list[str]]]:
-    in_slice = {d["doc_id"] for d in corpus_slice}
-    answerable = [q for q in test_questions if q["answers"] and q["source_doc_id"] in in_slice][:30]
-    unanswerable = [q for q in test_questions if not q["answers"]][:30]
-    return [(q["question"], list(q["answers"])) for q in answerable + unanswerable]
+    return labelled_questions(corpus_slice, test_questions, answerable=30, unanswerable=30)
 
 
 @pytest.fixture

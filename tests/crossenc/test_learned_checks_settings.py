@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _questions import labelled_questions
 
 from verityrag import Settings, VerityRAGPipeline
 from verityrag.crossenc import ModelFilesMissingError, ModelMetadata
@@ -69,11 +70,7 @@ def model_dirs(
 def _labelled(
     corpus_slice: list[dict[str, str]], test_questions: list[dict[str, Any]]
 ) -> list[tuple[str, list[str]]]:
-    """Answerable test questions about the slice's documents, and some the corpus cannot answer."""
-    in_slice = {d["doc_id"] for d in corpus_slice}
-    answerable = [q for q in test_questions if q["answers"] and q["source_doc_id"] in in_slice][:24]
-    unanswerable = [q for q in test_questions if not q["answers"]][:12]
-    return [(q["question"], list(q["answers"])) for q in answerable + unanswerable]
+    return labelled_questions(corpus_slice, test_questions, answerable=24, unanswerable=12)
 
 
 def test_no_check_is_attached_by_default() -> None:
