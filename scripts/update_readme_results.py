@@ -55,6 +55,11 @@ def eval_section() -> str:
         + f"); corpus {first['corpus']['documents']} documents / {first['corpus']['chunks']} chunks; "
         f"seed {first['seed']}; thresholds chosen on the calibration split only."
         + (" **Partial sample.**" if first["partial_sample"] else "")
+        + (
+            " Brackets: 95% Wilson interval of each rate (its sampling error over these questions)."
+            if "intervals_95" in first["metrics"]
+            else ""
+        )
     )
     return "\n".join(lines)
 

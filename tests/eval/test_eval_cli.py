@@ -81,6 +81,19 @@ def test_eval_report_every_figure_in_range(report: dict[str, Any]) -> None:
 
 
 @pytest.mark.integration
+def test_eval_report_intervals_bracket_their_rates(report: dict[str, Any]) -> None:
+    m = report["metrics"]
+    ci = m["intervals_95"]
+    for key in ("coverage", "answered_and_correct", "accuracy_of_answered"):
+        low, high = ci[key]
+        assert 0.0 <= low <= m[key] <= high <= 1.0, key
+        assert high - low > 0.05, key  # a 45-question slice cannot pin a rate to 5 points
+    assert set(ci["correct_abstention"]) == set(m["correct_abstention"])
+    for kind, (low, high) in ci["correct_abstention"].items():
+        assert low <= m["correct_abstention"][kind] <= high, kind
+
+
+@pytest.mark.integration
 def test_eval_writes_markdown_and_plots(report_dir: Path, report: dict[str, Any]) -> None:
     md = (report_dir / "eval_report.md").read_text()
     assert "coverage" in md

@@ -16,18 +16,35 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
+def _pct_ci(x: float, interval: Any) -> str:
+    """``80.0% (73.9-85.0)``: the rate and its 95% interval, when the report has one."""
+    if interval is None:
+        return _pct(x)
+    low, high = interval
+    return f"{_pct(x)} ({100 * low:.1f}-{100 * high:.1f})"
+
+
 def headline_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
-    """The figures people read first, as (name, value) rows. Shared by eval_report.md and README."""
+    """The figures people read first, as (name, value) rows. Shared by eval_report.md and README.
+
+    Rates carry their 95% Wilson interval in brackets (older reports have none and show the
+    bare rate).
+    """
     m = report["metrics"]
+    ci = m.get("intervals_95", {})
     lat = m["latency_ms"]["per_question"]
     rows = [
-        ("coverage (answered share of answerable)", _pct(m["coverage"])),
-        ("answered-and-correct (share of answerable)", _pct(m["answered_and_correct"])),
-        ("accuracy of answered", _pct(m["accuracy_of_answered"])),
+        ("coverage (answered share of answerable)", _pct_ci(m["coverage"], ci.get("coverage"))),
+        (
+            "answered-and-correct (share of answerable)",
+            _pct_ci(m["answered_and_correct"], ci.get("answered_and_correct")),
+        ),
+        ("accuracy of answered", _pct_ci(m["accuracy_of_answered"], ci.get("accuracy_of_answered"))),
         ("SQuAD F1 of answers (answerable, abstain = 0)", f"{100 * m['f1_answerable']:.1f}"),
     ]
     for kind, value in sorted(m["correct_abstention"].items()):
-        rows.append((f"correct abstention: {kind.replace('_', ' ')}", _pct(value)))
+        interval = ci.get("correct_abstention", {}).get(kind)
+        rows.append((f"correct abstention: {kind.replace('_', ' ')}", _pct_ci(value, interval)))
     rows += [
         ("AURC, all questions (lower is better)", f"{m['aurc']['all_questions']:.4f}"),
         ("AURC, answerable only", f"{m['aurc']['answerable_only']:.4f}"),

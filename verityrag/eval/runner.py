@@ -31,6 +31,7 @@ from verityrag.eval.metrics import (
 )
 from verityrag.pipeline import VerityRAGPipeline
 from verityrag.types import QueryResult
+from verityrag.verify.calibration import wilson_interval
 
 REPORT_SCHEMA_VERSION = 1
 
@@ -245,11 +246,12 @@ def summarise(outcomes: Sequence[QuestionOutcome]) -> dict[str, Any]:
     answerable = [o for o in outcomes if o.answerable]
     answered = [o for o in answerable if o.answered]
     kinds = sorted({o.kind for o in outcomes})
-    abstention = {
-        kind: rate(sum(not o.answered for o in outcomes if o.kind == kind), _count(outcomes, kind))
+    abstained = {  # kind -> (abstained, questions)
+        kind: (sum(not o.answered for o in outcomes if o.kind == kind), _count(outcomes, kind))
         for kind in kinds
         if kind != ANSWERABLE
     }
+    abstention = {kind: rate(k, n) for kind, (k, n) in abstained.items()}
     reasons: dict[str, Counter[str]] = {}
     for o in outcomes:
         if o.abstain_reason:
@@ -257,7 +259,16 @@ def summarise(outcomes: Sequence[QuestionOutcome]) -> dict[str, Any]:
     stage_names = sorted({s for o in outcomes for s in o.stage_ms})
     curve_all = risk_coverage_curve([o.confidence for o in outcomes], [o.correct for o in outcomes])
     curve_ans = risk_coverage_curve([o.confidence for o in answerable], [o.correct for o in answerable])
+    # 95% Wilson intervals of the headline rates: 200 answerable questions leave a rate about
+    # +-7 points of sampling error, which readers comparing two columns or two runs need to see.
+    intervals = {
+        "coverage": wilson_interval(len(answered), len(answerable)),
+        "answered_and_correct": wilson_interval(sum(o.correct for o in answerable), len(answerable)),
+        "accuracy_of_answered": wilson_interval(sum(o.correct for o in answered), len(answered)),
+        "correct_abstention": {kind: wilson_interval(k, n) for kind, (k, n) in abstained.items()},
+    }
     return {
+        "intervals_95": intervals,
         "coverage": rate(len(answered), len(answerable)),
         "answered_and_correct": rate(sum(o.correct for o in answerable), len(answerable)),
         "accuracy_of_answered": rate(sum(o.correct for o in answered), len(answered)),
