@@ -74,18 +74,36 @@ models-answerability: setup
 
 # The stronger answerability gate (ROADMAP, backlog item 1): all-mpnet-base-v2 (five PyPI wheels,
 # scripts/mpnet_base.py) trained two epochs on the same pairs, then cut to its first 6 layers and
-# trained two more, which halves its cost per pair and fits it under 100 MB as int8. ~5.5 h of
-# both cores (1.6-4 pairs/s). It is the served gate (the default VERITY_ANSWER_DIR); it trains on
-# the pairs models-answerability leaves in guard_work/answerability/data. The last epoch (session
-# 10: validation AUROC 0.791 -> 0.806, split_b 0.740 -> 0.745) is crossenc_answerability_mpnet6_epoch2.json.
+# trained two more, which halves its cost per pair and fits it under 100 MB as int8. ~5 h of
+# both cores (session 13: the first epoch took 105 min to train, 3 min to export and evaluate).
+# It is the served gate (the default VERITY_ANSWER_DIR); it trains on the pairs
+# models-answerability leaves in guard_work/answerability/data (built first only when missing). The last epoch (session 10: validation AUROC 0.791 -> 0.806,
+# split_b 0.740 -> 0.745) is crossenc_answerability_mpnet6_epoch2.json.
+# Each step is a file target (its results.json, written only when the run has finished, exported
+# and been evaluated), so an interrupted recipe restarts at the first step that has not finished.
 MPNET := guard_work/all-mpnet-base-v2
 MPNET_RUNS := guard_work/answerability_mpnet
-models-answerability-mpnet: models-answerability
+MPNET_DATA := guard_work/answerability/data/train.jsonl.gz
+ANSWER_MPNET := $(PY) scripts/answer_train.py --base-model $(MPNET)
+models-answerability-mpnet: setup guard_work/answerability_mpnet6/results.json
+
+$(MPNET_DATA):
+	$(MAKE) models-answerability
+
+$(MPNET)/model.safetensors:
 	$(PY) scripts/mpnet_base.py --out $(MPNET)
-	$(HEAVY) $(PY) scripts/answer_train.py --base-model $(MPNET) --lr 4e-5 --epochs 1 --seed 13 --out $(MPNET_RUNS)/epoch1 --results $(MPNET_RUNS)/epoch1/results.json
-	$(HEAVY) $(PY) scripts/answer_train.py --base-model $(MPNET) --warm-start $(MPNET_RUNS)/epoch1 --lr 2e-5 --epochs 1 --seed 1 --out $(MPNET_RUNS)/epoch2 --results $(MPNET_RUNS)/epoch2/results.json
-	$(HEAVY) $(PY) scripts/answer_train.py --base-model $(MPNET) --warm-start $(MPNET_RUNS)/epoch2 --keep-layers 6 --lr 3e-5 --epochs 1 --seed 2 --out $(MPNET_RUNS)/cut6 --results $(MPNET_RUNS)/cut6/results.json
-	$(HEAVY) $(PY) scripts/answer_train.py --base-model $(MPNET) --warm-start $(MPNET_RUNS)/cut6 --lr 2e-5 --epochs 1 --seed 3 --out guard_work/answerability_mpnet6 --results guard_work/answerability_mpnet6/results.json
+
+$(MPNET_RUNS)/epoch1/results.json: $(MPNET)/model.safetensors | $(MPNET_DATA)
+	$(HEAVY) $(ANSWER_MPNET) --lr 4e-5 --epochs 1 --seed 13 --out $(@D) --results $@
+
+$(MPNET_RUNS)/epoch2/results.json: $(MPNET_RUNS)/epoch1/results.json
+	$(HEAVY) $(ANSWER_MPNET) --warm-start $(<D) --lr 2e-5 --epochs 1 --seed 1 --out $(@D) --results $@
+
+$(MPNET_RUNS)/cut6/results.json: $(MPNET_RUNS)/epoch2/results.json
+	$(HEAVY) $(ANSWER_MPNET) --warm-start $(<D) --keep-layers 6 --lr 3e-5 --epochs 1 --seed 2 --out $(@D) --results $@
+
+guard_work/answerability_mpnet6/results.json: $(MPNET_RUNS)/cut6/results.json
+	$(HEAVY) $(ANSWER_MPNET) --warm-start $(<D) --lr 2e-5 --epochs 1 --seed 3 --out $(@D) --results $@
 
 # The guard is trained on HaluEval, then continued with gemma-3-270m's own answers to
 # HaluEval questions, labelled against the gold answer (generating them takes ~45 min).
