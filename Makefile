@@ -77,8 +77,9 @@ models-answerability: setup
 # trained two more, which halves its cost per pair and fits it under 100 MB as int8. ~5 h of
 # both cores (session 13: the first epoch took 105 min to train, 3 min to export and evaluate).
 # It is the served gate (the default VERITY_ANSWER_DIR); it trains on the pairs
-# models-answerability leaves in guard_work/answerability/data (built first only when missing). The last epoch (session 10: validation AUROC 0.791 -> 0.806,
-# split_b 0.740 -> 0.745) is crossenc_answerability_mpnet6_epoch2.json.
+# models-answerability leaves in guard_work/answerability/data (built first only when missing).
+# The last epoch (session 10: validation AUROC 0.791 -> 0.806, split_b 0.740 -> 0.745) is
+# crossenc_answerability_mpnet6_epoch2.json.
 # Each step is a file target (its results.json, written only when the run has finished, exported
 # and been evaluated), so an interrupted recipe restarts at the first step that has not finished.
 MPNET := guard_work/all-mpnet-base-v2
