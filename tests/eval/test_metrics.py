@@ -10,6 +10,7 @@ import pytest
 
 from verityrag.eval.metrics import (
     RiskCoverage,
+    auroc_interval,
     contains_gold,
     exact_match,
     max_token_f1,
@@ -226,3 +227,43 @@ def test_selective_accuracy_inside_a_tie_group() -> None:
     # 0.3 * 10 is 3.0000000000000004 in floating point: still the top 3.
     ten = risk_coverage_curve([1.0 - i / 10 for i in range(10)], [True] * 3 + [False] * 7)
     assert selective_accuracy_at_coverage(ten, 0.3) == pytest.approx(1.0)
+
+
+def test_weighted_auroc_with_unit_weights_is_sklearns_auroc_ties_included() -> None:
+    from sklearn.metrics import roc_auc_score
+
+    from verityrag.eval.metrics import _weighted_aurocs
+
+    rng = np.random.default_rng(3)
+    labels = rng.integers(0, 2, 300)
+    scores = np.round(rng.random(300) + 0.3 * labels, 1)  # rounded: many ties
+    [auc] = _weighted_aurocs(labels, scores, np.ones((1, 300)))
+    assert auc == pytest.approx(roc_auc_score(labels, scores))
+
+
+def test_auroc_interval_brackets_the_estimate_and_resamples_whole_groups() -> None:
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(5)
+    labels = rng.integers(0, 2, 120)
+    scores = rng.random(120) + 0.6 * labels
+    ids = [f"g{i:03d}" for i in range(120)]
+    low, high = auroc_interval(labels, scores, ids, draws=1000)
+    assert low < roc_auc_score(labels, scores) < high
+    assert auroc_interval(labels, scores, ids, draws=1000) == (low, high)  # seeded
+    # Each example copied 5 times into its own group: resampling groups gives the same
+    # interval as the originals; resampling the copies one by one would be too narrow.
+    copies = np.repeat(np.arange(120), 5)
+    grouped = auroc_interval(labels[copies], scores[copies], [ids[i] for i in copies], draws=1000)
+    assert grouped == pytest.approx((low, high))
+    naive = auroc_interval(labels[copies], scores[copies], [str(i) for i in range(600)], draws=1000)
+    assert naive[1] - naive[0] < 0.6 * (high - low)
+
+
+def test_auroc_interval_rejects_bad_input() -> None:
+    with pytest.raises(ValueError, match="one entry per example"):
+        auroc_interval([0, 1], [0.1], ["a", "b"])
+    with pytest.raises(ValueError, match="draws"):
+        auroc_interval([0, 1], [0.1, 0.2], ["a", "b"], draws=0)
+    with pytest.raises(ValueError, match="one class empty"):
+        auroc_interval([1, 1], [0.1, 0.2], ["a", "b"], draws=10)

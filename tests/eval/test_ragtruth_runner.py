@@ -196,6 +196,7 @@ def test_cli_ragtruth_lexical_writes_report(tmp_path: Path, capsys: pytest.Captu
     [row] = report["ragtruth"]["rows"]
     assert row["verifier"] == "lexical"
     assert 0.5 < row["auroc"] <= 1.0
+    assert row["auroc_low"] < row["auroc"] < row["auroc_high"]  # bootstrap over report-half sources
     assert report["halueval"]["rows"][0]["verifier"] == "lexical"
     assert "| `lexical` |" in capsys.readouterr().out
 
@@ -212,6 +213,9 @@ def test_render_table_from_report() -> None:
         "`ens-lr`",
     ]
     assert "ens-min" not in table
+    lexical = report["ragtruth"]["rows"][0]
+    assert f"| {lexical['auroc']:.3f} ({lexical['auroc_low']:.3f}-{lexical['auroc_high']:.3f}) |" in table
+    assert "bootstrap interval" in table
     # ens2: the two members best on the fitting half (here only two members: no ens2 rows).
     assert "ens2" not in table
 

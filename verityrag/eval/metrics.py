@@ -19,6 +19,7 @@ from verityrag.text.answers import answer_tokens, contains_gold, normalize_answe
 
 __all__ = [
     "RiskCoverage",
+    "auroc_interval",
     "contains_gold",
     "exact_match",
     "max_token_f1",
@@ -184,3 +185,57 @@ def selective_accuracy_at_coverage(curve: RiskCoverage, coverage: float) -> floa
             return 1.0 - expected / k
         prev_count, prev_errors = count, errors
     return 1.0 - curve.risk[-1]
+
+
+def _weighted_aurocs(
+    labels: npt.NDArray[np.int_],
+    scores: npt.NDArray[np.floating[Any]],
+    weights: npt.NDArray[np.floating[Any]],
+) -> npt.NDArray[np.float64]:
+    """AUROC (ties count one half) under each row of ``weights`` (draws x examples); NaN where a class is empty."""
+    order = np.argsort(scores, kind="stable")
+    starts = np.unique(scores[order], return_index=True)[1]  # first index of each run of equal scores
+    w = weights[:, order]
+    pos = np.add.reduceat(w * labels[order], starts, axis=1)
+    neg = np.add.reduceat(w * (1 - labels[order]), starts, axis=1)
+    below = np.cumsum(neg, axis=1) - neg
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.asarray((pos * (below + 0.5 * neg)).sum(axis=1) / (pos.sum(axis=1) * neg.sum(axis=1)))
+
+
+def auroc_interval(
+    labels: Sequence[int],
+    scores: Sequence[float],
+    groups: Sequence[str],
+    draws: int = 2000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of the AUROC of ``scores`` for ``labels`` (1 = positive).
+
+    Whole ``groups`` are resampled (e.g. the responses to one RAGTruth source, or the right and
+    the hallucinated answer of one HaluEval item), because examples of one group are not
+    independent: resampling single examples would make the interval too narrow. Draws that
+    leave one class empty are skipped.
+    """
+    if not len(labels) == len(scores) == len(groups):
+        raise ValueError("labels, scores and groups must have one entry per example")
+    if draws < 1 or not 0.0 < level < 1.0:
+        raise ValueError(f"need draws >= 1 and 0 < level < 1, got {draws} and {level}")
+    y = np.asarray(labels, dtype=np.int_)
+    x = np.asarray(scores, dtype=np.float64)
+    group_ids, example_group = np.unique(np.asarray(groups), return_inverse=True)
+    rng = np.random.default_rng(seed)
+    found: list[npt.NDArray[np.float64]] = []
+    for block in range(0, draws, 250):  # 250 draws at a time bounds the (draws x examples) matrix
+        n = min(250, draws - block)
+        picks = rng.integers(0, len(group_ids), size=(n, len(group_ids)))
+        counts = np.stack([np.bincount(row, minlength=len(group_ids)) for row in picks]).astype(np.float64)
+        found.append(_weighted_aurocs(y, x, counts[:, example_group]))
+    values = np.concatenate(found)
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        raise ValueError("every bootstrap draw left one class empty: too few groups of one class")
+    tail = 100 * (1 - level) / 2
+    low, high = np.percentile(values, [tail, 100 - tail])
+    return float(low), float(high)

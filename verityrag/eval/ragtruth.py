@@ -68,6 +68,7 @@ import numpy as np
 
 from verityrag.crossenc.build import halueval_knowledge
 from verityrag.errors import InvalidInputError, NotFittedError, VerityRAGError
+from verityrag.eval.metrics import auroc_interval
 from verityrag.text.analyzer import DEFAULT_ANALYZER
 from verityrag.text.sentences import split_sentences
 from verityrag.types import Chunk, Citation, CitedSentence
@@ -363,8 +364,13 @@ def evaluate_scores(
     fit_labels: Sequence[int],
     test_support: Sequence[float],
     test_labels: Sequence[int],
+    test_groups: Sequence[str] | None = None,
 ) -> dict[str, float]:
-    """Threshold from the fitting half, figures on the report half (positive = unsupported)."""
+    """Threshold from the fitting half, figures on the report half (positive = unsupported).
+
+    With ``test_groups`` (the report half's sources or items) the AUROC also gets its 95%
+    bootstrap interval over those groups (``auroc_low``, ``auroc_high``).
+    """
     from sklearn.metrics import roc_auc_score
 
     fit_d = 1.0 - np.asarray(fit_support, dtype=float)
@@ -372,8 +378,13 @@ def evaluate_scores(
     y = np.asarray(test_labels)
     threshold = best_f1_threshold(fit_d, fit_labels)
     metrics = _binary_metrics(test_d >= threshold, y)
+    interval: dict[str, float] = {}
+    if test_groups is not None:
+        low, high = auroc_interval(test_labels, test_d.tolist(), test_groups)
+        interval = {"auroc_low": low, "auroc_high": high}
     return {
         "auroc": float(roc_auc_score(y, test_d)),
+        **interval,
         **metrics,
         "threshold_p_supported": float(1.0 - threshold),
     }
@@ -650,6 +661,7 @@ def _dataset_report(
             [y for y, k in zip(fit_labels, keep, strict=True) if k],
             run.test,
             test_labels,
+            [e.group for e in test],
         )
         rows.append({"verifier": run.name, **figures, "ms_per_pair": run.ms_per_pair, "note": run.note})
         logger.info(
@@ -741,8 +753,11 @@ def render_table(report: dict[str, Any]) -> str:
     for row in report["ragtruth"]["rows"]:
         h = halu.get(row["verifier"])
         hv = f"{h['auroc']:.3f} | {h['f1']:.3f} | {h['ms_per_pair']:.2f}" if h else "n/a | n/a | n/a"
+        auroc = f"{row['auroc']:.3f}" + (
+            f" ({row['auroc_low']:.3f}-{row['auroc_high']:.3f})" if "auroc_low" in row else ""
+        )
         lines.append(
-            f"| `{row['verifier']}` | {row['auroc']:.3f} | {row['f1']:.3f} | {row['precision']:.3f} | {row['recall']:.3f} "
+            f"| `{row['verifier']}` | {auroc} | {row['f1']:.3f} | {row['precision']:.3f} | {row['recall']:.3f} "
             f"| {row['balanced_accuracy']:.3f} | {row['ms_per_pair']:.2f} | {hv} |"
         )
     rt, hv_ = report["ragtruth"], report["halueval"]
@@ -751,7 +766,12 @@ def render_table(report: dict[str, Any]) -> str:
         f"RAGTruth QA: threshold fitted on {rt['fit']['pairs']} responses ({rt['fit']['unsupported']} unsupported), "
         f"reported on the other {rt['report']['pairs']} ({rt['report']['unsupported']} unsupported), split by source. "
         f"HaluEval QA: fitted on {hv_['fit']['pairs']} answers, reported on {hv_['report']['pairs']} (half unsupported). "
-        f"Positive class = unsupported. Measured {report['date']} on {report['machine']}.",
+        f"Positive class = unsupported. Measured {report['date']} on {report['machine']}."
+        + (
+            " RAGTruth AUROC brackets: 95% bootstrap interval, resampling the report half's sources."
+            if any("auroc_low" in r for r in rt["rows"])
+            else ""
+        ),
     ]
     notes = report["notes"] + [f"`{r['verifier']}`: {r['note']}" for r in rt["rows"] if r["note"]]
     lines += [f"- {n}" for n in dict.fromkeys(notes)]
