@@ -232,13 +232,16 @@ def test_selective_accuracy_inside_a_tie_group() -> None:
 def test_weighted_auroc_with_unit_weights_is_sklearns_auroc_ties_included() -> None:
     from sklearn.metrics import roc_auc_score
 
-    from verityrag.eval.metrics import _weighted_aurocs
+    from verityrag.crossenc.metrics import auroc, weighted_aurocs
 
     rng = np.random.default_rng(3)
     labels = rng.integers(0, 2, 300)
     scores = np.round(rng.random(300) + 0.3 * labels, 1)  # rounded: many ties
-    [auc] = _weighted_aurocs(labels, scores, np.ones((1, 300)))
+    [auc] = weighted_aurocs(labels, scores, np.ones((1, 300)))
     assert auc == pytest.approx(roc_auc_score(labels, scores))
+    assert auroc(scores.tolist(), labels.tolist()) == pytest.approx(auc)  # the crossenc figures' AUROC
+    with pytest.raises(ValueError, match="both classes"):
+        auroc([0.1, 0.2], [1, 1])
 
 
 def test_auroc_interval_brackets_the_estimate_and_resamples_whole_groups() -> None:

@@ -3,28 +3,38 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
+
+
+def weighted_aurocs(
+    labels: npt.NDArray[np.int_],
+    scores: npt.NDArray[np.floating[Any]],
+    weights: npt.NDArray[np.floating[Any]],
+) -> npt.NDArray[np.float64]:
+    """AUROC (ties count one half) under each row of ``weights`` (draws x examples); NaN where a class is empty.
+
+    Rows of bootstrap counts give bootstrap AUROCs in one pass (``verityrag.eval.metrics.auroc_interval``).
+    """
+    order = np.argsort(scores, kind="stable")
+    starts = np.unique(scores[order], return_index=True)[1]  # first index of each run of equal scores
+    w = weights[:, order]
+    pos = np.add.reduceat(w * labels[order], starts, axis=1)
+    neg = np.add.reduceat(w * (1 - labels[order]), starts, axis=1)
+    below = np.cumsum(neg, axis=1) - neg
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.asarray((pos * (below + 0.5 * neg)).sum(axis=1) / (pos.sum(axis=1) * neg.sum(axis=1)))
 
 
 def auroc(scores: Sequence[float], labels: Sequence[int]) -> float:
-    """Area under the ROC curve (Mann-Whitney U with tie correction); labels are 0/1."""
+    """Area under the ROC curve (Mann-Whitney U, ties count one half); labels are 0/1."""
     s = np.asarray(scores, dtype=np.float64)
-    y = np.asarray(labels, dtype=np.int64)
-    pos, neg = int(y.sum()), int(len(y) - y.sum())
-    if pos == 0 or neg == 0:
+    y = np.asarray(labels, dtype=np.int_)
+    if y.sum() == 0 or y.sum() == len(y):
         raise ValueError("auroc needs both classes")
-    order = np.argsort(s, kind="mergesort")
-    ranks = np.empty(len(s), dtype=np.float64)
-    sorted_s = s[order]
-    i = 0
-    while i < len(s):  # average ranks over ties
-        j = i
-        while j + 1 < len(s) and sorted_s[j + 1] == sorted_s[i]:
-            j += 1
-        ranks[order[i : j + 1]] = (i + j) / 2 + 1
-        i = j + 1
-    return float((ranks[y == 1].sum() - pos * (pos + 1) / 2) / (pos * neg))
+    return float(weighted_aurocs(y, s, np.ones((1, len(s))))[0])
 
 
 def threshold_for_false_flag_rate(positive_scores: Sequence[float], rate: float) -> float:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from verityrag.crossenc.metrics import weighted_aurocs
 from verityrag.text.answers import answer_tokens, contains_gold, normalize_answer
 
 __all__ = [
@@ -187,22 +188,6 @@ def selective_accuracy_at_coverage(curve: RiskCoverage, coverage: float) -> floa
     return 1.0 - curve.risk[-1]
 
 
-def _weighted_aurocs(
-    labels: npt.NDArray[np.int_],
-    scores: npt.NDArray[np.floating[Any]],
-    weights: npt.NDArray[np.floating[Any]],
-) -> npt.NDArray[np.float64]:
-    """AUROC (ties count one half) under each row of ``weights`` (draws x examples); NaN where a class is empty."""
-    order = np.argsort(scores, kind="stable")
-    starts = np.unique(scores[order], return_index=True)[1]  # first index of each run of equal scores
-    w = weights[:, order]
-    pos = np.add.reduceat(w * labels[order], starts, axis=1)
-    neg = np.add.reduceat(w * (1 - labels[order]), starts, axis=1)
-    below = np.cumsum(neg, axis=1) - neg
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.asarray((pos * (below + 0.5 * neg)).sum(axis=1) / (pos.sum(axis=1) * neg.sum(axis=1)))
-
-
 def auroc_interval(
     labels: Sequence[int],
     scores: Sequence[float],
@@ -231,7 +216,7 @@ def auroc_interval(
         n = min(250, draws - block)
         picks = rng.integers(0, len(group_ids), size=(n, len(group_ids)))
         counts = np.stack([np.bincount(row, minlength=len(group_ids)) for row in picks]).astype(np.float64)
-        found.append(_weighted_aurocs(y, x, counts[:, example_group]))
+        found.append(weighted_aurocs(y, x, counts[:, example_group]))
     values = np.concatenate(found)
     values = values[np.isfinite(values)]
     if values.size == 0:
