@@ -64,37 +64,49 @@ models: setup models-answerability models-answerability-mpnet models-guard model
 HEAVY := flock /tmp/verityrag-heavy.lock
 # Answerability: two stages on the SQuAD pairs, then a third with synthetic unanswerables whose
 # name swaps keep the spaCy NER type (spaCy is needed only here: requirements-models.txt).
-models-answerability: setup
+# Each stage is a file target (its results.json, written last), so an interrupted build restarts
+# at the first unfinished stage; each pair set is built once, in its own folder.
+ANSWER_STAGES := guard_work/answerability_stages
+ANSWER_PLAIN := guard_work/answerability/data_plain/train.jsonl.gz
+ANSWER_DATA := guard_work/answerability/data/train.jsonl.gz
+models-answerability: setup guard_work/answerability/results.json
+
+$(ANSWER_PLAIN):
+	$(PY) scripts/answer_data.py --synthetic-share 0 --out $(@D)
+
+$(ANSWER_DATA):
 	$(PY) -m pip install -q -r requirements-models.txt
-	$(PY) scripts/answer_data.py --synthetic-share 0
-	$(HEAVY) $(PY) scripts/answer_train.py --lr 1e-4 --epochs 2 --max-minutes 35
-	$(HEAVY) $(PY) scripts/answer_train.py --warm-start guard_work/answerability --lr 5e-5 --epochs 2 --max-minutes 30
-	$(PY) scripts/answer_data.py --synthetic-share 0.3 --typed-entities
-	$(HEAVY) $(PY) scripts/answer_train.py --warm-start guard_work/answerability --lr 5e-5 --epochs 1 --max-minutes 24
+	$(PY) scripts/answer_data.py --synthetic-share 0.3 --typed-entities --out $(@D)
+
+$(ANSWER_STAGES)/stage1/results.json: | $(ANSWER_PLAIN)
+	$(HEAVY) $(PY) scripts/answer_train.py --data $(dir $(ANSWER_PLAIN)) --lr 1e-4 --epochs 2 --max-minutes 35 --out $(@D) --results $@
+
+$(ANSWER_STAGES)/stage2/results.json: $(ANSWER_STAGES)/stage1/results.json
+	$(HEAVY) $(PY) scripts/answer_train.py --data $(dir $(ANSWER_PLAIN)) --warm-start $(<D) --lr 5e-5 --epochs 2 --max-minutes 30 --out $(@D) --results $@
+
+guard_work/answerability/results.json: $(ANSWER_STAGES)/stage2/results.json | $(ANSWER_DATA)
+	$(HEAVY) $(PY) scripts/answer_train.py --warm-start $(<D) --lr 5e-5 --epochs 1 --max-minutes 24 --out $(@D) --results $@
+	cp $@ scripts/results/crossenc_answerability.json
 
 # The stronger answerability gate (ROADMAP, backlog item 1): all-mpnet-base-v2 (five PyPI wheels,
 # scripts/mpnet_base.py) trained two epochs on the same pairs, then cut to its first 6 layers and
 # trained two more, which halves its cost per pair and fits it under 100 MB as int8. ~5 h of
 # both cores (session 13: the first epoch took 105 min to train, 3 min to export and evaluate).
-# It is the served gate (the default VERITY_ANSWER_DIR); it trains on the pairs
-# models-answerability leaves in guard_work/answerability/data (built first only when missing).
+# It is the served gate (the default VERITY_ANSWER_DIR); it trains on the MiniLM gate's last-stage
+# pairs, guard_work/answerability/data (built when missing, without training the MiniLM gate).
 # The last epoch (session 10: validation AUROC 0.791 -> 0.806, split_b 0.740 -> 0.745) is
 # crossenc_answerability_mpnet6_epoch2.json.
 # Each step is a file target (its results.json, written only when the run has finished, exported
 # and been evaluated), so an interrupted recipe restarts at the first step that has not finished.
 MPNET := guard_work/all-mpnet-base-v2
 MPNET_RUNS := guard_work/answerability_mpnet
-MPNET_DATA := guard_work/answerability/data/train.jsonl.gz
 ANSWER_MPNET := $(PY) scripts/answer_train.py --base-model $(MPNET)
 models-answerability-mpnet: setup guard_work/answerability_mpnet6/results.json
-
-$(MPNET_DATA):
-	$(MAKE) models-answerability
 
 $(MPNET)/model.safetensors:
 	$(PY) scripts/mpnet_base.py --out $(MPNET)
 
-$(MPNET_RUNS)/epoch1/results.json: $(MPNET)/model.safetensors | $(MPNET_DATA)
+$(MPNET_RUNS)/epoch1/results.json: $(MPNET)/model.safetensors | $(ANSWER_DATA)
 	$(HEAVY) $(ANSWER_MPNET) --lr 4e-5 --epochs 1 --seed 13 --out $(@D) --results $@
 
 $(MPNET_RUNS)/epoch2/results.json: $(MPNET_RUNS)/epoch1/results.json

@@ -1,0 +1,106 @@
+"""The answerability recipes in the Makefile restart at their first unfinished step.
+
+Each step of ``make models-answerability`` and ``make models-answerability-mpnet`` is a file
+target (the step's results.json), so a step that has finished is not rerun, and building the
+mpnet gate's pairs never retrains the MiniLM gate. Checked with ``make -n`` (a dry run) in a
+scratch folder holding a copy of the Makefile and the files its setup stamp hashes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+MAKE = shutil.which("make")
+pytestmark = pytest.mark.skipif(MAKE is None, reason="make is not installed")
+
+PLAIN_DATA = "guard_work/answerability/data_plain/train.jsonl.gz"
+DATA = "guard_work/answerability/data/train.jsonl.gz"
+STAGE1 = "guard_work/answerability_stages/stage1/results.json"
+STAGE2 = "guard_work/answerability_stages/stage2/results.json"
+MINILM = "guard_work/answerability/results.json"
+MPNET_BASE = "guard_work/all-mpnet-base-v2/model.safetensors"
+MPNET_STEPS = [
+    "guard_work/answerability_mpnet/epoch1/results.json",
+    "guard_work/answerability_mpnet/epoch2/results.json",
+    "guard_work/answerability_mpnet/cut6/results.json",
+    "guard_work/answerability_mpnet6/results.json",
+]
+
+
+def _scratch(tmp_path: Path, built: list[str]) -> Path:
+    for name in ("Makefile", "requirements.txt", "requirements-dev.txt", "pyproject.toml"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    # Built in order, one second apart, as make compares modification times.
+    for age, rel in enumerate(reversed(built)):
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("{}")
+        stamp = 1_700_000_000 - age
+        os.utime(path, (stamp, stamp))
+    return tmp_path
+
+
+def _dry_run(folder: Path, target: str) -> list[str]:
+    assert MAKE is not None
+    done = subprocess.run(
+        [MAKE, "-n", target], cwd=folder, capture_output=True, text=True, check=True, timeout=60
+    )
+    return [line for line in done.stdout.splitlines() if "scripts/" in line]
+
+
+def _outs(lines: list[str]) -> list[str]:
+    """The ``--out`` folder of each training command, in order."""
+    outs = []
+    for line in lines:
+        if "answer_train.py" in line:
+            words = line.split()
+            outs.append(words[words.index("--out") + 1])
+    return outs
+
+
+def test_minilm_recipe_from_nothing_runs_every_step(tmp_path: Path) -> None:
+    lines = _dry_run(_scratch(tmp_path, []), "models-answerability")
+    assert _outs(lines) == [
+        "guard_work/answerability_stages/stage1",
+        "guard_work/answerability_stages/stage2",
+        "guard_work/answerability",
+    ]
+    data_builds = [line for line in lines if "answer_data.py" in line]
+    assert len(data_builds) == 2
+    assert "--synthetic-share 0 " in data_builds[0] + " "
+    assert "--typed-entities" in data_builds[1]
+
+
+def test_minilm_recipe_restarts_after_its_last_finished_stage(tmp_path: Path) -> None:
+    lines = _dry_run(_scratch(tmp_path, [PLAIN_DATA, DATA, STAGE1]), "models-answerability")
+    assert _outs(lines) == ["guard_work/answerability_stages/stage2", "guard_work/answerability"]
+    assert not [line for line in lines if "answer_data.py" in line]
+    # The plain-pair stages train on their own pairs, the last stage on the synthetic ones.
+    stage2, last = (line for line in lines if "answer_train.py" in line)
+    assert "--data guard_work/answerability/data_plain" in stage2
+    assert "--data" not in last
+
+
+def test_finished_minilm_recipe_runs_nothing(tmp_path: Path) -> None:
+    built = [PLAIN_DATA, DATA, STAGE1, STAGE2, MINILM]
+    assert _outs(_dry_run(_scratch(tmp_path, built), "models-answerability")) == []
+
+
+def test_mpnet_recipe_builds_its_pairs_without_training_minilm(tmp_path: Path) -> None:
+    lines = _dry_run(_scratch(tmp_path, [MPNET_BASE]), "models-answerability-mpnet")
+    assert [line for line in lines if "answer_data.py" in line and "--typed-entities" in line]
+    assert _outs(lines) == [str(Path(step).parent) for step in MPNET_STEPS]
+    assert all("--base-model" in line for line in lines if "answer_train.py" in line)
+
+
+def test_mpnet_recipe_restarts_at_its_first_unfinished_step(tmp_path: Path) -> None:
+    built = [DATA, MPNET_BASE, *MPNET_STEPS[:2]]
+    lines = _dry_run(_scratch(tmp_path, built), "models-answerability-mpnet")
+    assert _outs(lines) == [str(Path(step).parent) for step in MPNET_STEPS[2:]]
+    assert not [line for line in lines if "answer_data.py" in line or "mpnet_base.py" in line]
