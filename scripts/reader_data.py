@@ -10,7 +10,15 @@ add multi-hop Wikipedia questions whose answer is a span of their knowledge pass
   words, as at run time), kept when the gold answer is in the trimmed text as whole
   normalised tokens (the span head needs it there); yes/no answers are skipped;
 - ``halueval_unrelated`` (0): every ``--unrelated-every``-th question paired with the next
-  item's knowledge, so the no-answer option keeps seeing negatives.
+  item's knowledge, so the no-answer option keeps seeing negatives;
+- ``halueval_answer_removed`` (0, only with ``--removed-every N``): every N-th answerable
+  question paired with its own knowledge less every sentence that holds the gold answer:
+  related but insufficient evidence, the kind the answerability gate misses most (SQuAD 2.0's
+  in-domain unanswerables). Kept when a sentence is left. Off by default, so the reader's pairs
+  are unchanged; for the one-logit answerability gate:
+
+    python scripts/reader_data.py --removed-every 1 --out guard_work/answer_extra/halueval.jsonl.gz
+    python scripts/answer_train.py --warm-start guard_work/answerability --extra-train guard_work/answer_extra/halueval.jsonl.gz ...
 
     python scripts/reader_data.py        # -> guard_work/reader_data/halueval_qa.jsonl.gz
     python scripts/answer_train.py --span --extra-train guard_work/reader_data/halueval_qa.jsonl.gz ...
@@ -33,6 +41,7 @@ from verityrag.crossenc.build import halueval_knowledge, write_pairs  # noqa: E4
 from verityrag.crossenc.evidence import trim_evidence  # noqa: E402
 from verityrag.reader_check import EVIDENCE_WORDS  # noqa: E402
 from verityrag.text.answers import contains_gold, normalize_answer  # noqa: E402
+from verityrag.text.sentences import split_sentences  # noqa: E402
 
 HALUEVAL = ROOT.parent / "shared" / "data" / "halueval" / "qa_data.json.gz"
 OUT = ROOT / "guard_work" / "reader_data" / "halueval_qa.jsonl.gz"
@@ -40,20 +49,43 @@ OUT = ROOT / "guard_work" / "reader_data" / "halueval_qa.jsonl.gz"
 TRAIN_ITEMS = 7500
 
 
-def reader_pairs(items: list[dict[str, Any]], unrelated_every: int) -> list[dict[str, Any]]:
-    """Answerable pairs with their answer, and some unrelated negatives (see the module docstring)."""
+def reader_pairs(
+    items: list[dict[str, Any]], unrelated_every: int, removed_every: int = 0
+) -> list[dict[str, Any]]:
+    """Answerable pairs with their answer, and some negatives (see the module docstring)."""
     rows: list[dict[str, Any]] = []
+    answerable = 0
     for i, item in enumerate(items):
         question, answer = item["question"], item["right_answer"]
-        evidence = trim_evidence(question, halueval_knowledge(item["knowledge"]), EVIDENCE_WORDS)
+        knowledge = halueval_knowledge(item["knowledge"])
+        evidence = trim_evidence(question, knowledge, EVIDENCE_WORDS)
         if normalize_answer(answer) not in ("yes", "no") and contains_gold(evidence, [answer]):
             rows.append(_row(question, evidence, 1, "halueval_answerable", i, [answer]))
+            answerable += 1
+            if removed_every and answerable % removed_every == 0:
+                rest = answer_removed(knowledge, answer)
+                if rest:
+                    trimmed = trim_evidence(question, rest, EVIDENCE_WORDS)
+                    rows.append(_row(question, trimmed, 0, "halueval_answer_removed", i, []))
         if unrelated_every and i % unrelated_every == 0:
             other = halueval_knowledge(items[(i + 1) % len(items)]["knowledge"])
             rows.append(
                 _row(question, trim_evidence(question, other, EVIDENCE_WORDS), 0, "halueval_unrelated", i, [])
             )
     return rows
+
+
+def answer_removed(knowledge: str, answer: str) -> str:
+    """``knowledge`` without the sentences that hold ``answer`` (as whole normalised tokens).
+
+    Empty when no sentence holds it (nothing was removed, so the passage may still answer in
+    other words) or when nothing else is left.
+    """
+    sentences = split_sentences(knowledge)
+    kept = [s for s in sentences if not contains_gold(s, [answer])]
+    if len(kept) == len(sentences) or contains_gold(" ".join(kept), [answer]):
+        return ""
+    return " ".join(kept)
 
 
 def _row(
@@ -77,6 +109,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--unrelated-every", type=int, default=4, help="one unrelated negative per N items (0: none)"
     )
+    p.add_argument(
+        "--removed-every",
+        type=int,
+        default=0,
+        help="one answer-removed negative per N answerable items (0: none, the reader's default)",
+    )
     p.add_argument("--out", type=Path, default=OUT)
     args = p.parse_args(argv)
     if not 0 < args.items <= TRAIN_ITEMS:
@@ -85,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     with gzip.open(args.halueval, "rt", encoding="utf-8") as f:
         items = [json.loads(line) for line in f if line.strip()][: args.items]
-    rows = reader_pairs(items, args.unrelated_every)
+    rows = reader_pairs(items, args.unrelated_every, args.removed_every)
     write_pairs(args.out, rows)
     kinds = Counter(r["kind"] for r in rows)
     print(f"{len(items)} items -> {len(rows)} pairs {dict(kinds)}; written {args.out}")

@@ -54,3 +54,30 @@ def test_unrelated_negatives_pair_a_question_with_the_next_items_knowledge(rd: M
 def test_items_past_the_guard_training_range_are_refused(rd: ModuleType) -> None:
     with pytest.raises(SystemExit):
         rd.main(["--items", "8000"])
+
+
+TWO_PASSAGES = _item(
+    "Which city hosted the magazine's founder?",
+    "Philadelphia",
+    "Arthur's Magazine was an American literary periodical. It was founded by T.S. Arthur. "
+    "T.S. Arthur lived in Philadelphia for most of his life.",
+)
+
+
+def test_answer_removed_negatives_keep_the_passage_less_every_answer_sentence(rd: ModuleType) -> None:
+    rows = rd.reader_pairs([TWO_PASSAGES], unrelated_every=0, removed_every=1)
+    assert [r["kind"] for r in rows] == ["halueval_answerable", "halueval_answer_removed"]
+    removed = rows[1]
+    assert (removed["label"], removed["answers"]) == (0, [])
+    assert "Philadelphia" not in removed["evidence"]
+    assert "founded by T.S. Arthur" in removed["evidence"]
+
+
+def test_answer_removed_negatives_need_something_left_and_come_every_nth_answerable(rd: ModuleType) -> None:
+    # ITEMS[0] is one sentence that holds its answer: nothing would be left, so no negative.
+    assert rd.answer_removed(ITEMS[0]["knowledge"], "Philadelphia") == ""
+    # Answerable items are ITEMS[0], ITEMS[3] and TWO_PASSAGES; every 3rd is TWO_PASSAGES.
+    rows = rd.reader_pairs([*ITEMS, TWO_PASSAGES], unrelated_every=0, removed_every=3)
+    assert [r["title"] for r in rows if r["kind"] == "halueval_answer_removed"] == ["halueval-4"]
+    # Off by default: the reader's pairs are unchanged.
+    assert not [r for r in rd.reader_pairs([TWO_PASSAGES], unrelated_every=0) if r["label"] == 0]
