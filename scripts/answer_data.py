@@ -58,7 +58,7 @@ from verityrag.crossenc.evidence import trim_evidence  # noqa: E402
 from verityrag.text.analyzer import DEFAULT_ANALYZER  # noqa: E402
 from verityrag.text.sentences import sentence_spans  # noqa: E402
 
-SHARED = ROOT.parent / "shared" / "data" / "squad_v2.0"
+SQUAD_V2 = ROOT / "data" / "squad_v2.0"
 OUT = ROOT / "guard_work" / "answerability" / "data"
 
 Pair = dict[str, Any]
@@ -449,7 +449,7 @@ def _pair(question: str, paragraph: str, label: int, kind: str, title: str, sour
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_squad_arguments(p, SHARED)
+    add_squad_arguments(p, SQUAD_V2)
     p.add_argument(
         "--unrelated-share", type=float, default=0.25, help="share of questions given an unrelated negative"
     )

@@ -48,7 +48,7 @@ from verityrag.crossenc.metrics import auroc, negatives_caught, threshold_for_fa
 from verityrag.crossenc.span import SpanAnswerabilityTrainer  # noqa: E402
 
 RESULTS = ROOT / "scripts" / "results" / "crossenc_answerability.json"
-SHARED = ROOT.parent / "shared" / "data" / "squad_v2.0"
+SQUAD_V2 = ROOT / "data" / "squad_v2.0"
 
 
 def gold_answers(args: argparse.Namespace, rows: list[dict[str, Any]]) -> list[list[str]]:
@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         default=0.5,
         help="target = (1 - w) * label + w * teacher's P(answerable)",
     )
-    add_squad_arguments(p, SHARED)
+    add_squad_arguments(p, SQUAD_V2)
     args = p.parse_args(argv)
     if args.teacher is not None and args.span:
         p.error("--teacher trains the classifier; it does not combine with --span")

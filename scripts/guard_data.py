@@ -40,7 +40,7 @@ from verityrag.crossenc.evidence import trim_evidence  # noqa: E402
 from verityrag.guard import EVIDENCE_WORDS  # noqa: E402
 from verityrag.text.sentences import split_sentences  # noqa: E402
 
-HALUEVAL = ROOT.parent / "shared" / "data" / "halueval" / "qa_data.json.gz"
+HALUEVAL = ROOT / "data" / "halueval" / "qa_data.json.gz"
 OUT = ROOT / "guard_work" / "guard" / "data"
 TEST_ITEMS = 2000
 VALIDATION_ITEMS = 500

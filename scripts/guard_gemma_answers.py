@@ -56,7 +56,7 @@ from verityrag.llm_providers import LocalGemmaCompleteFn, local_gemma_complete_f
 from verityrag.text import ENGLISH_STOPWORDS  # noqa: E402
 from verityrag.types import Chunk, Hit  # noqa: E402
 
-HALUEVAL = ROOT.parent / "shared" / "data" / "halueval" / "qa_data.json.gz"
+HALUEVAL = ROOT / "data" / "halueval" / "qa_data.json.gz"
 RAW = ROOT / "guard_work" / "gemma_answers"
 OUT = ROOT / DEFAULT_GUARD_DIR / "data"
 GEMMA_CACHE = ROOT / "guard_work" / "gemma3-270m"

@@ -65,7 +65,7 @@ from verityrag.text.analyzer import DEFAULT_ANALYZER  # noqa: E402
 from verityrag.text.sentences import split_sentences  # noqa: E402
 from verityrag.verify.learned_nli import EVIDENCE_WORDS  # noqa: E402
 
-SHARED = ROOT.parent / "shared" / "data" / "squad_v2.0"
+SQUAD_V2 = ROOT / "data" / "squad_v2.0"
 OUT = ROOT / "guard_work" / "nli" / "data"
 GUARD_TRAIN = ROOT / "guard_work" / "guard" / "data" / "train.jsonl.gz"
 #: An "other paragraph" sentence counts as baseless only if at most this share of its
@@ -247,7 +247,7 @@ def halueval_rows(path: Path, limit: int) -> list[Pair]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_squad_arguments(p, SHARED)
+    add_squad_arguments(p, SQUAD_V2)
     p.add_argument("--guard-train", type=Path, default=GUARD_TRAIN)
     p.add_argument("--halueval-rows", type=int, default=4000, help="HaluEval rows mixed into training")
     p.add_argument("--seed", type=int, default=13)

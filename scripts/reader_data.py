@@ -43,7 +43,7 @@ from verityrag.reader_check import EVIDENCE_WORDS  # noqa: E402
 from verityrag.text.answers import contains_gold, normalize_answer  # noqa: E402
 from verityrag.text.sentences import split_sentences  # noqa: E402
 
-HALUEVAL = ROOT.parent / "shared" / "data" / "halueval" / "qa_data.json.gz"
+HALUEVAL = ROOT / "data" / "halueval" / "qa_data.json.gz"
 OUT = ROOT / "guard_work" / "reader_data" / "halueval_qa.jsonl.gz"
 #: Verity-Guard's training items; 7500-9999 are its (and the reader check's) validation and test.
 TRAIN_ITEMS = 7500

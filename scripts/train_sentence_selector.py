@@ -15,7 +15,7 @@ baseline coverage selector (CoverageRanker), top-1 accuracy.
 
     python scripts/train_sentence_selector.py                 # train, report, write resources
     python scripts/train_sentence_selector.py --no-write      # report only
-    python scripts/train_sentence_selector.py --build-data    # (re)build the training file from ../shared
+    python scripts/train_sentence_selector.py --build-data    # (re)build the training file from data/squad_v2.0
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from verityrag import Settings, VerityRAGPipeline  # noqa: E402
+from verityrag.crossenc.build import add_squad_arguments, read_json  # noqa: E402
 from verityrag.eval.dataset import load_corpus, load_questions  # noqa: E402
 from verityrag.eval.metrics import contains_gold  # noqa: E402
 from verityrag.generation.extractive import CoverageRanker  # noqa: E402
@@ -58,7 +59,7 @@ RESOURCES = ROOT / "verityrag" / "resources"
 MANIFEST = ROOT / "data" / "corpus_manifest.json"
 EVAL_CORPUS = ROOT / "data" / "corpus.jsonl"
 CALIBRATION = ROOT / "data" / "questions" / "calibration.jsonl"
-SHARED = ROOT.parent / "shared" / "data" / "squad_v2.0"
+SQUAD_V2 = ROOT / "data" / "squad_v2.0"
 RETRIEVE_K = 5
 TOP_HITS = 3
 
@@ -75,14 +76,14 @@ def build_data(train_path: Path, dev_path: Path, split_path: Path, out: Path) ->
     """Write one JSON line per paragraph (all paragraphs, answerable questions only), gzipped reproducibly."""
     manifest = json.loads(MANIFEST.read_text(encoding="utf-8"))
     forbidden = set(manifest["ingested_titles"]) | set(manifest["reserved_articles"])
-    split_a = set(json.loads(split_path.read_text(encoding="utf-8"))["split_a_titles"])
+    split_a = set(read_json(split_path)["split_a_titles"])
     sources = [
         ("squad2-train", train_path, None),
         ("squad2-dev", dev_path, split_a),
     ]
     lines: list[str] = []
     for source, path, keep in sources:
-        data = json.loads(path.read_text(encoding="utf-8"))["data"]
+        data = read_json(path)["data"]
         for article in data:
             title = article["title"]
             if keep is not None and title not in keep:
@@ -289,10 +290,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--no-calibration", action="store_true", help="skip the eval calibration-split report"
     )
     parser.add_argument("--no-write", action="store_true", help="report only; do not write the model")
-    parser.add_argument("--build-data", action="store_true", help="rebuild --data from ../shared and exit")
-    parser.add_argument("--squad-train", type=Path, default=SHARED / "train-v2.0.first11articles.json")
-    parser.add_argument("--squad-dev", type=Path, default=SHARED / "dev-v2.0.reconstructed.json")
-    parser.add_argument("--split", type=Path, default=SHARED / "answerability_split.json")
+    parser.add_argument("--build-data", action="store_true", help="rebuild --data from the SQuAD 2.0 files (data/squad_v2.0) and exit")
+    add_squad_arguments(parser, SQUAD_V2)
     args = parser.parse_args(argv)
 
     if args.build_data:

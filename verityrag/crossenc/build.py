@@ -121,10 +121,20 @@ def halueval_knowledge(knowledge: str) -> str:
 VALIDATION_TITLES = ("Force", "French_and_Indian_War")
 
 
+def read_json(path: Path) -> Any:
+    """A JSON file, gzipped (``*.gz``, as the SQuAD copies in data/squad_v2.0) or not."""
+    if path.suffix == ".gz":
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            return json.load(f)
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
 def add_squad_arguments(parser: argparse.ArgumentParser, squad_dir: Path) -> None:
-    """The SQuAD 2.0 source files every SQuAD-built data script reads (``squad_dir``: ../shared/data/squad_v2.0)."""
-    parser.add_argument("--squad-train", type=Path, default=squad_dir / "train-v2.0.first11articles.json")
-    parser.add_argument("--squad-dev", type=Path, default=squad_dir / "dev-v2.0.reconstructed.json")
+    """The SQuAD 2.0 source files every SQuAD-built data script reads (``squad_dir``: the
+    repository's data/squad_v2.0, gzipped copies of ../shared/data/squad_v2.0; plain ``.json``
+    files are read as well)."""
+    parser.add_argument("--squad-train", type=Path, default=squad_dir / "train-v2.0.first11articles.json.gz")
+    parser.add_argument("--squad-dev", type=Path, default=squad_dir / "dev-v2.0.reconstructed.json.gz")
     parser.add_argument("--split", type=Path, default=squad_dir / "answerability_split.json")
 
 
@@ -144,9 +154,9 @@ class SquadSources:
     def load(cls, args: argparse.Namespace, manifest: Path) -> SquadSources:
         """Read the files named by :func:`add_squad_arguments`'s options; refuse any article
         reserved for the main eval (``manifest``: data/corpus_manifest.json) or in ``split_b``."""
-        split = json.loads(args.split.read_text(encoding="utf-8"))
-        dev = {a["title"]: a for a in json.loads(args.squad_dev.read_text(encoding="utf-8"))["data"]}
-        train_prefix = json.loads(args.squad_train.read_text(encoding="utf-8"))["data"]
+        split = read_json(args.split)
+        dev = {a["title"]: a for a in read_json(args.squad_dev)["data"]}
+        train_prefix = read_json(args.squad_train)["data"]
         out = cls(train_prefix, dev, split)
         used = {a["title"] for a in train_prefix} | set(out.split_a_train_titles) | set(VALIDATION_TITLES)
         reserved = set(json.loads(manifest.read_text(encoding="utf-8"))["reserved_articles"])
