@@ -15,10 +15,13 @@ add multi-hop Wikipedia questions whose answer is a span of their knowledge pass
   question paired with its own knowledge less every sentence that holds the gold answer:
   related but insufficient evidence, the kind the answerability gate misses most (SQuAD 2.0's
   in-domain unanswerables). Kept when a sentence is left. Off by default, so the reader's pairs
-  are unchanged; for the one-logit answerability gate:
+  are unchanged. Measured for the one-logit answerability gate (ROADMAP, session 14), and no
+  help there: a 24-minute MiniLM stage on the SQuAD pairs plus these moved validation AUROC
+  0.748 -> 0.728 and split_b 0.680 -> 0.679:
 
     python scripts/reader_data.py --removed-every 1 --out guard_work/answer_extra/halueval.jsonl.gz
-    python scripts/answer_train.py --warm-start guard_work/answerability --extra-train guard_work/answer_extra/halueval.jsonl.gz ...
+    python scripts/answer_train.py --warm-start guard_work/answerability --extra-train guard_work/answer_extra/halueval.jsonl.gz \
+        --lr 5e-5 --epochs 1 --max-minutes 24 --seed 14 --out guard_work/answerability_halueval
 
     python scripts/reader_data.py        # -> guard_work/reader_data/halueval_qa.jsonl.gz
     python scripts/answer_train.py --span --extra-train guard_work/reader_data/halueval_qa.jsonl.gz ...
