@@ -20,7 +20,7 @@ add multi-hop Wikipedia questions whose answer is a span of their knowledge pass
   0.748 -> 0.728 and split_b 0.680 -> 0.679:
 
     python scripts/reader_data.py --removed-every 1 --out guard_work/answer_extra/halueval.jsonl.gz
-    python scripts/answer_train.py --warm-start guard_work/answerability --extra-train guard_work/answer_extra/halueval.jsonl.gz \
+    python scripts/answer_train.py --warm-start guard_work/answerability --extra-train guard_work/answer_extra/halueval.jsonl.gz \\
         --lr 5e-5 --epochs 1 --max-minutes 24 --seed 14 --out guard_work/answerability_halueval
 
     python scripts/reader_data.py        # -> guard_work/reader_data/halueval_qa.jsonl.gz
