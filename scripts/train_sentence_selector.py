@@ -290,7 +290,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--no-calibration", action="store_true", help="skip the eval calibration-split report"
     )
     parser.add_argument("--no-write", action="store_true", help="report only; do not write the model")
-    parser.add_argument("--build-data", action="store_true", help="rebuild --data from the SQuAD 2.0 files (data/squad_v2.0) and exit")
+    parser.add_argument(
+        "--build-data",
+        action="store_true",
+        help="rebuild --data from the SQuAD 2.0 files (data/squad_v2.0) and exit",
+    )
     add_squad_arguments(parser, SQUAD_V2)
     args = parser.parse_args(argv)
 
