@@ -162,8 +162,9 @@ demo: setup
 bench-es: setup
 	$(PY) scripts/bench_elasticsearch.py
 
+# CONFIGS=answerability (a comma-separated subset) measures only those checks, plus "none".
 bench-checks: setup
-	$(HEAVY) $(PY) scripts/bench_learned_checks.py
+	$(HEAVY) $(PY) scripts/bench_learned_checks.py $(if $(CONFIGS),--configs $(CONFIGS))
 
 bench-api: setup
 	$(PY) scripts/bench_api.py

@@ -13,8 +13,11 @@ start-up seconds, query p50 / p95 and the p50 ratio to no checks, each check's o
 unanswerable abstention on the test split (the eval's figures, through the settings path).
 
 Needs the models (`make models`); a missing one is named with the target that builds it.
+``--configs`` measures a subset (e.g. only the answerability gate, where the guard and reader
+models have not been built); "none" always runs, as the ratios' base, and the table names
+the configurations left out.
 
-    python scripts/bench_learned_checks.py [--questions 200]
+    python scripts/bench_learned_checks.py [--questions 200] [--configs answerability,guard]
 """
 
 from __future__ import annotations
@@ -123,19 +126,37 @@ def render_table(data: dict[str, Any]) -> str:
             f"| {run['config']} | {thresholds} | {run['startup_s']:.1f} | {q['p50']:.1f} | {q['p95']:.1f} "
             f"| {q['p50'] / base:.2f} | {_pct(run['coverage'])} | {_pct(run['in_domain_unanswerable_abstention'])} |"
         )
+    skipped = data.get("configs_skipped", [])
+    if skipped:
+        lines += ["", f"Not measured in this run (`--configs`): {', '.join(skipped)}."]
     return "\n".join(lines)
+
+
+def chosen_configs(names: str | None) -> dict[str, tuple[str, ...]]:
+    """The configurations to run: "none" first, then the named ones in table order."""
+    if names is None:
+        return dict(CONFIGS)
+    wanted = {n.strip() for n in names.split(",") if n.strip()}
+    unknown = wanted - set(CONFIGS)
+    if unknown:
+        raise SystemExit(f"unknown configuration(s) {sorted(unknown)}; known: {', '.join(CONFIGS)}")
+    return {name: checks for name, checks in CONFIGS.items() if name == "none" or name in wanted}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--questions", type=int, default=0, help="first N test questions (0: all)")
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument(
+        "--configs", default=None, help=f"comma-separated subset of: {', '.join(CONFIGS)} (default: all)"
+    )
     args = parser.parse_args(argv)
+    configs = chosen_configs(args.configs)
     questions = load_questions(DEFAULT_DATA_DIR / "questions" / "test.jsonl")
     if args.questions > 0:
         questions = questions[: args.questions]
     runs = []
-    for name, checks in CONFIGS.items():
+    for name, checks in configs.items():
         run = measure(name, checks, questions)
         print(
             f"{name}: start-up {run['startup_s']:.1f} s, p50 {run['query_ms']['p50']:.1f} ms, "
@@ -149,6 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         "python": platform.python_version(),
         "questions": len(questions),
         "runs": runs,
+        "configs_skipped": [name for name in CONFIGS if name not in configs],
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
