@@ -245,6 +245,7 @@ def run_eval(options: EvalOptions) -> dict[str, Any]:
 def summarise(outcomes: Sequence[QuestionOutcome]) -> dict[str, Any]:
     answerable = [o for o in outcomes if o.answerable]
     answered = [o for o in answerable if o.answered]
+    correct = sum(o.correct for o in answerable)  # only answered questions can be correct
     kinds = sorted({o.kind for o in outcomes})
     abstained = {  # kind -> (abstained, questions)
         kind: (sum(not o.answered for o in outcomes if o.kind == kind), _count(outcomes, kind))
@@ -263,15 +264,15 @@ def summarise(outcomes: Sequence[QuestionOutcome]) -> dict[str, Any]:
     # +-7 points of sampling error, which readers comparing two columns or two runs need to see.
     intervals = {
         "coverage": wilson_interval(len(answered), len(answerable)),
-        "answered_and_correct": wilson_interval(sum(o.correct for o in answerable), len(answerable)),
-        "accuracy_of_answered": wilson_interval(sum(o.correct for o in answered), len(answered)),
+        "answered_and_correct": wilson_interval(correct, len(answerable)),
+        "accuracy_of_answered": wilson_interval(correct, len(answered)),
         "correct_abstention": {kind: wilson_interval(k, n) for kind, (k, n) in abstained.items()},
     }
     return {
         "intervals_95": intervals,
         "coverage": rate(len(answered), len(answerable)),
-        "answered_and_correct": rate(sum(o.correct for o in answerable), len(answerable)),
-        "accuracy_of_answered": rate(sum(o.correct for o in answered), len(answered)),
+        "answered_and_correct": rate(correct, len(answerable)),
+        "accuracy_of_answered": rate(correct, len(answered)),
         "f1_answerable": rate(sum(o.f1 for o in answerable), len(answerable)),
         "f1_answered": rate(sum(o.f1 for o in answered), len(answered)),
         "correct_abstention": abstention,
