@@ -120,19 +120,47 @@ guard_work/answerability_mpnet6/results.json: $(MPNET_RUNS)/cut6/results.json
 
 # The guard is trained on HaluEval, then continued with gemma-3-270m's own answers to
 # HaluEval questions, labelled against the gold answer (generating them takes ~45 min).
-models-guard: setup
+# Each step is a file target, so an interrupted build restarts at the first unfinished step:
+# a training stage's results.json is written last; gemma's answers are appended as they come
+# (a rerun skips the items already answered), and a split's .done stamp marks it finished.
+GUARD := guard_work/guard
+GUARD_DATA := $(GUARD)/data/train.jsonl.gz
+GUARD_STAGE1 := guard_work/guard_stages/stage1/results.json
+GEMMA_RAW := guard_work/gemma_answers
+GUARD_GEMMA := $(PY) scripts/guard_gemma_answers.py
+models-guard: setup $(GUARD)/final.json
+
+$(GUARD_DATA):
 	$(PY) scripts/guard_data.py
-	$(HEAVY) $(PY) scripts/guard_train.py --max-pairs 12000 --max-minutes 12 --lr 7e-5
-	$(HEAVY) $(PY) scripts/guard_gemma_answers.py --split test --items 300
-	$(HEAVY) $(PY) scripts/guard_gemma_answers.py --split train --items 1400 --max-minutes 32
-	$(HEAVY) $(PY) scripts/guard_train.py --warm-start guard_work/guard --gemma-repeat 3 --max-pairs 6000 --max-minutes 12 --lr 3e-5
-	$(HEAVY) $(PY) scripts/guard_gemma_answers.py --split validation --items 300
-	$(HEAVY) $(PY) scripts/guard_train.py --refit-threshold
+
+$(GUARD_STAGE1): | $(GUARD_DATA)
+	$(HEAVY) $(PY) scripts/guard_train.py --max-pairs 12000 --max-minutes 12 --lr 7e-5 --out $(@D) --results $@
+
+$(GEMMA_RAW)/test.done: | $(GUARD_DATA)
+	$(HEAVY) $(GUARD_GEMMA) --split test --items 300
+	touch $@
+
+$(GEMMA_RAW)/train.done: | $(GUARD_DATA)
+	$(HEAVY) $(GUARD_GEMMA) --split train --items 1400 --max-minutes 32
+	touch $@
+
+$(GEMMA_RAW)/validation.done: | $(GUARD_DATA)
+	$(HEAVY) $(GUARD_GEMMA) --split validation --items 300
+	touch $@
+
+$(GUARD)/results.json: $(GUARD_STAGE1) $(GEMMA_RAW)/test.done $(GEMMA_RAW)/train.done
+	$(HEAVY) $(PY) scripts/guard_train.py --warm-start $(<D) --gemma-repeat 3 --max-pairs 6000 --max-minutes 12 --lr 3e-5 --out $(@D) --results $@
+
+# The threshold refitted with gemma's validation answers on hand, the probe and the live
+# latency check; final.json (the guard's figures) is written last.
+$(GUARD)/final.json: $(GUARD)/results.json $(GEMMA_RAW)/validation.done
+	$(HEAVY) $(PY) scripts/guard_train.py --refit-threshold --out $(@D) --results scripts/results/crossenc_guard.json
 	$(HEAVY) $(PY) scripts/guard_probe.py
 	$(HEAVY) $(PY) scripts/guard_bench_live.py
+	cp scripts/results/crossenc_guard.json $@
 
 # The NLI verifier warm-starts from the guard and mixes in its HaluEval rows: guard first.
-models-nli: models-guard
+models-nli: setup $(GUARD)/final.json
 	$(PY) scripts/nli_data.py
 	$(HEAVY) $(PY) scripts/nli_train.py --epochs 1 --max-minutes 30 --lr 5e-5
 
@@ -140,7 +168,7 @@ models-nli: models-guard
 # warm-started from the answerability classifier, two epochs on the SQuAD pairs), then a third epoch
 # with HaluEval QA's training items added (scripts/reader_data.py), ~80 min in all; exported with its
 # start / end logits, its threshold fitted on gemma's labelled validation answers (guard's first).
-models-reader: models-answerability models-guard
+models-reader: setup guard_work/answerability/results.json $(GUARD)/final.json
 	$(PY) scripts/reader_data.py
 	$(HEAVY) $(PY) scripts/answer_train.py --span --warm-start guard_work/answerability --out guard_work/answer_span/stage1 --lr 5e-5 --epochs 1 --results guard_work/answer_span/stage1/results.json
 	$(HEAVY) $(PY) scripts/answer_train.py --span --warm-start guard_work/answer_span/stage1 --out guard_work/answer_span/stage2 --lr 3e-5 --epochs 1 --seed 14 --results guard_work/answer_span/stage2/results.json

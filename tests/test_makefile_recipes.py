@@ -1,8 +1,9 @@
-"""The answerability recipes in the Makefile restart at their first unfinished step.
+"""The answerability and guard recipes in the Makefile restart at their first unfinished step.
 
 Each step of ``make models-answerability`` and ``make models-answerability-mpnet`` is a file
 target (the step's results.json), so a step that has finished is not rerun, and building the
-mpnet gate's pairs never retrains the MiniLM gate. Checked with ``make -n`` (a dry run) in a
+mpnet gate's pairs never retrains the MiniLM gate. ``make models-guard`` likewise: its training
+stages by their results.json, gemma's answers per split by a stamp written when the split is done. Checked with ``make -n`` (a dry run) in a
 scratch folder holding a copy of the Makefile and the files its setup stamp hashes.
 """
 
@@ -104,3 +105,59 @@ def test_mpnet_recipe_restarts_at_its_first_unfinished_step(tmp_path: Path) -> N
     lines = _dry_run(_scratch(tmp_path, built), "models-answerability-mpnet")
     assert _outs(lines) == [str(Path(step).parent) for step in MPNET_STEPS[2:]]
     assert not [line for line in lines if "answer_data.py" in line or "mpnet_base.py" in line]
+
+
+GUARD_DATA = "guard_work/guard/data/train.jsonl.gz"
+GUARD_STAGE1 = "guard_work/guard_stages/stage1/results.json"
+GEMMA = {split: f"guard_work/gemma_answers/{split}.done" for split in ("test", "train", "validation")}
+GUARD = "guard_work/guard/results.json"
+GUARD_FINAL = "guard_work/guard/final.json"
+
+
+def _guard_steps(lines: list[str]) -> list[str]:
+    """Each guard step as 'train <out>', 'gemma <split>' or the script's name."""
+    steps = []
+    for line in lines:
+        words = line.split()
+        script = next((w for w in words if w.startswith("scripts/") and w.endswith(".py")), None)
+        if script is None:  # the copy of the figures into scripts/results
+            continue
+        if script.endswith("guard_train.py") and "--refit-threshold" not in words:
+            steps.append(f"train {words[words.index('--out') + 1]}")
+        elif script.endswith("guard_gemma_answers.py"):
+            steps.append(f"gemma {words[words.index('--split') + 1]}")
+        else:
+            steps.append(Path(script).stem + (" refit" if "--refit-threshold" in words else ""))
+    return steps
+
+
+def test_guard_recipe_from_nothing_runs_every_step_in_order(tmp_path: Path) -> None:
+    steps = _guard_steps(_dry_run(_scratch(tmp_path, []), "models-guard"))
+    assert steps == [
+        "guard_data",
+        "train guard_work/guard_stages/stage1",
+        "gemma test",
+        "gemma train",
+        "train guard_work/guard",
+        "gemma validation",
+        "guard_train refit",
+        "guard_probe",
+        "guard_bench_live",
+    ]
+
+
+def test_guard_recipe_restarts_at_its_first_unfinished_step(tmp_path: Path) -> None:
+    built = [GUARD_DATA, GUARD_STAGE1, GEMMA["test"]]
+    lines = _dry_run(_scratch(tmp_path, built), "models-guard")
+    assert _guard_steps(lines)[:2] == ["gemma train", "train guard_work/guard"]
+    # The second stage continues the first stage's model.
+    assert "--warm-start guard_work/guard_stages/stage1" in next(
+        line for line in lines if "--gemma-repeat" in line
+    )
+
+
+def test_finished_guard_runs_nothing_and_nli_starts_from_it(tmp_path: Path) -> None:
+    built = [GUARD_DATA, GUARD_STAGE1, *GEMMA.values(), GUARD, GUARD_FINAL]
+    folder = _scratch(tmp_path, built)
+    assert _dry_run(folder, "models-guard") == []
+    assert _guard_steps(_dry_run(folder, "models-nli")) == ["nli_data", "nli_train"]

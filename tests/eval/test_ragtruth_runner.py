@@ -189,6 +189,17 @@ def test_guard_work_scan_skips_the_question_side_models(tmp_path: Path) -> None:
     assert guard_work_folders(tmp_path / "none")[0] == []
 
 
+def test_guard_work_scan_skips_answerability_folders_by_their_recorded_name(tmp_path: Path) -> None:
+    for folder, name in (("answerability_mpnet6", "answerability"), ("span_try", "reader"), ("mine", "x")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "metadata.json").write_text(json.dumps({"name": name}))
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "metadata.json").write_text("not json")
+    names, notes = guard_work_folders(tmp_path)
+    assert names == [f"onnx:{tmp_path / 'broken'}", f"onnx:{tmp_path / 'mine'}"]
+    assert [n.split(":")[0] for n in notes] == ["answerability_mpnet6", "span_try"]
+
+
 def test_cli_ragtruth_lexical_writes_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "rt.json"
     assert main(["--ragtruth", "--verifier", "lexical", "--out", str(out), "--no-progress"]) == 0

@@ -419,6 +419,15 @@ def _timed(
     return out, (time.perf_counter() - t0) * 1000 / max(1, len(pairs))
 
 
+def _recorded_name(folder: Path) -> str | None:
+    """The ``name`` a model folder's metadata.json records (None when unreadable)."""
+    try:
+        name = json.loads((folder / "metadata.json").read_text(encoding="utf-8")).get("name")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return name if isinstance(name, str) else None
+
+
 def guard_work_folders(root: Path = GUARD_WORK) -> tuple[list[str], list[str]]:
     """``onnx:<folder>`` names for cross-encoder folders under guard_work/, and notes on skipped ones."""
     names, notes = [], []
@@ -427,8 +436,12 @@ def guard_work_folders(root: Path = GUARD_WORK) -> tuple[list[str], list[str]]:
     for folder in sorted(p for p in root.iterdir() if p.is_dir()):
         if not (folder / "metadata.json").exists():
             continue
-        if folder.name in NOT_SUPPORT_MODELS:
-            notes.append(f"{folder.name}: skipped ({NOT_SUPPORT_MODELS[folder.name]}, not support)")
+        # By the model's recorded name too: the answerability recipes write several folders
+        # (answerability_mpnet6, ...), none of which scores support.
+        kind = _recorded_name(folder)
+        why = NOT_SUPPORT_MODELS.get(folder.name) or NOT_SUPPORT_MODELS.get(kind or "")
+        if why:
+            notes.append(f"{folder.name}: skipped ({why}, not support)")
             continue
         where = folder.relative_to(ROOT) if folder.is_relative_to(ROOT) else folder
         # The guard and the NLI model are served as in training: evidence trimmed per sentence.
