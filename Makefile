@@ -95,7 +95,8 @@ guard_work/answerability/results.json: $(ANSWER_STAGES)/stage2/results.json | $(
 # It is the served gate (the default VERITY_ANSWER_DIR); it trains on the MiniLM gate's last-stage
 # pairs, guard_work/answerability/data (built when missing, without training the MiniLM gate).
 # The last epoch (session 10: validation AUROC 0.791 -> 0.806, split_b 0.740 -> 0.745) is
-# crossenc_answerability_mpnet6_epoch2.json.
+# crossenc_answerability_mpnet6_epoch2.json; session 15's rebuild by this recipe (the same
+# figures) is crossenc_answerability_mpnet6_recipe.json.
 # Each step is a file target (its results.json, written only when the run has finished, exported
 # and been evaluated), so an interrupted recipe restarts at the first step that has not finished.
 MPNET := guard_work/all-mpnet-base-v2
@@ -117,6 +118,7 @@ $(MPNET_RUNS)/cut6/results.json: $(MPNET_RUNS)/epoch2/results.json
 
 guard_work/answerability_mpnet6/results.json: $(MPNET_RUNS)/cut6/results.json
 	$(HEAVY) $(ANSWER_MPNET) --warm-start $(<D) --lr 2e-5 --epochs 1 --seed 3 --out $(@D) --results $@
+	cp $@ scripts/results/crossenc_answerability_mpnet6_recipe.json
 
 # The guard is trained on HaluEval, then continued with gemma-3-270m's own answers to
 # HaluEval questions, labelled against the gold answer (generating them takes ~45 min).

@@ -14,8 +14,8 @@ from verityrag.crossenc.evidence import trim_evidence
 from verityrag.crossenc.learned import LearnedPairCheck
 
 ANSWER_DIR_ENV = "VERITY_ANSWER_DIR"
-#: The served gate: all-mpnet-base-v2 cut to 6 layers (split_b AUROC 0.740 vs MiniLM's 0.679 at
-#: 67.6 MB int8 and ~18 ms per pair; ROADMAP, session 10).
+#: The served gate: all-mpnet-base-v2 cut to 6 layers (split_b AUROC 0.745 vs MiniLM's 0.680 at
+#: 67.6 MB int8 and ~12-18 ms per pair; ROADMAP, sessions 10 and 15).
 DEFAULT_ANSWER_DIR = Path("guard_work/answerability_mpnet6")
 BUILD_ANSWERABILITY = "make models-answerability-mpnet"
 #: The MiniLM gate and the training pairs every answerability model reads (scripts/answer_data.py,
