@@ -3,8 +3,9 @@
 Each step of ``make models-answerability`` and ``make models-answerability-mpnet`` is a file
 target (the step's results.json), so a step that has finished is not rerun, and building the
 mpnet gate's pairs never retrains the MiniLM gate. ``make models-guard`` likewise: its training
-stages by their results.json, gemma's answers per split by a stamp written when the split is done. Checked with ``make -n`` (a dry run) in a
-scratch folder holding a copy of the Makefile and the files its setup stamp hashes.
+stages by their results.json, gemma's answers per split by a stamp written when the split is
+done. Checked with ``make -n`` (a dry run) in a scratch folder holding a copy of the Makefile
+and the files its setup stamp hashes.
 """
 
 from __future__ import annotations
