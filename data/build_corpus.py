@@ -12,7 +12,9 @@ the source files and ``--seed``: running it twice gives byte-identical files.
 from __future__ import annotations
 
 import argparse
+import gzip
 import hashlib
+import io
 import json
 import random
 import re
@@ -23,9 +25,11 @@ from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
-DEFAULT_SQUAD_V1 = "../shared/data/squad_v1.1/dev-v1.1.json"
-DEFAULT_SQUAD_V2 = "../shared/data/squad_v2.0/dev-v2.0.reconstructed.json"
-DEFAULT_SPLIT = "../shared/data/squad_v2.0/answerability_split.json"
+# The sources are bundled gzipped (``gzip -n -9``) so a fresh clone rebuilds without ../shared;
+# the plain files under ../shared/data give the same outputs.
+DEFAULT_SQUAD_V1 = "data/squad_v1.1/dev-v1.1.json.gz"
+DEFAULT_SQUAD_V2 = "data/squad_v2.0/dev-v2.0.reconstructed.json.gz"
+DEFAULT_SPLIT = "data/squad_v2.0/answerability_split.json"
 DEFAULT_SEED = 13
 DEFAULT_OUT_DIR = "data"
 
@@ -102,19 +106,41 @@ def repo_path(path: str) -> Path:
     return p if p.is_absolute() else REPO_ROOT / p
 
 
+def open_source(path: Path) -> io.BufferedIOBase:
+    """Open a source file for reading bytes, decompressing a ``.gz`` file."""
+    if path.suffix == ".gz":
+        return gzip.open(path, "rb")
+    return path.open("rb")
+
+
+def source_name(path: Path) -> str:
+    """The source's name as the manifest records it: without a ``.gz`` suffix."""
+    return path.name.removesuffix(".gz")
+
+
+def content_size(path: Path) -> int:
+    """Byte count of the (uncompressed) content of a source file."""
+    with open_source(path) as fh:
+        return sum(len(block) for block in iter(lambda: fh.read(1 << 20), b""))
+
+
 def sha256_of(path: Path) -> str:
-    """Return the hex sha256 of a file."""
+    """Return the hex sha256 of a source file's (uncompressed) content.
+
+    Hashing the content rather than the gzip stream keeps the official sha256 of SQuAD 1.1
+    dev checkable on the bundled copy, and the manifest the same whichever copy was read.
+    """
     digest = hashlib.sha256()
-    with path.open("rb") as fh:
+    with open_source(path) as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
 
 
 def load_json(path: Path) -> Any:
-    """Load a UTF-8 JSON file."""
-    with path.open("r", encoding="utf-8") as fh:
-        return json.load(fh)
+    """Load a UTF-8 JSON file, gzipped or plain."""
+    with open_source(path) as fh:
+        return json.loads(fh.read().decode("utf-8"))
 
 
 def slugify(title: str) -> str:
@@ -198,8 +224,8 @@ def write_json(path: Path, obj: Json) -> None:
 def source_entry(path: Path) -> Json:
     """Manifest entry for one source file (name relative to the data folder)."""
     return {
-        "file": f"{path.parent.name}/{path.name}",
-        "bytes": path.stat().st_size,
+        "file": f"{path.parent.name}/{source_name(path)}",
+        "bytes": content_size(path),
         "sha256": sha256_of(path),
     }
 
