@@ -162,26 +162,58 @@ $(GUARD)/final.json: $(GUARD)/results.json $(GEMMA_RAW)/validation.done
 	cp scripts/results/crossenc_guard.json $@
 
 # The NLI verifier warm-starts from the guard and mixes in its HaluEval rows: guard first.
-models-nli: setup $(GUARD)/final.json
+# File targets, as above: the pairs by their validation file (nli_data.py writes it last), the
+# model by its results.json (a copy of its figures, written once training, export and evaluation
+# have finished), each adapted fold by a stamp; an interrupted build restarts where it stopped.
+NLI := guard_work/nli
+NLI_DATA := $(NLI)/data/validation.jsonl.gz
+NLI_RAGTRUTH := guard_work/nli_ragtruth
+models-nli: setup $(NLI)/results.json
+
+$(NLI_DATA): $(GUARD)/final.json
 	$(PY) scripts/nli_data.py
+
+$(NLI)/results.json: $(NLI_DATA)
 	$(HEAVY) $(PY) scripts/nli_train.py --epochs 1 --max-minutes 30 --lr 5e-5
+	cp scripts/results/crossenc_nli.json $@
 
 # The reader check's extractive reader: the extractive-QA answerability model (span + no-answer head,
 # warm-started from the answerability classifier, two epochs on the SQuAD pairs), then a third epoch
 # with HaluEval QA's training items added (scripts/reader_data.py), ~80 min in all; exported with its
 # start / end logits, its threshold fitted on gemma's labelled validation answers (guard's first).
-models-reader: setup guard_work/answerability/results.json $(GUARD)/final.json
+# Each step is a file target (a stage's results.json, written last; the reader's by a copy of
+# its figures), so an interrupted build restarts at the first unfinished step.
+SPAN := guard_work/answer_span
+READER_DATA := guard_work/reader_data/halueval_qa.jsonl.gz
+models-reader: setup guard_work/reader/results.json
+
+$(READER_DATA):
 	$(PY) scripts/reader_data.py
-	$(HEAVY) $(PY) scripts/answer_train.py --span --warm-start guard_work/answerability --out guard_work/answer_span/stage1 --lr 5e-5 --epochs 1 --results guard_work/answer_span/stage1/results.json
-	$(HEAVY) $(PY) scripts/answer_train.py --span --warm-start guard_work/answer_span/stage1 --out guard_work/answer_span/stage2 --lr 3e-5 --epochs 1 --seed 14 --results guard_work/answer_span/stage2/results.json
-	$(HEAVY) $(PY) scripts/answer_train.py --span --warm-start guard_work/answer_span/stage2 --extra-train guard_work/reader_data/halueval_qa.jsonl.gz --out guard_work/answer_span --lr 3e-5 --epochs 1 --seed 15 --max-minutes 45 --results guard_work/answer_span/results.json
+
+$(SPAN)/stage1/results.json: guard_work/answerability/results.json
+	$(HEAVY) $(PY) scripts/answer_train.py --span --warm-start $(<D) --out $(@D) --lr 5e-5 --epochs 1 --results $@
+
+$(SPAN)/stage2/results.json: $(SPAN)/stage1/results.json
+	$(HEAVY) $(PY) scripts/answer_train.py --span --warm-start $(<D) --out $(@D) --lr 3e-5 --epochs 1 --seed 14 --results $@
+
+$(SPAN)/results.json: $(SPAN)/stage2/results.json | $(READER_DATA)
+	$(HEAVY) $(PY) scripts/answer_train.py --span --warm-start $(<D) --extra-train $(READER_DATA) --out $(@D) --lr 3e-5 --epochs 1 --seed 15 --max-minutes 45 --results $@
+
+guard_work/reader/results.json: $(SPAN)/results.json $(GUARD)/final.json
 	$(HEAVY) $(PY) scripts/reader_build.py
+	cp scripts/results/answer_reader.json $@
 
 # The NLI model fine-tuned on RAGTruth's sources in two folds, each a quarter of the sources (half of the
 # benchmark's fitting half): each row holds the other fold out, and the `folds` row cross-fits the pair.
-models-nli-ragtruth: models-nli
+models-nli-ragtruth: setup $(NLI_RAGTRUTH)/adapt.done $(NLI_RAGTRUTH)_b2/adapt.done
+
+$(NLI_RAGTRUTH)/adapt.done: $(NLI)/results.json
 	$(HEAVY) $(PY) scripts/nli_ragtruth_adapt.py --epochs 2
+	touch $@
+
+$(NLI_RAGTRUTH)_b2/adapt.done: $(NLI)/results.json
 	$(HEAVY) $(PY) scripts/nli_ragtruth_adapt.py --epochs 2 --bucket 2
+	touch $@
 
 readme-results: setup
 	$(PY) scripts/update_readme_results.py

@@ -1,11 +1,13 @@
-"""The answerability and guard recipes in the Makefile restart at their first unfinished step.
+"""The learned checks' recipes in the Makefile restart at their first unfinished step.
 
 Each step of ``make models-answerability`` and ``make models-answerability-mpnet`` is a file
 target (the step's results.json), so a step that has finished is not rerun, and building the
 mpnet gate's pairs never retrains the MiniLM gate. ``make models-guard`` likewise: its training
 stages by their results.json, gemma's answers per split by a stamp written when the split is
-done. Checked with ``make -n`` (a dry run) in a scratch folder holding a copy of the Makefile
-and the files its setup stamp hashes.
+done. ``make models-nli``, ``models-nli-ragtruth`` and ``models-reader`` likewise, by their
+pairs, each model's results.json and each adapted fold's stamp. Checked with ``make -n`` (a
+dry run) in a scratch folder holding a copy of the Makefile and the files its setup stamp
+hashes.
 """
 
 from __future__ import annotations
@@ -162,3 +164,88 @@ def test_finished_guard_runs_nothing_and_nli_starts_from_it(tmp_path: Path) -> N
     folder = _scratch(tmp_path, built)
     assert _dry_run(folder, "models-guard") == []
     assert _guard_steps(_dry_run(folder, "models-nli")) == ["nli_data", "nli_train"]
+
+
+NLI_DATA = "guard_work/nli/data/validation.jsonl.gz"
+NLI = "guard_work/nli/results.json"
+NLI_FOLDS = ["guard_work/nli_ragtruth/adapt.done", "guard_work/nli_ragtruth_b2/adapt.done"]
+FINISHED_GUARD = [GUARD_DATA, GUARD_STAGE1, *GEMMA.values(), GUARD, GUARD_FINAL]
+
+
+def _script_steps(lines: list[str]) -> list[str]:
+    """Each command as its script's name, plus ``--out`` or ``--bucket`` where it has one."""
+    steps = []
+    for line in lines:
+        words = line.split()
+        script = next((w for w in words if w.startswith("scripts/") and w.endswith(".py")), None)
+        if script is None:  # the copy of the figures into the model folder
+            continue
+        step = Path(script).stem
+        for flag in ("--out", "--bucket"):
+            if flag in words:
+                step += f" {flag} {words[words.index(flag) + 1]}"
+        steps.append(step)
+    return steps
+
+
+def test_nli_recipes_from_a_finished_guard_run_every_step(tmp_path: Path) -> None:
+    folder = _scratch(tmp_path, FINISHED_GUARD)
+    assert _script_steps(_dry_run(folder, "models-nli-ragtruth")) == [
+        "nli_data",
+        "nli_train",
+        "nli_ragtruth_adapt",
+        "nli_ragtruth_adapt --bucket 2",
+    ]
+
+
+def test_nli_recipes_restart_at_the_first_unfinished_step(tmp_path: Path) -> None:
+    folder = _scratch(tmp_path, [*FINISHED_GUARD, NLI_DATA, NLI, NLI_FOLDS[0]])
+    assert _dry_run(folder, "models-nli") == []
+    assert _script_steps(_dry_run(folder, "models-nli-ragtruth")) == ["nli_ragtruth_adapt --bucket 2"]
+
+
+def test_a_retrained_guard_rebuilds_the_nli_pairs_and_model(tmp_path: Path) -> None:
+    # The guard finished after the NLI model was built from it: the NLI pairs mix in its rows.
+    folder = _scratch(tmp_path, [*FINISHED_GUARD[:-1], NLI_DATA, NLI, *NLI_FOLDS, GUARD_FINAL])
+    assert _script_steps(_dry_run(folder, "models-nli-ragtruth"))[:2] == ["nli_data", "nli_train"]
+
+
+SPAN_STAGES = [
+    "guard_work/answer_span/stage1/results.json",
+    "guard_work/answer_span/stage2/results.json",
+    "guard_work/answer_span/results.json",
+]
+READER_DATA = "guard_work/reader_data/halueval_qa.jsonl.gz"
+READER = "guard_work/reader/results.json"
+FINISHED_MINILM = [PLAIN_DATA, DATA, STAGE1, STAGE2, MINILM]
+
+
+def test_reader_recipe_from_finished_gates_runs_every_step_in_order(tmp_path: Path) -> None:
+    lines = _dry_run(_scratch(tmp_path, [*FINISHED_MINILM, *FINISHED_GUARD]), "models-reader")
+    steps = _script_steps(lines)
+    assert steps == [
+        "answer_train --out guard_work/answer_span/stage1",
+        "answer_train --out guard_work/answer_span/stage2",
+        "reader_data",
+        "answer_train --out guard_work/answer_span",
+        "reader_build",
+    ]
+    # Each stage continues the one before it; the first continues the MiniLM gate.
+    warm = [line.split()[line.split().index("--warm-start") + 1] for line in lines if "--span" in line]
+    assert warm == [
+        "guard_work/answerability",
+        "guard_work/answer_span/stage1",
+        "guard_work/answer_span/stage2",
+    ]
+
+
+def test_reader_recipe_restarts_at_its_first_unfinished_step(tmp_path: Path) -> None:
+    built = [*FINISHED_MINILM, *FINISHED_GUARD, SPAN_STAGES[0]]
+    steps = _script_steps(_dry_run(_scratch(tmp_path, built), "models-reader"))
+    assert steps[0] == "answer_train --out guard_work/answer_span/stage2"
+    assert "answer_train --out guard_work/answer_span/stage1" not in steps
+
+
+def test_finished_reader_runs_nothing(tmp_path: Path) -> None:
+    built = [*FINISHED_MINILM, *FINISHED_GUARD, READER_DATA, *SPAN_STAGES, READER]
+    assert _dry_run(_scratch(tmp_path, built), "models-reader") == []
