@@ -118,23 +118,23 @@ def source_name(path: Path) -> str:
     return path.name.removesuffix(".gz")
 
 
-def content_size(path: Path) -> int:
-    """Byte count of the (uncompressed) content of a source file."""
-    with open_source(path) as fh:
-        return sum(len(block) for block in iter(lambda: fh.read(1 << 20), b""))
-
-
-def sha256_of(path: Path) -> str:
-    """Return the hex sha256 of a source file's (uncompressed) content.
+def content_digest(path: Path) -> tuple[int, str]:
+    """Byte count and hex sha256 of a source file's (uncompressed) content, in one read.
 
     Hashing the content rather than the gzip stream keeps the official sha256 of SQuAD 1.1
     dev checkable on the bundled copy, and the manifest the same whichever copy was read.
     """
-    digest = hashlib.sha256()
+    digest, size = hashlib.sha256(), 0
     with open_source(path) as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
-    return digest.hexdigest()
+            size += len(block)
+    return size, digest.hexdigest()
+
+
+def sha256_of(path: Path) -> str:
+    """Return the hex sha256 of a source file's (uncompressed) content."""
+    return content_digest(path)[1]
 
 
 def load_json(path: Path) -> Any:
@@ -223,11 +223,8 @@ def write_json(path: Path, obj: Json) -> None:
 
 def source_entry(path: Path) -> Json:
     """Manifest entry for one source file (name relative to the data folder)."""
-    return {
-        "file": f"{path.parent.name}/{source_name(path)}",
-        "bytes": content_size(path),
-        "sha256": sha256_of(path),
-    }
+    size, sha256 = content_digest(path)
+    return {"file": f"{path.parent.name}/{source_name(path)}", "bytes": size, "sha256": sha256}
 
 
 def question_row(qa: Json, kind: str, title: str, answers: list[str], source_doc_id: str | None) -> Json:

@@ -117,12 +117,17 @@ GUARD = "guard_work/guard/results.json"
 GUARD_FINAL = "guard_work/guard/final.json"
 
 
+def _script_of(words: list[str]) -> str | None:
+    """The Python script a command runs, if any."""
+    return next((w for w in words if w.startswith("scripts/") and w.endswith(".py")), None)
+
+
 def _guard_steps(lines: list[str]) -> list[str]:
     """Each guard step as 'train <out>', 'gemma <split>' or the script's name."""
     steps = []
     for line in lines:
         words = line.split()
-        script = next((w for w in words if w.startswith("scripts/") and w.endswith(".py")), None)
+        script = _script_of(words)
         if script is None:  # the copy of the figures into scripts/results
             continue
         if script.endswith("guard_train.py") and "--refit-threshold" not in words:
@@ -177,7 +182,7 @@ def _script_steps(lines: list[str]) -> list[str]:
     steps = []
     for line in lines:
         words = line.split()
-        script = next((w for w in words if w.startswith("scripts/") and w.endswith(".py")), None)
+        script = _script_of(words)
         if script is None:  # the copy of the figures into the model folder
             continue
         step = Path(script).stem
