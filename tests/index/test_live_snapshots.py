@@ -145,10 +145,14 @@ def test_replace_under_concurrent_readers_is_never_half_applied(add_texts: Calla
     observed: set[str] = set()
 
     def writer() -> None:
+        # 400 replaces at least; on a loaded machine the readers may be starved for all of
+        # them, so the writer goes on (up to 10x) until they have seen both versions.
         try:
-            for i in range(400):
+            i = 0
+            while i < 400 or (observed != {"A", "B"} and i < 4000):
                 add_texts(index, {"doc": versions["B" if i % 2 == 0 else "A"]})
                 add_texts(index, {f"other{i % 50}": [f"filler text {i}"]})
+                i += 1
         except BaseException as exc:
             errors.append(exc)
         finally:
