@@ -91,9 +91,11 @@ def test_minilm_recipe_restarts_after_its_last_finished_stage(tmp_path: Path) ->
     assert "--data" not in last
 
 
+FINISHED_MINILM = [PLAIN_DATA, DATA, STAGE1, STAGE2, MINILM]
+
+
 def test_finished_minilm_recipe_runs_nothing(tmp_path: Path) -> None:
-    built = [PLAIN_DATA, DATA, STAGE1, STAGE2, MINILM]
-    assert _outs(_dry_run(_scratch(tmp_path, built), "models-answerability")) == []
+    assert _outs(_dry_run(_scratch(tmp_path, FINISHED_MINILM), "models-answerability")) == []
 
 
 def test_mpnet_recipe_builds_its_pairs_without_training_minilm(tmp_path: Path) -> None:
@@ -115,6 +117,7 @@ GUARD_STAGE1 = "guard_work/guard_stages/stage1/results.json"
 GEMMA = {split: f"guard_work/gemma_answers/{split}.done" for split in ("test", "train", "validation")}
 GUARD = "guard_work/guard/results.json"
 GUARD_FINAL = "guard_work/guard/final.json"
+FINISHED_GUARD = [GUARD_DATA, GUARD_STAGE1, *GEMMA.values(), GUARD, GUARD_FINAL]
 
 
 def _script_of(words: list[str]) -> str | None:
@@ -165,8 +168,7 @@ def test_guard_recipe_restarts_at_its_first_unfinished_step(tmp_path: Path) -> N
 
 
 def test_finished_guard_runs_nothing_and_nli_starts_from_it(tmp_path: Path) -> None:
-    built = [GUARD_DATA, GUARD_STAGE1, *GEMMA.values(), GUARD, GUARD_FINAL]
-    folder = _scratch(tmp_path, built)
+    folder = _scratch(tmp_path, FINISHED_GUARD)
     assert _dry_run(folder, "models-guard") == []
     assert _guard_steps(_dry_run(folder, "models-nli")) == ["nli_data", "nli_train"]
 
@@ -174,7 +176,6 @@ def test_finished_guard_runs_nothing_and_nli_starts_from_it(tmp_path: Path) -> N
 NLI_DATA = "guard_work/nli/data/validation.jsonl.gz"
 NLI = "guard_work/nli/results.json"
 NLI_FOLDS = ["guard_work/nli_ragtruth/adapt.done", "guard_work/nli_ragtruth_b2/adapt.done"]
-FINISHED_GUARD = [GUARD_DATA, GUARD_STAGE1, *GEMMA.values(), GUARD, GUARD_FINAL]
 
 
 def _script_steps(lines: list[str]) -> list[str]:
@@ -222,7 +223,6 @@ SPAN_STAGES = [
 ]
 READER_DATA = "guard_work/reader_data/halueval_qa.jsonl.gz"
 READER = "guard_work/reader/results.json"
-FINISHED_MINILM = [PLAIN_DATA, DATA, STAGE1, STAGE2, MINILM]
 
 
 def test_reader_recipe_from_finished_gates_runs_every_step_in_order(tmp_path: Path) -> None:
