@@ -55,7 +55,7 @@ def test_gzipped_and_plain_sources_hash_and_load_alike(build_corpus: ModuleType,
     plain, packed = tmp_path / "s.json", tmp_path / "s.json.gz"
     plain.write_bytes(payload)
     packed.write_bytes(gzip.compress(payload))
-    assert build_corpus.sha256_of(plain) == build_corpus.sha256_of(packed)
+    assert build_corpus.content_digest(plain) == build_corpus.content_digest(packed)
     assert build_corpus.load_json(plain) == build_corpus.load_json(packed)
     assert build_corpus.source_entry(packed) == build_corpus.source_entry(plain)
 
@@ -67,3 +67,14 @@ def test_a_missing_source_is_an_error_naming_it(
     assert build_corpus.main(["--squad-v1", str(missing), "--out-dir", str(tmp_path / "out")]) == 2
     assert str(missing) in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_source_other_than_the_official_file_is_warned_about(
+    build_corpus: ModuleType,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(build_corpus, "SQUAD_V1_DEV_SHA256", "0" * 64)  # as if the file had been edited
+    assert build_corpus.main(["--out-dir", str(tmp_path)]) == 0
+    assert "SQuAD 1.1 dev sha256 differs from the official file" in capsys.readouterr().err
