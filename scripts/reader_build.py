@@ -8,7 +8,7 @@
    ``label_answer``): right answers against wrong ones, and in particular against the
    *wrong-but-grounded* ones (copied evidence that answers something else), which no support
    check can catch. The threshold is fitted on the validation answers (items 7500-7999; rule:
-   the highest Youden's J, true-positive rate minus false-positive rate) and reported on the
+   the highest threshold that flags at most 10% of the right answers) and reported on the
    test answers (items 8000-9999). Verity-Guard at its gemma threshold is measured beside it,
    and both together as the agent runs them (guard, then reader).
 
@@ -41,7 +41,7 @@ from guard_gemma_answers import HALUEVAL, RAW, _done, _items, label_answer  # no
 
 from verityrag.crossenc.build import halueval_knowledge  # noqa: E402
 from verityrag.crossenc.encoding import PairEncoder, load_tokenizer, pad_batch  # noqa: E402
-from verityrag.crossenc.metrics import auroc  # noqa: E402
+from verityrag.crossenc.metrics import auroc, threshold_for_false_flag_rate  # noqa: E402
 from verityrag.crossenc.model_folder import (  # noqa: E402
     ONNX_FP32_FILE,
     ONNX_INT8_FILE,
@@ -58,6 +58,11 @@ SPAN_MODEL = ROOT / "guard_work" / "answer_span"
 RESULTS = ROOT / "scripts" / "results" / "answer_reader.json"
 #: label_answer's reasons kept here: the right answers and the two kinds of wrong ones.
 KINDS = ("right", "wrong_but_grounded", "wrong_ungrounded")
+#: The threshold flags at most this share of the right validation answers (the convention of
+#: issue 5's answerability figures). Session 17 replaced Youden's J: refitted on bootstrap
+#: resamples of the ~230 validation answers it landed <= 0.06 or >= 0.14 (5-95%: 0.029-0.230);
+#: this rule's 5-95% range is 0.006-0.068 (ROADMAP, "Session 17").
+MAX_RIGHT_FLAGGED = 0.10
 LOGIT_CHECK_PAIRS = 32
 
 
@@ -121,17 +126,6 @@ def labelled_answers(items: list[dict[str, Any]], raw: Path, split: str) -> list
     return rows
 
 
-def youden_threshold(scores: np.ndarray, right: np.ndarray) -> float:
-    """The threshold t (flag when score < t) with the highest true-positive minus false-positive rate."""
-    best_t, best_j = 0.0, -1.0
-    for t in np.unique(np.concatenate([scores, [1.01]])):
-        caught = (scores[~right] < t).mean()
-        flagged = (scores[right] < t).mean()
-        if caught - flagged > best_j:
-            best_t, best_j = float(t), caught - flagged
-    return min(best_t, 1.0)
-
-
 def figures(
     scores: np.ndarray, guard: np.ndarray, why: np.ndarray, threshold: float, guard_threshold: float
 ) -> dict[str, Any]:
@@ -187,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         data={
             **span_meta.data,
             "threshold": "gemma-3-270m answers to HaluEval validation items 7500-7999 "
-            "(scripts/guard_gemma_answers.py), right vs wrong, highest Youden's J",
+            f"(scripts/guard_gemma_answers.py): at most {MAX_RIGHT_FLAGGED:.0%} of the right ones flagged",
         },
         created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         max_length=span_meta.max_length,
@@ -216,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         guard_scores = guard.score_pairs([(r["evidence"], r["answer"]) for r in rows])
         scored[split] = (np.array(reader_scores), np.array(guard_scores), np.array([r["why"] for r in rows]))
     v_scores, _, v_why = scored["validation"]
-    threshold = youden_threshold(v_scores, v_why == "right")
+    threshold = threshold_for_false_flag_rate(v_scores[v_why == "right"], MAX_RIGHT_FLAGGED)
     results = {
         "what": "ReaderCheck (share of the extractive reader's top spans contained in the answer) on "
         "gemma-3-270m answers to HaluEval questions, labelled against the gold answer",
@@ -224,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         "top_k": TOP_K,
         "evidence_words": EVIDENCE_WORDS,
         "threshold": threshold,
-        "threshold_rule": "highest Youden's J on the validation answers",
+        "threshold_rule": f"highest threshold flagging at most {MAX_RIGHT_FLAGGED:.0%} of the right validation answers",
         "guard_threshold": guard.threshold,
         "guard_threshold_rule": "LearnedGuard(answers_from='gemma'): metadata threshold_by_validation_source",
         "latency_ms_per_answer": {
