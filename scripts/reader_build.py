@@ -59,7 +59,7 @@ RESULTS = ROOT / "scripts" / "results" / "answer_reader.json"
 #: label_answer's reasons kept here: the right answers and the two kinds of wrong ones.
 KINDS = ("right", "wrong_but_grounded", "wrong_ungrounded")
 #: The threshold flags at most this share of the right validation answers (the convention of
-#: issue 5's answerability figures). Session 17 replaced Youden's J: refitted on bootstrap
+#: issue 5's figures, and Verity-Guard's rule in guard_train.fit_threshold). Session 17 replaced Youden's J: refitted on bootstrap
 #: resamples of the ~230 validation answers it landed <= 0.06 or >= 0.14 (5-95%: 0.029-0.230);
 #: this rule's 5-95% range is 0.006-0.068 (ROADMAP, "Session 17").
 MAX_RIGHT_FLAGGED = 0.10
