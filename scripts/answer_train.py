@@ -44,7 +44,12 @@ from verityrag.crossenc.build import (  # noqa: E402
     trainer_from_args,
     training_record,
 )
-from verityrag.crossenc.metrics import auroc, negatives_caught, threshold_for_false_flag_rate  # noqa: E402
+from verityrag.crossenc.metrics import (  # noqa: E402
+    OPERATING_FALSE_FLAG_RATE,
+    auroc,
+    negatives_caught,
+    threshold_for_false_flag_rate,
+)
 from verityrag.crossenc.span import SpanAnswerabilityTrainer  # noqa: E402
 
 RESULTS = ROOT / "scripts" / "results" / "crossenc_answerability.json"
@@ -77,7 +82,7 @@ def evaluate(scores: list[float], rows: list[dict[str, Any]], threshold: float) 
     for s, r in zip(scores, rows, strict=True):
         by_kind.setdefault(r["kind"], []).append(s)
     pos, neg = by_kind.get("answerable", []), by_kind.get("unanswerable", [])
-    t10 = threshold_for_false_flag_rate(pos, 0.10)
+    t10 = threshold_for_false_flag_rate(pos, OPERATING_FALSE_FLAG_RATE)
     return {
         "pairs": {k: len(v) for k, v in by_kind.items()},
         "auroc_unanswerable": auroc([1 - s for s in pos + neg], [0] * len(pos) + [1] * len(neg)),
@@ -195,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     val_scores = scorer.score_pairs([(r["question"], r["evidence"]) for r in validation])
     val_pos = [s for s, r in zip(val_scores, validation, strict=True) if r["kind"] == "answerable"]
-    threshold = threshold_for_false_flag_rate(val_pos, 0.10)
+    threshold = threshold_for_false_flag_rate(val_pos, OPERATING_FALSE_FLAG_RATE)
     test_scores = scorer.score_pairs([(r["question"], r["evidence"]) for r in test])
     score_s = time.perf_counter() - t0
     metrics = {

@@ -43,7 +43,12 @@ from verityrag.crossenc.build import (  # noqa: E402
     trainer_from_args,
     training_record,
 )
-from verityrag.crossenc.metrics import auroc, negatives_caught, threshold_for_false_flag_rate  # noqa: E402
+from verityrag.crossenc.metrics import (  # noqa: E402
+    OPERATING_FALSE_FLAG_RATE,
+    auroc,
+    negatives_caught,
+    threshold_for_false_flag_rate,
+)
 from verityrag.guard import DEFAULT_GUARD_DIR  # noqa: E402
 
 RESULTS = ROOT / "scripts" / "results" / "crossenc_guard.json"
@@ -117,7 +122,7 @@ def fit_threshold(
     val_scores = scorer.score_pairs([(r["evidence"], r["answer"]) for r in validation])
     by_source = {
         "halueval": threshold_for_false_flag_rate(
-            [s for s, r in zip(val_scores, validation, strict=True) if r["label"]], 0.10
+            [s for s, r in zip(val_scores, validation, strict=True) if r["label"]], OPERATING_FALSE_FLAG_RATE
         )
     }
     gemma_path = data / "gemma_validation.jsonl.gz"
@@ -125,7 +130,7 @@ def fit_threshold(
         rows = read_pairs(gemma_path)
         scores = scorer.score_pairs([(r["evidence"], r["answer"]) for r in rows])
         by_source["gemma"] = threshold_for_false_flag_rate(
-            [s for s, r in zip(scores, rows, strict=True) if r["label"]], 0.10
+            [s for s, r in zip(scores, rows, strict=True) if r["label"]], OPERATING_FALSE_FLAG_RATE
         )
     return by_source["halueval"], by_source, val_scores, validation
 

@@ -35,7 +35,12 @@ from verityrag.crossenc.build import (  # noqa: E402
     trainer_from_args,
     training_record,
 )
-from verityrag.crossenc.metrics import auroc, negatives_caught, threshold_for_false_flag_rate  # noqa: E402
+from verityrag.crossenc.metrics import (  # noqa: E402
+    OPERATING_FALSE_FLAG_RATE,
+    auroc,
+    negatives_caught,
+    threshold_for_false_flag_rate,
+)
 from verityrag.guard import DEFAULT_GUARD_DIR  # noqa: E402
 from verityrag.verify.learned_nli import DEFAULT_NLI_DIR  # noqa: E402
 
@@ -95,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     val_scores = scorer.score_pairs([(r["premise"], r["hypothesis"]) for r in validation])
     score_s = time.perf_counter() - t0
     threshold = threshold_for_false_flag_rate(
-        [s for s, r in zip(val_scores, validation, strict=True) if r["label"]], 0.10
+        [s for s, r in zip(val_scores, validation, strict=True) if r["label"]], OPERATING_FALSE_FLAG_RATE
     )
     meta.data = {
         "train": "scripts/nli_data.py: SQuAD 2.0 train prefix (11 articles) + dev split_a (14 articles): copied, "

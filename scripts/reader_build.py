@@ -41,7 +41,11 @@ from guard_gemma_answers import HALUEVAL, RAW, _done, _items, label_answer  # no
 
 from verityrag.crossenc.build import halueval_knowledge  # noqa: E402
 from verityrag.crossenc.encoding import PairEncoder, load_tokenizer, pad_batch  # noqa: E402
-from verityrag.crossenc.metrics import auroc, threshold_for_false_flag_rate  # noqa: E402
+from verityrag.crossenc.metrics import (  # noqa: E402
+    OPERATING_FALSE_FLAG_RATE,
+    auroc,
+    threshold_for_false_flag_rate,
+)
 from verityrag.crossenc.model_folder import (  # noqa: E402
     ONNX_FP32_FILE,
     ONNX_INT8_FILE,
@@ -58,11 +62,6 @@ SPAN_MODEL = ROOT / "guard_work" / "answer_span"
 RESULTS = ROOT / "scripts" / "results" / "answer_reader.json"
 #: label_answer's reasons kept here: the right answers and the two kinds of wrong ones.
 KINDS = ("right", "wrong_but_grounded", "wrong_ungrounded")
-#: The threshold flags at most this share of the right validation answers (the convention of
-#: issue 5's figures, and Verity-Guard's rule in guard_train.fit_threshold). Session 17 replaced Youden's J: refitted on bootstrap
-#: resamples of the ~230 validation answers it landed <= 0.06 or >= 0.14 (5-95%: 0.029-0.230);
-#: this rule's 5-95% range is 0.006-0.068 (ROADMAP, "Session 17").
-MAX_RIGHT_FLAGGED = 0.10
 LOGIT_CHECK_PAIRS = 32
 
 
@@ -181,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         data={
             **span_meta.data,
             "threshold": "gemma-3-270m answers to HaluEval validation items 7500-7999 "
-            f"(scripts/guard_gemma_answers.py): at most {MAX_RIGHT_FLAGGED:.0%} of the right ones flagged",
+            f"(scripts/guard_gemma_answers.py): at most {OPERATING_FALSE_FLAG_RATE:.0%} of the right ones flagged",
         },
         created=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         max_length=span_meta.max_length,
@@ -210,7 +209,11 @@ def main(argv: list[str] | None = None) -> int:
         guard_scores = guard.score_pairs([(r["evidence"], r["answer"]) for r in rows])
         scored[split] = (np.array(reader_scores), np.array(guard_scores), np.array([r["why"] for r in rows]))
     v_scores, _, v_why = scored["validation"]
-    threshold = threshold_for_false_flag_rate(v_scores[v_why == "right"], MAX_RIGHT_FLAGGED)
+    # At most OPERATING_FALSE_FLAG_RATE of the right answers flagged, Verity-Guard's rule too.
+    # Session 17 replaced Youden's J, which refitted on bootstrap resamples of the ~230
+    # validation answers landed <= 0.06 or >= 0.14 (5-95%: 0.029-0.230); this rule's 5-95%
+    # range is 0.006-0.068 (ROADMAP, "Session 17").
+    threshold = threshold_for_false_flag_rate(v_scores[v_why == "right"], OPERATING_FALSE_FLAG_RATE)
     results = {
         "what": "ReaderCheck (share of the extractive reader's top spans contained in the answer) on "
         "gemma-3-270m answers to HaluEval questions, labelled against the gold answer",
@@ -218,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         "top_k": TOP_K,
         "evidence_words": EVIDENCE_WORDS,
         "threshold": threshold,
-        "threshold_rule": f"highest threshold flagging at most {MAX_RIGHT_FLAGGED:.0%} of the right validation answers",
+        "threshold_rule": f"highest threshold flagging at most {OPERATING_FALSE_FLAG_RATE:.0%} of the right validation answers",
         "guard_threshold": guard.threshold,
         "guard_threshold_rule": "LearnedGuard(answers_from='gemma'): metadata threshold_by_validation_source",
         "latency_ms_per_answer": {

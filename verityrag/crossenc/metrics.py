@@ -37,6 +37,12 @@ def auroc(scores: Sequence[float], labels: Sequence[int]) -> float:
     return float(weighted_aurocs(y, s, np.ones((1, len(s))))[0])
 
 
+#: The operating point every cross-encoder threshold is fitted at: at most this share of the
+#: positives (answerable questions, supported answers, right answers) flagged wrongly, the
+#: "<= 10% answerable wrongly flagged" of the cross-encoders issue.
+OPERATING_FALSE_FLAG_RATE = 0.10
+
+
 def threshold_for_false_flag_rate(positive_scores: Sequence[float], rate: float) -> float:
     """Largest threshold t with at most ``rate`` of the positives below t (flagged wrongly)."""
     s = np.sort(np.asarray(positive_scores, dtype=np.float64))
