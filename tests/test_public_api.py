@@ -71,6 +71,17 @@ def test_pipeline_importable_by_module_path() -> None:
 
 
 @pytest.mark.unit
+def test_agent_importable_by_package_path() -> None:
+    # README and DESIGN.md name `verityrag.agent.AgentController`: the package must export it.
+    import verityrag.agent.controller
+    import verityrag.agent.sufficiency
+    from verityrag.agent import AgentController, SufficiencyGate
+
+    assert AgentController is verityrag.agent.controller.AgentController
+    assert SufficiencyGate is verityrag.agent.sufficiency.SufficiencyGate
+
+
+@pytest.mark.unit
 def test_errors_form_documented_hierarchy() -> None:
     assert issubclass(verityrag.InvalidInputError, verityrag.VerityRAGError)
     assert issubclass(verityrag.InvalidInputError, ValueError)
