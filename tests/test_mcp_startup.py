@@ -1,0 +1,44 @@
+"""Which MCP start-ups calibrate on the bundled questions: only a whole bundled corpus in a new index."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from verityrag import mcp_server
+from verityrag.pipeline import VerityRAGPipeline
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.fixture
+def calibrations(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Record calibrate_on_bundled calls (the real one trains a reranker: seconds, tested elsewhere)."""
+    calls: list[int] = []
+    monkeypatch.setattr(
+        mcp_server, "calibrate_on_bundled", lambda pipeline: calls.append(pipeline.index.n_documents)
+    )
+    return calls
+
+
+def test_whole_bundled_corpus_is_calibrated_once(calibrations: list[int]) -> None:
+    pipeline = mcp_server.startup_pipeline(None, None)
+    assert calibrations == [pipeline.index.n_documents]
+    assert pipeline.index.n_documents > 500
+
+
+def test_prefix_of_the_corpus_keeps_the_shipped_gate(calibrations: list[int]) -> None:
+    pipeline = mcp_server.startup_pipeline(None, 20)
+    assert pipeline.index.n_documents == 20
+    assert calibrations == []
+
+
+def test_restored_index_is_not_refilled_or_calibrated(tmp_path: Path, calibrations: list[int]) -> None:
+    own = VerityRAGPipeline(data_dir=tmp_path)
+    own.ingest_document("mine", "Mine", "A document of the user's own, not the bundled corpus.")
+    assert own.store is not None
+    own.store.close()
+    pipeline = mcp_server.startup_pipeline(tmp_path, None)
+    assert pipeline.index.n_documents == 1
+    assert calibrations == []
