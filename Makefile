@@ -231,7 +231,7 @@ bench-checks: setup
 bench-api: setup
 	$(PY) scripts/bench_api.py
 
-# The eval with the offline gemma-3-270m writing the answers (~10 min on 2 cores; docs/llm.md).
+# The eval with the offline gemma-3-270m writing the answers (~4 min on 2 cores; docs/llm.md).
 eval-llm: setup
 	$(PY) -m verityrag.eval --real-llm local --max-test-questions 60
 
