@@ -139,11 +139,12 @@ def running_services(
         _stop(services)
 
 
-def _check(api_url: str) -> int:
+def check_query(api_url: str) -> int:
+    """Ask the API one question and print the verdict: 0 when it answers, 1 when it abstains."""
     reply = httpx.post(f"{api_url}/query", json={"question": CHECK_QUESTION}, timeout=30, trust_env=False)
     reply.raise_for_status()
     body = reply.json()
-    verdict = f"abstained ({body['reason']})" if body["abstained"] else f"answered: {body['answer']}"
+    verdict = f"abstained ({body['abstain_reason']})" if body["abstained"] else f"answered: {body['answer']}"
     print(f"check: POST /query {CHECK_QUESTION!r} -> {verdict}", flush=True)
     return 0 if not body["abstained"] else 1
 
@@ -177,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"API:           {api.url}  (OpenAPI docs: {api.url}/docs)")
             print(f"Streamlit app: {ui.url}")
             if args.check:
-                return _check(api.url)
+                return check_query(api.url)
             print("Ctrl-C stops both.", flush=True)
             while all(s.process.poll() is None for s in services):
                 time.sleep(0.5)
