@@ -13,6 +13,7 @@ from fastapi import FastAPI
 
 from verityrag import AbstainReason, VerityRAGPipeline
 from verityrag.api import create_app
+from verityrag.api.streaming import sentence_support
 
 pytestmark = pytest.mark.integration
 
@@ -123,3 +124,12 @@ def test_openapi_describes_stream_as_event_stream(client: httpx.Client) -> None:
     assert "text/event-stream" in operation["responses"]["200"]["content"]
     assert operation["responses"]["422"]
     assert operation["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("QueryIn")
+
+
+def test_sentence_support_is_its_weakest_claims() -> None:
+    # "A, but B." is two claims: the sentence's support is the lower one, not null.
+    support = {"Watt improved the engine in 1769": 0.9, "Newcomen built the first one in 1712.": 0.4}
+    two_claims = "Watt improved the engine in 1769, but Newcomen built the first one in 1712."
+    assert sentence_support(two_claims, support) == 0.4
+    assert sentence_support("Newcomen built the first one in 1712.", support) == 0.4
+    assert sentence_support("Nothing here was scored.", support) is None

@@ -304,8 +304,8 @@ def create_app(
         """The same query as `POST /query` (same body), answered as Server-Sent Events.
 
         Events, in order: one `stage` per trace step (`stage`, `duration_ms`, `details` with
-        the step's figures); when answered, one `sentence` per answer sentence that passed
-        grounding (`index`, `text`, `citations`, `support`); last, one `report` whose data is
+        the step's figures); when answered, one `sentence` per answer sentence the request's
+        strictness kept (`index`, `text`, `citations`, `support`: its weakest claim's); last, one `report` whose data is
         exactly the `POST /query` response. An abstention sends the stages, then the report
         (`abstained`, `abstain_reason`). Each event's data is one line of JSON.
 

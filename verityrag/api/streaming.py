@@ -2,7 +2,7 @@
 
 Formatting only. The order is fixed: one ``stage`` event per trace step (the endpoint
 sends these live, as the agent records them), then (when answered) one ``sentence`` event
-per answer sentence that passed grounding, then one ``report`` event whose data is exactly
+per answer sentence the request's strictness kept (``support``: its weakest claim's), then one ``report`` event whose data is exactly
 ``POST /query``'s response body; or, when the query fails after the stream began, one
 ``error`` event instead of the sentences and report.
 """
@@ -10,10 +10,11 @@ per answer sentence that passed grounding, then one ``report`` event whose data 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from verityrag.api.models import QueryOut
+from verityrag.verify.claims import split_claims
 
 MEDIA_TYPE = "text/event-stream"
 EVENTS = ("stage", "sentence", "report", "error")
@@ -44,6 +45,13 @@ def sse_event(event: str, data: Any) -> str:
     return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'), allow_nan=False)}\n\n"
 
 
+def sentence_support(text: str, support: Mapping[str, float]) -> float | None:
+    """A sentence's support: the weakest of its claims' (the grounding report scores claims,
+    and a sentence such as "A did X, but B did Y." is two); None when none was scored."""
+    scores = [support[claim] for claim in split_claims(text) if claim in support]
+    return min(scores) if scores else None
+
+
 def query_events(report: QueryOut, sentences: list[dict[str, Any]], stages: bool = True) -> Iterator[str]:
     """The stream for one answered or abstained query.
 
@@ -55,5 +63,7 @@ def query_events(report: QueryOut, sentences: list[dict[str, Any]], stages: bool
     if not report.abstained:
         support = {claim.claim: claim.support for claim in report.grounding.claims}
         for i, sentence in enumerate(sentences):
-            yield sse_event("sentence", {"index": i, **sentence, "support": support.get(sentence["text"])})
+            yield sse_event(
+                "sentence", {"index": i, **sentence, "support": sentence_support(sentence["text"], support)}
+            )
     yield sse_event("report", report.model_dump(mode="json"))
