@@ -2,7 +2,8 @@
 
 Two tabs. "Ask a question": the bundled corpus, calibrated once per process; the answer
 with its grounding score, the support of each claim, the claims the verifier did not
-support (an LLM answer's; dropped, or kept under ``loose``), the evidence and the agent's
+support (an LLM answer's; dropped, or kept under ``loose``: the bundled pipeline is
+extractive, so the section shows only for a pipeline given an LLM answer strategy), the evidence and the agent's
 trace, or the refusal with its reason. "Real-time streaming demo": a question refused,
 documents streamed in live, the same question answered, an out-of-domain question still
 refused.

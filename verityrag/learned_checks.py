@@ -17,9 +17,10 @@ A check's threshold comes from, first to last:
    LLM's answers): ``"metadata"``.
 
 ``calibrate`` does not fit for a pipeline with an LLM answer strategy: the fit runs every
-answerable question through the whole agent once per check, which would call the LLM
-that many times. The recorded thresholds were fitted on gemma-3-270m's labelled answers;
-to fit on your LLM's, call :func:`fit_thresholds` yourself.
+labelled question through the whole agent once per check, which would call the LLM
+that many times. The guard's and the reader's recorded thresholds were fitted on
+gemma-3-270m's labelled answers (the answerability gate's on its own validation pairs: it
+runs before any answer exists); to fit on your LLM's, call :func:`fit_thresholds` yourself.
 
 The main eval fits its thresholds with the same function (``calibrate`` runs it; the eval
 only reports the sweeps, :mod:`verityrag.crossenc.eval_sweep`). Two rules:
@@ -105,7 +106,8 @@ def load_check(stage: str, threshold: float | None = None, llm_answers: bool = F
 
     ``llm_answers``: the answers come from an LLM, so the guard, when no threshold is given,
     takes the one its folder recorded for LLM-written answers (:data:`LLM_ANSWER_SOURCE`)
-    rather than its HaluEval default, which flags 72.5% of gemma's supported answers.
+    rather than its HaluEval default, which flags most of gemma's supported answers (62.5% of
+    them for the session-15 guard).
     """
     check: LearnedCheck
     if stage == "answerability":

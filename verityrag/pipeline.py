@@ -460,15 +460,16 @@ class VerityRAGPipeline:
         """Fit the sufficiency gate on labelled questions: ``(question, gold answers)``.
 
         An empty answer list means the corpus cannot answer the question. The
-        gate learns whether the answer the system would give is correct (a gold
-        answer is contained in it); its threshold follows ``Settings.abstention_target``
+        gate learns, per ``Settings.gate_label``, whether a gold answer is in the evidence
+        the generator reads (``evidence``, the default) or in the answer it would give
+        (``answer``); its threshold follows ``Settings.abstention_target``
         (see :class:`~verityrag.agent.sufficiency.SufficiencyGate`).
 
         Learned checks the settings attached with an open threshold then get theirs by the
-        main eval's rule (:mod:`verityrag.learned_checks`): each answerable question is run
-        once per check through the whole agent. Not with an LLM answer strategy (that would
+        main eval's rule (:mod:`verityrag.learned_checks`): the labelled questions are run
+        through the whole agent once per check. Not with an LLM answer strategy (that would
         call the LLM once per question and check): those keep the thresholds their model
-        folders recorded for LLM answers.
+        folders recorded (the guard's and the reader's were fitted on LLM answers).
         """
         from verityrag.eval.metrics import contains_gold
 

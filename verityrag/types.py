@@ -1,4 +1,4 @@
-"""Value objects passed between stages. Frozen, validated on construction."""
+"""Value objects passed between stages. Frozen; a ``Document`` is validated on construction."""
 
 from __future__ import annotations
 

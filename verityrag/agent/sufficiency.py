@@ -1,6 +1,7 @@
 """The sufficiency gate: is the retrieved evidence enough to answer? A calibrated LightGBM classifier.
 
-It predicts the probability that the answer the system would give is correct,
+It predicts the probability that answering now is right: by default that a gold answer is in
+the evidence the generator reads (``Settings.gate_label``; ``answer``: in the answer it gives),
 from several retrieval and selection features (never one score threshold).
 Probabilities are calibrated by isotonic regression on out-of-fold predictions
 (5-fold, stratified), and the answer threshold is chosen on those out-of-fold
@@ -79,7 +80,7 @@ class GateDecision:
 
 
 class SufficiencyGate:
-    """Calibrated probability that answering now gives a correct answer."""
+    """Calibrated probability that answering now is right (the label ``calibrate`` gives it)."""
 
     def __init__(
         self,

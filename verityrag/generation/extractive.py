@@ -47,7 +47,7 @@ class ExtractiveGenerator:
     def generate(
         self, question: str, hits: Sequence[Hit], idf: Callable[[str], float]
     ) -> list[ScoredSentence]:
-        """Every sentence of the top hits, best first, each with its citation and score."""
+        """Every sentence of the top ``max_hits`` hits, best first, each with its citation and score."""
         return self.selector.select(question, hits, idf)
 
 
@@ -61,7 +61,7 @@ class CoverageRanker:
     def candidates(
         self, question: str, hits: Sequence[Hit], idf: Callable[[str], float]
     ) -> list[SentenceCandidate]:
-        """Every sentence of the top hits with its IDF-weighted coverage of the question, best first."""
+        """Every sentence of the top ``max_hits`` hits with its IDF-weighted question coverage, best first."""
         q_terms = set(self.analyzer.analyze(question))
         weights = {t: max(idf(t), 0.0) + 1e-6 for t in q_terms}
         total = sum(weights.values())

@@ -14,7 +14,8 @@ own terms with weights built from IDF *differences* (:func:`relative_idf_weights
 unchanged when unrelated documents are added), and BM25 is divided by its
 maximum for the question. Two features come from the retriever as they are:
 ``bm25_norm`` moves a little with the collection's IDFs and average length, and
-``dense_score`` is 0 for a hit outside the dense candidate list.
+``dense_score`` is the cosine even for a hit only the lexical side found (the retriever
+fills it in; 0 only for a zero query vector).
 
 Typical use::
 

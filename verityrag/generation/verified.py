@@ -10,7 +10,8 @@
 The strictness level comes per request (``answer(question, hits, strictness=...)``; the
 agent passes ``Settings.strictness``). ``loose`` keeps every sentence (verification is
 informational); ``balanced``, ``strict`` and ``paranoid`` drop unsupported sentences and
-refuse an attempt when the faithfulness of what remains is under the level's minimum.
+refuse an attempt when its faithfulness (the supported share of the original answer's
+characters) is under the level's minimum.
 Either way the unsupported sentences are the answer's ``unsupported_claims``. Without a
 level, ``paranoid``: an attempt stands only when every sentence is supported.
 

@@ -14,7 +14,7 @@ How concurrency works (multi-version, single writer):
 Adding or deleting a document touches only its own postings and the collection
 statistics (N, total length); document frequencies are counted from the
 postings at query time, so they are always those of the reader's snapshot.
-When more than half of the slots are dead the writer compacts: it rebuilds
+When more than half of the slots (and over 1,024 of them) are dead the writer compacts: it rebuilds
 the postings without dead entries into a new segment (readers keep the old one).
 """
 

@@ -1,8 +1,8 @@
 """The two contracts of the checking side: pair scorers and sentence verifiers.
 
 ``NLIScorer`` is the narrow model contract (a cross-encoder, an ensemble, a lexical
-baseline). ``Verifier`` is what the agent and the LLM generator call: it judges answer
-sentences against the documents they rest on and says why.
+baseline). ``Verifier`` is what the LLM answer strategies (``RejectAndRetry``, ``BestOfN``)
+call: it judges answer sentences against the documents they rest on and says why.
 """
 
 from __future__ import annotations

@@ -10,8 +10,9 @@
 ``grounding threshold`` is the minimum :class:`~verityrag.verify.grounding.GroundingChecker`
 score the agent accepts. ``faithfulness`` is the supported share of the answer's
 characters: dropping an unsupported sentence leaves a shorter answer, and the level
-refuses when too little of the original answer survived. ``lenient`` (the API's and
-``Settings``' name) is an alias of ``loose``. docs/verification.md holds the same table.
+refuses when too little of the original answer survived. ``lenient``, the earlier name
+of ``loose``, is still accepted by ``Settings`` and :func:`strictness_policy`; the API takes
+only the four levels. docs/verification.md holds the same table.
 """
 
 from __future__ import annotations
