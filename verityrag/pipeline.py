@@ -53,6 +53,9 @@ from verityrag.verify.grounding import GroundingChecker
 logger = logging.getLogger(__name__)
 
 DATA_DIR_ENV = "VERITYRAG_DATA_DIR"
+# ``data_dir=IN_MEMORY`` keeps everything in memory whatever VERITYRAG_DATA_DIR says: the eval
+# and the demos pass it, so a benchmark never restores a user's documents nor writes into their store.
+IN_MEMORY = ""
 STORE_FILENAME = "verityrag.sqlite3"
 DocumentLike = Document | Mapping[str, Any] | tuple[str, str, str]
 
@@ -81,9 +84,10 @@ def as_document(item: DocumentLike) -> Document:
 class VerityRAGPipeline:
     """The whole system behind one object.
 
-    Without ``data_dir`` (or ``VERITYRAG_DATA_DIR``) everything lives in memory.
-    With it, documents, chunks and vectors persist in SQLite and the index is
-    restored on start without re-embedding (unless the embedder changed).
+    Without ``data_dir`` (or ``VERITYRAG_DATA_DIR``) everything lives in memory, as it does
+    with ``data_dir=IN_MEMORY`` whatever the environment says. With it, documents, chunks and
+    vectors persist in SQLite and the index is restored on start without re-embedding (unless
+    the embedder changed).
     """
 
     def __init__(

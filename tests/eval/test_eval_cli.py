@@ -136,3 +136,96 @@ def test_eval_missing_questions_file_reports_error(
     )
     assert code == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (
+            b'{"id": "a", "question": "Q?", "answers": []}\n[1, 2, 3]\n',
+            "q.jsonl:2: a row must be a JSON object",
+        ),
+        (
+            b'{"id": "a", "question": "Q?", "answers": []}\n{"id": "b", "answers": []}\n',
+            "q.jsonl:2: question: is missing",
+        ),
+        (b'{"id": "a", "question": 7, "answers": []}\n', "q.jsonl:1: question: must be a string"),
+        (b'{"id": "a", "question": "Q?", "answers": []}\n\xff\xfe\n', "q.jsonl:2: not UTF-8"),
+        (b'{"id": "a", "question": "Q?"\n', "q.jsonl:1: not JSON"),
+        (b"\n\n", "holds no questions"),
+    ],
+)
+def test_eval_bad_questions_file_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, expected: str
+) -> None:
+    questions = tmp_path / "q.jsonl"
+    questions.write_bytes(content)
+    code = main(["--questions", str(questions), "--no-progress", "--out", str(tmp_path / "r.json")])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: questions: ")
+    assert expected in err
+
+
+@pytest.mark.unit
+def test_eval_questions_path_that_is_a_folder_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--questions", str(tmp_path), "--no-progress", "--out", str(tmp_path / "r.json")]) == 2
+    assert "is not a file" in capsys.readouterr().err
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--verifier", "lexical"], "--verifier only applies with --ragtruth"),
+        (["--ragtruth", "--questions", "q.jsonl"], "--ragtruth does not take --questions"),
+        (["--ragtruth", "--max-test-questions", "5", "--guard"], "--max-test-questions, --guard"),
+        (["--out", "."], "is a folder"),
+    ],
+)
+def test_eval_options_that_do_not_fit_stop_before_the_run(
+    capsys: pytest.CaptureFixture[str], argv: list[str], expected: str
+) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 2
+    assert expected in capsys.readouterr().err
+
+
+@pytest.mark.unit
+def test_eval_out_folder_is_created_before_the_run(tmp_path: Path) -> None:
+    # A missing parent folder of --out is made up front (it used to fail after the whole run).
+    out = tmp_path / "new" / "deeper" / "r.json"
+    questions = tmp_path / "q.jsonl"
+    questions.write_text("")
+    assert main(["--questions", str(questions), "--no-progress", "--out", str(out)]) == 2  # no questions
+    assert out.parent.is_dir()
+
+
+@pytest.mark.unit
+def test_eval_named_ragtruth_verifier_that_cannot_load_fails_before_scoring(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "no_model"
+    code = main(
+        ["--ragtruth", "--verifier", f"nli:{missing}", "--no-progress", "--out", str(tmp_path / "r.json")]
+    )
+    assert code == 2
+    assert str(missing) in capsys.readouterr().err
+    assert not (tmp_path / "r.json").exists()
+
+
+@pytest.mark.unit
+def test_eval_pipeline_ignores_the_users_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A user's VERITYRAG_DATA_DIR would restore their documents into the eval's index (moving
+    # every figure) and store the eval corpus in it: the eval runs in memory.
+    from verityrag.eval.runner import EvalOptions, build_pipeline
+
+    monkeypatch.setenv("VERITYRAG_DATA_DIR", str(tmp_path / "store"))
+    pipeline = build_pipeline(EvalOptions())
+    assert pipeline.store is None
+    assert pipeline.data_dir is None
+    assert not (tmp_path / "store").exists()

@@ -86,6 +86,33 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--answerability-threshold only applies with --answerability")
     if args.max_test_questions is not None and args.max_test_questions < 1:
         parser.error("--max-test-questions must be >= 1")
+    if args.verifier and not args.ragtruth:
+        parser.error("--verifier only applies with --ragtruth")
+    if args.ragtruth:
+        # The verifier benchmark has its own data and no agent: these options would be ignored.
+        ignored = [
+            flag
+            for flag, value in (
+                ("--questions", args.questions),
+                ("--max-test-questions", args.max_test_questions),
+                ("--real-llm", args.real_llm),
+                ("--answerability", args.answerability),
+                ("--guard", args.guard),
+                ("--reader", args.reader),
+                ("--real-embeddings", args.real_embeddings),
+            )
+            if value
+        ]
+        if ignored:
+            parser.error(f"--ragtruth does not take {', '.join(ignored)}")
+    if args.out.is_dir():
+        parser.error(
+            f"--out {args.out} is a folder: give a file path such as {args.out / 'eval_report.json'}"
+        )
+    try:  # before the run, not after minutes of it
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        parser.error(f"--out {args.out}: cannot create its folder ({exc.strerror})")
     if args.ragtruth:
         from verityrag.eval.ragtruth import main_from_args
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from verityrag.errors import InvalidInputError
 from verityrag.types import Document
@@ -29,39 +30,66 @@ class EvalQuestion:
         return bool(self.answers)
 
 
-def load_corpus(path: Path) -> list[Document]:
+def _jsonl_objects(path: Path, field: str, missing_hint: str = "") -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, row)`` for each non-blank line of a UTF-8 JSONL file of objects.
+
+    Every way a file can be wrong is an :class:`InvalidInputError` on ``field`` naming the
+    file and, for a bad row, its line.
+    """
     if not path.exists():
-        raise InvalidInputError("corpus", f"{path} does not exist (build it: python data/build_corpus.py)")
+        raise InvalidInputError(field, f"{path} does not exist{missing_hint}")
+    if not path.is_file():
+        raise InvalidInputError(field, f"{path} is not a file")
+    with path.open("rb") as fh:  # decoded line by line, so a bad byte is reported on its line
+        for lineno, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")  # a BOM (Windows editors)
+            except UnicodeDecodeError as exc:
+                raise InvalidInputError(field, f"{path}:{lineno}: not UTF-8 ({exc.reason})") from exc
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InvalidInputError(field, f"{path}:{lineno}: not JSON ({exc})") from exc
+            if not isinstance(row, dict):
+                raise InvalidInputError(field, f"{path}:{lineno}: a row must be a JSON object")
+            yield lineno, row
+
+
+def _text_field(row: dict[str, Any], key: str) -> str:
+    if key not in row:
+        raise InvalidInputError(key, "is missing")
+    if not isinstance(row[key], str):
+        raise InvalidInputError(key, "must be a string")
+    return str(row[key])
+
+
+def load_corpus(path: Path) -> list[Document]:
+    """JSONL with ``doc_id``, ``text`` and optional ``title``, one document per line."""
     docs = []
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if line.strip():
-                d = json.loads(line)
-                try:
-                    docs.append(Document(d["doc_id"], d.get("title", ""), d["text"]))
-                except KeyError as exc:
-                    raise InvalidInputError("corpus", f"{path}:{lineno} lacks {exc.args[0]!r}") from exc
+    for lineno, d in _jsonl_objects(path, "corpus", " (build it: python data/build_corpus.py)"):
+        try:
+            docs.append(Document(_text_field(d, "doc_id"), str(d.get("title", "")), _text_field(d, "text")))
+        except InvalidInputError as exc:
+            raise InvalidInputError("corpus", f"{path}:{lineno}: {exc}") from exc
     return docs
 
 
 def load_questions(path: Path) -> list[EvalQuestion]:
     """JSONL with ``id``, ``question``, ``answers`` (list; empty = unanswerable) and optional ``kind``."""
-    if not path.exists():
-        raise InvalidInputError("questions", f"{path} does not exist")
     out = []
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                d = json.loads(line)
-                answers = d["answers"]
-                if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
-                    raise InvalidInputError("answers", "must be a list of strings")
-                kind = d.get("kind") or (ANSWERABLE if answers else "unanswerable")
-                out.append(EvalQuestion(str(d["id"]), d["question"], tuple(answers), kind))
-            except (KeyError, json.JSONDecodeError, InvalidInputError) as exc:
-                raise InvalidInputError("questions", f"{path}:{lineno}: {exc}") from exc
+    for lineno, d in _jsonl_objects(path, "questions"):
+        try:
+            if "id" not in d:
+                raise InvalidInputError("id", "is missing")
+            answers = d.get("answers")
+            if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
+                raise InvalidInputError("answers", "must be a list of strings ([] = unanswerable)")
+            kind = d.get("kind") or (ANSWERABLE if answers else "unanswerable")
+            out.append(EvalQuestion(str(d["id"]), _text_field(d, "question"), tuple(answers), kind))
+        except InvalidInputError as exc:
+            raise InvalidInputError("questions", f"{path}:{lineno}: {exc}") from exc
     return out
 
 

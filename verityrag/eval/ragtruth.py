@@ -710,6 +710,10 @@ def run_ragtruth(
     for n in requested:
         if n.startswith("ens-") and n not in ENSEMBLES:
             raise InvalidInputError("verifier", f"unknown ensemble {n!r}: use {', '.join(ENSEMBLES)}")
+    if verifiers:  # named by the user, so each must build and load: fail before the scoring, not skip
+        for n in base:
+            if n not in BASE_VERIFIERS:
+                build_scorer(n).score_pairs([("A sentence.", "A sentence.")])
     rt_fit, rt_test = split_ragtruth(load_ragtruth())
     hv_train, hv_fit, hv_test = load_halueval(report_items=halueval_report_items)
     t0 = time.perf_counter()

@@ -14,6 +14,7 @@ from typing import Any
 
 from verityrag.config import Settings
 from verityrag.embed.base import Embedder
+from verityrag.errors import InvalidInputError
 from verityrag.eval.dataset import (
     ANSWERABLE,
     DEFAULT_DATA_DIR,
@@ -29,7 +30,7 @@ from verityrag.eval.metrics import (
     rate,
     risk_coverage_curve,
 )
-from verityrag.pipeline import VerityRAGPipeline
+from verityrag.pipeline import IN_MEMORY, VerityRAGPipeline
 from verityrag.types import QueryResult
 from verityrag.verify.calibration import wilson_interval
 
@@ -138,8 +139,10 @@ def build_pipeline(options: EvalOptions) -> VerityRAGPipeline:
             embedder.dim, DEFAULT_ANALYZER, embedder.fingerprint(), "verityrag-eval", announce=_announce
         )
         settings = options.settings.replace(backend="elasticsearch")
-        return VerityRAGPipeline(embedder=embedder, settings=settings, index=index)
-    return VerityRAGPipeline(embedder=embedder, settings=options.settings)
+        return VerityRAGPipeline(embedder=embedder, settings=settings, index=index, data_dir=IN_MEMORY)
+    # In memory whatever VERITYRAG_DATA_DIR says: a user's stored documents must not join the
+    # eval corpus (they would move every figure), nor the corpus their store.
+    return VerityRAGPipeline(embedder=embedder, settings=options.settings, data_dir=IN_MEMORY)
 
 
 def _backend_details(pipeline: VerityRAGPipeline) -> dict[str, Any]:
@@ -165,6 +168,8 @@ def run_eval(options: EvalOptions) -> dict[str, Any]:
     calibration = load_questions(options.data_dir / "questions" / "calibration.jsonl")
     test_path = options.questions or options.data_dir / "questions" / "test.jsonl"
     test = load_questions(test_path)
+    if not test:
+        raise InvalidInputError("questions", f"{test_path} holds no questions")
     partial = options.max_test_questions is not None and options.max_test_questions < len(test)
     if options.max_test_questions is not None:
         test = stratified_sample(test, options.max_test_questions, options.seed)

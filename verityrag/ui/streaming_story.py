@@ -17,7 +17,7 @@ from pathlib import Path
 from verityrag.bundled import bundled_documents
 from verityrag.eval.dataset import DEFAULT_DATA_DIR
 from verityrag.ingest.stream import LiveDocumentStream
-from verityrag.pipeline import VerityRAGPipeline
+from verityrag.pipeline import IN_MEMORY, VerityRAGPipeline
 from verityrag.types import Document, QueryResult
 
 HELD_BACK = "squad-nikola-tesla"
@@ -92,7 +92,7 @@ def run_streaming_story(
         1,
         f"Building a pipeline over {len(base)} documents; the {len(held)} Nikola Tesla documents are held back.",
     )
-    pipeline = pipeline if pipeline is not None else VerityRAGPipeline(data_dir=None)
+    pipeline = pipeline if pipeline is not None else VerityRAGPipeline(data_dir=IN_MEMORY)
     pipeline.ingest_documents(base, progress=False)
 
     yield StoryEvent("ask", 2, f"Asking before Tesla is known: {QUESTION!r}")
