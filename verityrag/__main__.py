@@ -2,9 +2,12 @@
 
 (``make run`` starts the API and the Streamlit app instead: ``python -m verityrag.serve``.)
 
-Loads data/corpus.jsonl, calibrates on the calibration questions, answers a
-few sample questions (including ones it must refuse), then reads questions
-from the terminal until EOF or ``:quit``. Non-interactive runs stop after the samples.
+Loads data/corpus.jsonl and calibrates on the calibration questions. Questions given as
+arguments are answered, then it exits. Otherwise questions piped in are answered one per line;
+in a terminal it answers a few sample questions (including ones it must refuse), then reads
+questions until EOF, an empty line or ``:quit``. With nothing piped in, it answers the samples.
+A question the pipeline refuses as input (empty, too long) is reported and the session goes on;
+the exit status is 2 when any was.
 """
 
 from __future__ import annotations
@@ -15,7 +18,9 @@ import time
 from pathlib import Path
 
 from verityrag.bundled import bundled_pipeline
+from verityrag.errors import InvalidInputError, VerityRAGError
 from verityrag.eval.dataset import DEFAULT_DATA_DIR
+from verityrag.pipeline import VerityRAGPipeline
 from verityrag.types import QueryResult
 
 SAMPLES = (
@@ -37,6 +42,16 @@ def show(result: QueryResult) -> str:
     )
 
 
+def ask(pipeline: VerityRAGPipeline, question: str) -> bool:
+    """Print the answer or abstention; a question refused as input is reported, not raised."""
+    try:
+        print(show(pipeline.query(question)))
+    except InvalidInputError as exc:
+        print(f"  error: {exc}")
+        return False
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m verityrag", description=__doc__.split("\n")[0])
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
@@ -45,17 +60,29 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     t0 = time.perf_counter()
-    pipeline = bundled_pipeline(args.data_dir, store_dir=args.store)
+    try:
+        pipeline = bundled_pipeline(args.data_dir, store_dir=args.store)
+    except VerityRAGError as exc:  # a missing corpus, a bad store or setting: say which, no traceback
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     stats = pipeline.stats()
     print(
         f"VerityRAG ready: {stats['documents']} documents, {stats['chunks']} chunks ({time.perf_counter() - t0:.1f} s)"
     )
 
-    questions = args.question or list(SAMPLES)
+    interactive = not args.question and sys.stdin.isatty()
+    if args.question:
+        questions = args.question
+    elif interactive:
+        questions = list(SAMPLES)
+    else:
+        questions = [line.strip() for line in sys.stdin if line.strip()] or list(SAMPLES)
+    ok = True
     for q in questions:
-        print(f"\nQ: {q}\n{show(pipeline.query(q))}")
-    if args.question or not sys.stdin.isatty():
-        return 0
+        print(f"\nQ: {q}")
+        ok = ask(pipeline, q) and ok
+    if not interactive:
+        return 0 if ok else 2
     print("\nAsk a question (empty line or :quit to stop).")
     while True:
         try:
@@ -64,8 +91,8 @@ def main(argv: list[str] | None = None) -> int:
             break
         if not q or q == ":quit":
             break
-        print(show(pipeline.query(q)))
-    return 0
+        ok = ask(pipeline, q) and ok
+    return 0 if ok else 2
 
 
 if __name__ == "__main__":

@@ -1,0 +1,47 @@
+"""``python -m verityrag`` (``make ask``): the bundled corpus as a question session in the terminal."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from verityrag.__main__ import SAMPLES, main
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(120)
+def test_piped_questions_are_answered_one_per_line_and_bad_ones_reported() -> None:
+    too_long = "Why " * 1000  # over the pipeline's question limit: refused as input
+    piped = f"What BBC radio station will carry the game in the United Kingdom?\n\n{too_long}\nWhen did Nikola Tesla die?\n"
+    done = subprocess.run(
+        [sys.executable, "-m", "verityrag"],
+        input=piped,
+        capture_output=True,
+        text=True,
+        timeout=110,
+        cwd=REPO_ROOT,
+    )
+    out = done.stdout
+    assert done.returncode == 2, out + done.stderr  # one question was refused as input
+    assert "Traceback" not in done.stderr
+    assert "VerityRAG ready: 605 documents" in out
+    assert "ANSWER: " in out
+    assert "BBC Radio 5 Live" in out
+    assert "error: question:" in out
+    assert "Q: When did Nikola Tesla die?" in out  # the session went on after the bad one
+    assert SAMPLES[1] not in out  # piped questions replace the samples
+
+
+@pytest.mark.unit
+def test_missing_corpus_is_an_error_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--data-dir", str(tmp_path), "a question"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: corpus: ")
+    assert "does not exist" in err
