@@ -42,3 +42,14 @@ def test_restored_index_is_not_refilled_or_calibrated(tmp_path: Path, calibratio
     pipeline = mcp_server.startup_pipeline(tmp_path, None)
     assert pipeline.index.n_documents == 1
     assert calibrations == []
+
+
+def test_a_data_folder_that_is_a_file_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a_file = tmp_path / "not_a_folder"
+    a_file.write_text("")
+    with pytest.raises(SystemExit) as stopped:
+        mcp_server.main(["--data-dir", str(a_file)])
+    assert stopped.value.code == 2
+    assert "is a file: give a folder" in capsys.readouterr().err

@@ -32,7 +32,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from verityrag.bundled import calibrate_on_bundled, load_bundled_corpus
-from verityrag.errors import InvalidInputError
+from verityrag.errors import InvalidInputError, VerityRAGError
 from verityrag.pipeline import VerityRAGPipeline
 from verityrag.types import Chunk, Citation, CitedSentence, QueryResult
 from verityrag.verify.grounding import GroundingChecker
@@ -188,10 +188,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
-    max_docs = args.max_docs if args.max_docs is not None else _max_docs_from_env()
-    if max_docs is not None and max_docs < 1:
-        parser.error("--max-docs must be a positive integer")
-    pipeline = startup_pipeline(args.data_dir, max_docs)
+    try:  # a bad setting, data folder or store: one line on stderr (stdout is the protocol)
+        max_docs = args.max_docs if args.max_docs is not None else _max_docs_from_env()
+        if max_docs is not None and max_docs < 1:
+            parser.error("--max-docs must be a positive integer")
+        pipeline = startup_pipeline(args.data_dir, max_docs)
+    except VerityRAGError as exc:
+        parser.error(str(exc))
     logger.info("VerityRAG MCP server ready on stdio: %s", pipeline.stats())
     build_server(pipeline).run("stdio")
     return 0

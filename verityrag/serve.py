@@ -26,6 +26,7 @@ from types import FrameType
 import httpx
 
 from verityrag.config import Settings
+from verityrag.errors import VerityRAGError
 from verityrag.learned_checks import requested_checks
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -92,8 +93,15 @@ def wait_healthy(service: Service, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            if httpx.get(service.url + service.health_path, timeout=2, trust_env=False).status_code == 200:
+            reply = httpx.get(service.url + service.health_path, timeout=2, trust_env=False)
+            if reply.status_code == 200:
                 return
+            if reply.status_code == 503:  # up, but it could not build its pipeline: say why, now
+                reason = (
+                    reply.json().get("reason") if "json" in reply.headers.get("content-type", "") else None
+                )
+                if reason:
+                    raise SystemExit(f"{service.name} is unavailable: {reason}")
         except httpx.TransportError:
             pass
         if service.process.poll() is not None:
@@ -149,21 +157,41 @@ def check_query(api_url: str) -> int:
     return 0 if not body["abstained"] else 1
 
 
+def port_number(text: str) -> int:
+    """An argparse type: a TCP port, 0 (a free one) to 65535."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text} is not a port (0-65535; 0 picks a free one)")
+    return port
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m verityrag.serve", description=__doc__.split("\n")[0])
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default loopback)")
-    parser.add_argument("--api-port", type=int, default=8000, help="0 picks a free port")
-    parser.add_argument("--ui-port", type=int, default=8501, help="0 picks a free port")
+    parser.add_argument("--api-port", type=port_number, default=8000, help="0 picks a free port")
+    parser.add_argument("--ui-port", type=port_number, default=8501, help="0 picks a free port")
     parser.add_argument("--data-dir", type=Path, default=None, help="persist the API's index here")
     parser.add_argument("--startup-timeout", type=float, default=180.0, metavar="S")
     parser.add_argument("--check", action="store_true", help="ask one question, then stop both")
     args = parser.parse_args(argv)
+    if args.startup_timeout <= 0:
+        parser.error("--startup-timeout must be > 0 seconds")
+    try:
+        socket.getaddrinfo(args.host, None)
+    except socket.gaierror as exc:
+        parser.error(f"--host {args.host!r} does not resolve ({exc.strerror})")
+    try:  # the API and the app read the same settings: a bad VERITYRAG_* value stops both here
+        checks = ", ".join(requested_checks(Settings.from_env()))
+    except VerityRAGError as exc:
+        parser.error(str(exc))
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, on_signal)
-    checks = ", ".join(requested_checks(Settings.from_env()))
     wait = (
         f"fitting the learned checks ({checks}) adds up to ~20 s"
         if checks

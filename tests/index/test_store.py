@@ -115,3 +115,11 @@ def test_replace_vectors_failing_midway_keeps_old_vectors_and_meta(tmp_path: Pat
     assert np.array_equal(stored.vectors, _item("a", "ant crawl")[2])
     store.replace_vectors({"a#0": np.zeros(4, np.float32)}, meta={"embedder": "new"})
     assert store.get_meta("embedder") == "new"
+
+
+@pytest.mark.unit
+def test_data_folder_that_is_a_file_is_a_storage_error(tmp_path: Path) -> None:
+    a_file = tmp_path / "not_a_folder"
+    a_file.write_text("")
+    with pytest.raises(StorageError, match="is a file: give a folder"):
+        SQLiteDocumentStore(a_file / "verityrag.sqlite3")

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+from verityrag.serve import main
 
 
 @pytest.mark.integration
@@ -28,4 +31,55 @@ def test_serve_rejects_bad_port() -> None:
         timeout=60,
     )
     assert done.returncode == 2
-    assert "--api-port: invalid int value" in done.stderr
+    assert "argument --api-port: x is not a port" in done.stderr
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--api-port", "70000"], "70000 is not a port"),
+        (["--ui-port", "-1"], "-1 is not a port"),
+        (["--host", "no-such-host.invalid"], "does not resolve"),
+        (["--startup-timeout", "0"], "--startup-timeout must be > 0"),
+    ],
+)
+def test_serve_refuses_bad_options_before_starting_anything(
+    argv: list[str], expected: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 2
+    assert expected in capsys.readouterr().err
+
+
+@pytest.mark.unit
+def test_serve_names_a_bad_setting(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("VERITYRAG_TOP_K", "many")
+    with pytest.raises(SystemExit) as stopped:
+        main([])
+    assert stopped.value.code == 2
+    assert "VERITYRAG_TOP_K" in capsys.readouterr().err
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(120)
+def test_serve_stops_at_once_with_the_apis_reason(tmp_path: Path) -> None:
+    a_file = tmp_path / "not_a_folder"
+    a_file.write_text("")
+    cmd = [
+        sys.executable,
+        "-m",
+        "verityrag.serve",
+        "--api-port",
+        "0",
+        "--ui-port",
+        "0",
+        "--data-dir",
+        str(a_file),
+    ]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=110)
+    assert done.returncode == 1
+    assert "API is unavailable: StorageError: the data folder" in done.stderr

@@ -65,8 +65,14 @@ class SQLiteDocumentStore:
 
     def __init__(self, path: str | Path, durability: Durability = "process") -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
+        folder = self.path.parent
+        if folder.exists() and not folder.is_dir():  # the caller's setting: say so, not FileExistsError
+            raise StorageError(f"the data folder {folder} is a file: give a folder (it is made if missing)")
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StorageError(f"cannot make the data folder {folder}: {exc.strerror}") from exc
         try:
             self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
             self._conn.execute("PRAGMA journal_mode=WAL")
