@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import random
 import sys
 from datetime import UTC, datetime
@@ -71,21 +72,51 @@ def model_version(name: str, scorer: Any) -> dict[str, Any]:
     return out
 
 
+class DataError(Exception):
+    """A problem with the data file; the message names the file (and line) and what is wrong."""
+
+
 def load_rows(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        raise DataError(f"{path}: no such file")
+    if not path.is_file():
+        raise DataError(f"{path}: not a file")
     rows = []
-    with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            row = json.loads(line)
-            if row.get("label") not in (0, 1):
-                raise SystemExit(f"{path}:{n}: 'label' must be 0 or 1")
-            if "score" not in row and not ("premise" in row and "hypothesis" in row):
-                raise SystemExit(f"{path}:{n}: needs 'score', or 'premise' and 'hypothesis' with --verifier")
-            rows.append(row)
+    try:
+        with path.open(encoding="utf-8") as fh:
+            for n, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                rows.append(check_row(path, n, line))
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    except OSError as exc:
+        raise DataError(f"{path}: {exc.strerror or exc}") from exc
     if not rows:
-        raise SystemExit(f"{path}: no rows")
+        raise DataError(f"{path}: no rows")
     return rows
+
+
+def check_row(path: Path, n: int, line: str) -> dict[str, Any]:
+    """One JSONL line as a row, or a DataError naming ``path:n`` and what is wrong with it."""
+    try:
+        row = json.loads(line.rstrip())  # without the newline, the error's column is on this line
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}:{n}: not valid JSON ({exc.msg} at column {exc.colno})") from exc
+    if not isinstance(row, dict):
+        raise DataError(f"{path}:{n}: must be a JSON object, got {type(row).__name__}")
+    if row.get("label") not in (0, 1):
+        raise DataError(f"{path}:{n}: 'label' must be 0 or 1")
+    if "score" in row:
+        score = row["score"]
+        # bool is an int to Python, and NaN / inf parse from JSON: neither is a score.
+        if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
+            raise DataError(f"{path}:{n}: 'score' must be a finite number, got {json.dumps(score)}")
+    elif not ("premise" in row and "hypothesis" in row):
+        raise DataError(f"{path}:{n}: needs 'score', or 'premise' and 'hypothesis' with --verifier")
+    elif not (isinstance(row["premise"], str) and isinstance(row["hypothesis"], str)):
+        raise DataError(f"{path}:{n}: 'premise' and 'hypothesis' must be strings")
+    return row
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -105,17 +136,33 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if not 0.0 < args.holdout < 1.0:
         p.error("--holdout must be within (0, 1)")
+    # Checked before any scoring: a typo must not cost a model run.
+    if not 0.0 < args.target_precision <= 1.0:
+        p.error("--target-precision must be within (0, 1]")
+    if not 0.0 <= args.min_accept <= 1.0:
+        p.error("--min-accept must be within [0, 1]")
+    if args.out.is_dir():
+        p.error(f"--out {args.out} is a folder: give a file path")
 
-    rows = load_rows(args.data)
+    try:
+        rows = load_rows(args.data)
+    except DataError as exc:
+        p.error(str(exc))
+    try:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        p.error(f"--out {args.out}: part of its folder path is a file")
+    except OSError as exc:
+        p.error(f"--out {args.out}: cannot create its folder ({exc.strerror or exc})")
     fitted_for: dict[str, Any] = {"verifier": args.verifier or "precomputed scores"}
     if any("score" not in r for r in rows):
         if not args.verifier:
             p.error("rows without 'score' need --verifier")
         from verityrag.eval.ragtruth import build_scorer
 
-        scorer = build_scorer(args.verifier)
         todo = [i for i, r in enumerate(rows) if "score" not in r]
         try:
+            scorer = build_scorer(args.verifier)  # an unknown name raises InvalidInputError
             scores = scorer.score_pairs([(rows[i]["premise"], rows[i]["hypothesis"]) for i in todo])
         except VerityRAGError as exc:
             print(f"error: {exc}", file=sys.stderr)
@@ -156,7 +203,10 @@ def main(argv: list[str] | None = None) -> int:
         "held_out": check.as_dict(),
         "isotonic": calibrator.to_dict(),
     }
-    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    try:
+        args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    except OSError as exc:
+        p.error(f"--out {args.out}: cannot write ({exc.strerror or exc})")
     print(
         f"threshold {choice.threshold:.4f}: precision {choice.precision:.3f} "
         f"[{choice.precision_low:.3f}, {choice.precision_high:.3f}], accept {choice.accept_rate:.1%} (fit); "

@@ -10,14 +10,17 @@ scripts/results/crossenc_guard_probe.json. Not a benchmark: 16 cases.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from verityrag.guard import LearnedGuard  # noqa: E402
+from verityrag.errors import VerityRAGError  # noqa: E402
+from verityrag.guard import BUILD_GUARD, LearnedGuard  # noqa: E402
 
 RESULTS = ROOT / "scripts" / "results" / "crossenc_guard_probe.json"
 TESLA = (
@@ -54,11 +57,19 @@ PROBES = [
 ]
 
 
-def main() -> int:
-    guard = LearnedGuard().warm_up()
-    rows = []
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.parse_args(argv)  # no options: --help only, before any model is loaded
+    guard = LearnedGuard()
+    try:
+        guard.warm_up()
+    except VerityRAGError as exc:
+        # A missing folder's message already names the make target; other load errors may not.
+        hint = "" if BUILD_GUARD in str(exc) else f" (build it with `{BUILD_GUARD}`)"
+        p.error(f"{exc}{hint}")
+    rows: list[dict[str, Any]] = []
     for name, evidence, answer, expected in PROBES:
-        score = guard.score(evidence, answer)  # type: ignore[attr-defined]
+        score = guard.score(evidence, answer)
         rows.append(
             {"probe": name, "answer": answer, "expected_supported": expected, "score": round(score, 4)}
         )

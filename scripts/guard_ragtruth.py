@@ -32,8 +32,10 @@ sys.path.insert(0, str(ROOT))
 
 from verityrag.crossenc import OnnxCrossEncoder  # noqa: E402
 from verityrag.crossenc.metrics import auroc  # noqa: E402
-from verityrag.eval.ragtruth import load_ragtruth, split_ragtruth  # noqa: E402
+from verityrag.errors import VerityRAGError  # noqa: E402
+from verityrag.eval.ragtruth import RAGTRUTH_PATH, load_ragtruth, split_ragtruth  # noqa: E402
 from verityrag.guard import LearnedGuard  # noqa: E402
+from verityrag.verify.protocols import NLIScorer  # noqa: E402
 
 RESULTS = ROOT / "scripts" / "results" / "crossenc_ragtruth.json"
 
@@ -43,7 +45,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--folder", type=Path, default=ROOT / "guard_work" / "guard")
     p.add_argument("--results", type=Path, default=RESULTS)
     args = p.parse_args(argv)
-    examples = load_ragtruth()
+    if not args.folder.is_dir():
+        p.error(f"--folder {args.folder}: {'not a folder' if args.folder.exists() else 'no such folder'}")
+    if args.results.is_dir():
+        p.error(f"--results {args.results} is a folder: give a file path")
+    try:
+        examples = load_ragtruth()  # a missing file raises InvalidInputError naming it
+    except VerityRAGError as exc:
+        p.error(str(exc))
+    # gzip.BadGzipFile is an OSError, bad JSON a ValueError, a row without d1 / d2 / labels a KeyError.
+    except (OSError, EOFError, ValueError, KeyError) as exc:
+        p.error(f"{RAGTRUTH_PATH}: not readable RAGTruth-QA data ({type(exc).__name__}: {exc})")
     _, report_half = split_ragtruth(examples)
     report_ids = {id(e) for e in report_half}
     pairs = [(e.premise, e.hypothesis) for e in examples]
@@ -56,8 +68,14 @@ def main(argv: list[str] | None = None) -> int:
         "responses": len(examples),
         "unsupported": sum(flags),
     }
-    scorers = {
-        "learned_guard_sentences_trimmed": LearnedGuard(model_dir=args.folder),
+    guard = LearnedGuard(model_dir=args.folder)
+    try:
+        # The files only (both scorers serve the same ones): loading stays in the timed loop below.
+        guard.scorer.check_files()
+    except VerityRAGError as exc:  # a missing file: the message names it and the make target
+        p.error(str(exc))
+    scorers: dict[str, NLIScorer] = {
+        "learned_guard_sentences_trimmed": guard,
         "onnx_raw_windows": OnnxCrossEncoder(args.folder, what="guard"),
     }
     for name, scorer in scorers.items():
@@ -75,7 +93,11 @@ def main(argv: list[str] | None = None) -> int:
             "ms_per_response": 1000 * seconds / len(pairs),
         }
         print(name, json.dumps(out[name]))
-    args.results.write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
+    try:
+        args.results.parent.mkdir(parents=True, exist_ok=True)
+        args.results.write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
+    except OSError as exc:
+        p.error(f"--results {args.results}: cannot write ({exc.strerror or exc})")
     return 0
 
 

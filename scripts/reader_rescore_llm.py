@@ -28,10 +28,56 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from verityrag.agent.controller import QUESTION_CHECK_CHUNKS  # noqa: E402
+from verityrag.errors import VerityRAGError  # noqa: E402
 from verityrag.eval.llm_eval import reader_metrics  # noqa: E402
 from verityrag.reader_check import ReaderCheck  # noqa: E402
 
 RESULTS = ROOT / "scripts" / "results"
+#: What :func:`rescore` reads of an answered record.
+ANSWERED_FIELDS = ("question", "answer", "evidence")
+
+
+class InputError(Exception):
+    """A problem with an input file; the message names the file (and line) and what is wrong."""
+
+
+def read_report(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise InputError(f"{path}: {'not a file' if path.exists() else 'no such file'}")
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"{path}: {exc.strerror or exc}") from exc
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
+        raise InputError(f"{path}: not a JSON report ({exc})") from exc
+    if not isinstance(report, dict):
+        raise InputError(f"{path}: not a JSON report (a {type(report).__name__}, not an object)")
+    return report
+
+
+def read_answers(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        raise InputError(f"{path}: {'not a file' if path.exists() else 'no such file'}")
+    records = []
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    r = json.loads(line.rstrip())
+                except json.JSONDecodeError as exc:
+                    raise InputError(f"{path}:{n}: not valid JSON ({exc.msg} at column {exc.colno})") from exc
+                if not isinstance(r, dict) or "answered" not in r:
+                    raise InputError(f"{path}:{n}: not an answer record (a JSON object with 'answered')")
+                missing = [k for k in ANSWERED_FIELDS if r["answered"] and k not in r]
+                if missing:
+                    raise InputError(f"{path}:{n}: an answered record without {', '.join(missing)}")
+                records.append(r)
+    # gzip.BadGzipFile is an OSError; a truncated file raises EOFError.
+    except (OSError, EOFError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: not a readable gzipped JSONL file ({exc})") from exc
+    return records
 
 
 def rescore(records: list[dict[str, Any]], check: ReaderCheck) -> int:
@@ -55,13 +101,22 @@ def main(argv: list[str] | None = None) -> int:
         "--reader-dir", type=Path, default=None, help="default: VERITY_READER_DIR or guard_work/reader"
     )
     args = p.parse_args(argv)
-    report = json.loads(args.report.read_text(encoding="utf-8"))
-    if "reader" not in report:
-        p.error(f"{args.report} was not run with --reader: its records have no reader scores to compare")
-    with gzip.open(args.answers, "rt", encoding="utf-8") as f:
-        records = [json.loads(line) for line in f if line.strip()]
-    check = ReaderCheck(args.reader_dir).warm_up()
-    reproduced = rescore(records, check)
+    try:
+        report = read_report(args.report)
+        if "reader" not in report:
+            p.error(f"{args.report} was not run with --reader: its records have no reader scores to compare")
+        records = read_answers(args.answers)
+    except InputError as exc:
+        p.error(str(exc))
+    check = ReaderCheck(args.reader_dir)
+    try:
+        check.warm_up()
+    except VerityRAGError as exc:  # a missing folder: the message names the make target
+        p.error(str(exc))
+    try:
+        reproduced = rescore(records, check)
+    except VerityRAGError as exc:  # e.g. an answered record with an empty question or answer
+        p.error(f"{args.answers}: {exc}")
     answered = sum(r["answered"] for r in records)
     report["reader"] = reader_metrics(records, check.threshold) | {
         "rescored": {

@@ -24,17 +24,45 @@ from verityrag.crossenc import ModelMetadata, OnnxCrossEncoder, quantize_int8  #
 from verityrag.crossenc.build import read_pairs  # noqa: E402
 from verityrag.crossenc.export import QUANTIZATION  # noqa: E402
 from verityrag.crossenc.model_folder import ONNX_FP32_FILE, ONNX_INT8_FILE  # noqa: E402
+from verityrag.errors import VerityRAGError  # noqa: E402
 
 #: The (long, short) fields of each model's pair files.
 FIELDS = {"first": (("evidence", "answer"), ("premise", "hypothesis")), "second": (("question", "evidence"),)}
+#: The folder's validation pairs, written by its build: the logit gap is measured on them.
+VALIDATION_FILE = Path("data") / "validation.jsonl.gz"
+
+
+class InputError(Exception):
+    """A model folder that cannot be re-quantised; the message names the folder and what is wrong."""
 
 
 def validation_pairs(folder: Path, long_side: str, n: int) -> list[tuple[str, str]]:
-    rows = read_pairs(folder / "data" / "validation.jsonl.gz")[:n]
+    path = folder / VALIDATION_FILE
+    if not path.is_file():
+        raise InputError(f"{path}: no such file (the validation pairs the logit gap is measured on)")
+    try:
+        rows = read_pairs(path)[:n]
+    # gzip.BadGzipFile is an OSError, a truncated file raises EOFError, bad JSON a ValueError.
+    except (OSError, EOFError, ValueError) as exc:
+        raise InputError(f"{path}: not a readable pair file ({exc})") from exc
     for a, b in FIELDS[long_side]:
-        if rows and a in rows[0]:
+        if rows and isinstance(rows[0], dict) and a in rows[0]:
             return [(r[a], r[b]) for r in rows]
-    raise SystemExit(f"{folder}: no known pair fields in its validation file")
+    raise InputError(f"{folder}: no known pair fields in its validation file")
+
+
+def check_folder(folder: Path, n: int) -> tuple[ModelMetadata, list[tuple[str, str]]]:
+    """The folder's metadata and validation pairs, checked before any folder is changed."""
+    if not folder.is_dir():
+        raise InputError(f"{folder}: {'not a folder' if folder.exists() else 'no such folder'}")
+    what = f"model folder {folder}"
+    try:
+        # metadata.json, the served int8 file and the tokenizer; then the fp32 file it is rebuilt from.
+        meta = OnnxCrossEncoder(folder, what=what).check_files()
+        OnnxCrossEncoder(folder, what=what, onnx_file=ONNX_FP32_FILE).check_files()
+    except VerityRAGError as exc:
+        raise InputError(str(exc)) from exc
+    return meta, validation_pairs(folder, meta.long_side, n)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,9 +70,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("folders", nargs="+", type=Path)
     p.add_argument("--pairs", type=int, default=400, help="validation pairs for the logit-gap check")
     args = p.parse_args(argv)
-    for folder in args.folders:
-        meta = ModelMetadata.read(folder)
-        pairs = validation_pairs(folder, meta.long_side, args.pairs)
+    try:
+        # All folders first: a typo in the last must not stop the run after the first is rewritten.
+        checked = [(folder, *check_folder(folder, args.pairs)) for folder in args.folders]
+    except InputError as exc:
+        p.error(str(exc))
+    for folder, meta, pairs in checked:
         fp32 = np.array(
             [max(x) for x in OnnxCrossEncoder(folder, onnx_file=ONNX_FP32_FILE).window_logits(pairs)]
         )

@@ -27,7 +27,7 @@ from verityrag.crossenc import (
 from verityrag.crossenc.build import distillation_targets
 from verityrag.crossenc.model_folder import ONNX_FP32_FILE
 from verityrag.crossenc.scorer import open_session
-from verityrag.errors import InvalidInputError
+from verityrag.errors import InvalidInputError, ModelLoadError
 from verityrag.verify.protocols import NLIScorer
 
 pytestmark = pytest.mark.integration
@@ -132,6 +132,15 @@ def test_missing_model_folder_names_files_and_build_command(tmp_path: Path) -> N
         model.warm_up()
     assert "model.int8.onnx" in info.value.missing
     assert "tokenizer.json" in info.value.missing
+
+
+@pytest.mark.parametrize("metadata", ["{not json", "[1, 2]", '{"name": "x"}'])
+def test_corrupt_metadata_is_a_model_load_error(tmp_path: Path, metadata: str) -> None:
+    # Not a JSONDecodeError or TypeError from deep inside: the folder and the file are named.
+    (tmp_path / "metadata.json").write_text(metadata)
+    with pytest.raises(ModelLoadError, match=r"not a model's metadata") as info:
+        OnnxCrossEncoder(tmp_path, build_command="make models-guard").warm_up()
+    assert str(tmp_path / "metadata.json") in str(info.value)
 
 
 def test_missing_onnx_file_is_named(tiny_model: tuple[CrossEncoderTrainer, Path], tmp_path: Path) -> None:

@@ -85,3 +85,75 @@ def test_unreachable_target_exits_nonzero_with_reason(tmp_path: Path) -> None:
     )
     assert done.returncode == 1
     assert "accept rate" in done.stderr
+
+
+# ------------------------------------------------------------------ bad input: one line, exit 2
+
+
+def error_line(done: subprocess.CompletedProcess[str]) -> str:
+    """The parser's one-line error, after checking there was no traceback."""
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    return done.stderr.strip().splitlines()[-1]
+
+
+def scored_rows(n: int = 40) -> str:
+    return "".join(json.dumps({"score": i / n, "label": int(i >= n // 2)}) + "\n" for i in range(n))
+
+
+def test_missing_data_file_is_named(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.jsonl"
+    line = error_line(run(str(missing), "--out", str(tmp_path / "cal.json")))
+    assert f"{missing}: no such file" in line
+
+
+def test_invalid_json_is_reported_with_its_line_number(tmp_path: Path) -> None:
+    data = tmp_path / "broken.jsonl"
+    data.write_text(scored_rows(3) + '{"score": 0.5, "label": 1\n')
+    line = error_line(run(str(data), "--out", str(tmp_path / "cal.json")))
+    assert f"{data}:4: not valid JSON" in line
+
+
+def test_non_numeric_score_is_reported_with_its_line_number(tmp_path: Path) -> None:
+    data = tmp_path / "high.jsonl"
+    data.write_text(scored_rows(2) + "\n" + json.dumps({"score": "high", "label": 1}) + "\n")
+    line = error_line(run(str(data), "--out", str(tmp_path / "cal.json")))
+    assert f"{data}:4: 'score' must be a finite number, got \"high\"" in line
+
+
+@pytest.mark.parametrize(
+    ("row", "problem"), [('{"score": null, "label": 1}', "got null"), ("[0.5, 1]", "JSON object")]
+)
+def test_null_score_and_non_object_rows_are_reported_with_line(
+    tmp_path: Path, row: str, problem: str
+) -> None:
+    data = tmp_path / "rows.jsonl"
+    data.write_text(row + "\n")
+    line = error_line(run(str(data), "--out", str(tmp_path / "cal.json")))
+    assert f"{data}:1: " in line
+    assert problem in line
+
+
+def test_unknown_verifier_is_an_error_not_a_traceback(tmp_path: Path) -> None:
+    data = tmp_path / "pairs.jsonl"
+    data.write_text(json.dumps({"premise": "a", "hypothesis": "b", "label": 1}) + "\n")
+    done = run(str(data), "--verifier", "no-such-verifier", "--out", str(tmp_path / "cal.json"))
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert "unknown verifier 'no-such-verifier'" in done.stderr
+
+
+def test_out_into_a_missing_folder_creates_it(tmp_path: Path) -> None:
+    data = tmp_path / "scores.jsonl"
+    data.write_text(scored_rows())
+    out = tmp_path / "new" / "deeper" / "cal.json"
+    done = run(str(data), "--target-precision", "0.8", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(out.read_text())["data"]["rows"] == 40
+
+
+def test_out_that_is_a_folder_is_refused(tmp_path: Path) -> None:
+    data = tmp_path / "scores.jsonl"
+    data.write_text(scored_rows())
+    line = error_line(run(str(data), "--out", str(tmp_path)))
+    assert f"--out {tmp_path} is a folder" in line

@@ -73,9 +73,21 @@ class ModelMetadata:
 
     @classmethod
     def read(cls, folder: Path) -> ModelMetadata:
-        raw = json.loads((folder / METADATA_FILE).read_text(encoding="utf-8"))
-        known = set(cls.__dataclass_fields__)
-        return cls(**{k: v for k, v in raw.items() if k in known})
+        """The folder's metadata; a file that is not a model's metadata is a :class:`ModelLoadError`."""
+        path = folder / METADATA_FILE
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+            known = set(cls.__dataclass_fields__)
+            return cls(**{k: v for k, v in raw.items() if k in known})
+        except (
+            OSError,
+            ValueError,
+            TypeError,
+            AttributeError,
+        ) as exc:  # unreadable, not JSON, fields missing
+            raise ModelLoadError(
+                f"the model in {folder}", [(str(path), f"not a model's metadata ({exc})")]
+            ) from exc
 
 
 def require_files(folder: Path, what: str, build_command: str, onnx_file: str | None = None) -> ModelMetadata:
