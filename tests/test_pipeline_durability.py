@@ -144,3 +144,25 @@ def test_restore_changed_embedder_reembeds_once_and_still_answers(
     reopened = VerityRAGPipeline(embedder=again, data_dir=data_dir, settings=Settings())
     assert again.calls == 0
     assert len(reopened.index) == n_chunks
+
+
+@pytest.mark.unit
+def test_restore_with_a_changed_analyzer_stores_its_counts_for_the_next_restart(tmp_path: Path) -> None:
+    # The first restart re-analyzed in memory but kept the old analyzer's stored counts under the
+    # new fingerprint: from the second restart on, "running" (now a term of its own) matched nothing.
+    from verityrag.text.analyzer import Analyzer
+
+    first = VerityRAGPipeline(data_dir=tmp_path, settings=Settings())
+    first.ingest_document("r", "Running", "The athletes were running along the river at dawn.")
+    first.store.close()  # type: ignore[union-attr]
+    unstemmed = Analyzer(stem=False)
+    for _ in range(2):
+        reopened = VerityRAGPipeline(
+            embedder=HashingEmbedder(analyzer=unstemmed),
+            data_dir=tmp_path,
+            analyzer=unstemmed,
+            settings=Settings(),
+        )
+        assert reopened.index.document_frequency("running") == 1
+        assert reopened.index.document_frequency("run") == 0
+        reopened.store.close()  # type: ignore[union-attr]

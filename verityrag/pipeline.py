@@ -351,9 +351,16 @@ class VerityRAGPipeline:
             "embedder_dim": str(self.embedder.dim),
             "analyzer": self.analyzer.fingerprint(),
         }
-        # Every new vector and the fingerprint that describes them in ONE transaction: a
+        new_counts: dict[str, dict[str, int]] = {}
+        if not same_analyzer and batch:
+            # Counted again by this analyzer and stored under its fingerprint: left as they were,
+            # the next restore would read the old analyzer's counts as this one's.
+            counts = self.index.term_counts(batch)
+            for (_, chunks, _), chunk_counts in zip(batch, counts, strict=True):
+                new_counts.update(zip((c.chunk_id for c in chunks), chunk_counts, strict=True))
+        # Every new vector, count and the fingerprints that describe them in ONE transaction: a
         # crash while re-embedding leaves the old store intact, never half old, half new.
-        store.replace_vectors(new_vectors, meta=meta)
+        store.replace_vectors(new_vectors, meta=meta, term_counts_by_chunk=new_counts)
         self.index.apply(batch, term_counts=counts)
         logger.info(
             "restored %d documents (%d chunks) from %s in %.2fs",

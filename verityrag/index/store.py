@@ -152,9 +152,13 @@ class SQLiteDocumentStore:
         return cur.rowcount > 0
 
     def replace_vectors(
-        self, vectors_by_chunk: dict[str, npt.NDArray[np.float32]], meta: dict[str, str] | None = None
+        self,
+        vectors_by_chunk: dict[str, npt.NDArray[np.float32]],
+        meta: dict[str, str] | None = None,
+        term_counts_by_chunk: Mapping[str, Mapping[str, int]] | None = None,
     ) -> None:
-        """Overwrite stored vectors (after the embedder changed), with ``meta`` in the same transaction."""
+        """Overwrite stored vectors (after the embedder changed) and term counts (after the
+        analyzer changed), with ``meta`` in the same transaction."""
         with self._lock:
             conn = self._conn
             conn.execute("BEGIN IMMEDIATE")
@@ -162,6 +166,10 @@ class SQLiteDocumentStore:
                 conn.executemany(
                     "UPDATE chunks SET vector=? WHERE chunk_id=?",
                     [(v.astype(np.float32).tobytes(), cid) for cid, v in vectors_by_chunk.items()],
+                )
+                conn.executemany(
+                    "UPDATE chunks SET terms=?, tfs=? WHERE chunk_id=?",
+                    [(*_encode_terms(tc), cid) for cid, tc in (term_counts_by_chunk or {}).items()],
                 )
                 conn.executemany(
                     "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", list((meta or {}).items())
