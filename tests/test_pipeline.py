@@ -370,3 +370,14 @@ def test_restore_reembedding_interrupted_leaves_store_usable(tmp_path: Path) -> 
     chunk = new.index.live_chunks()[2]
     (top,) = new.index.search_dense(new.embedder.encode([chunk.text])[0], 1)
     assert top.chunk.chunk_id == chunk.chunk_id
+
+
+@pytest.mark.unit
+def test_sentence_selector_uses_the_pipelines_analyzer() -> None:
+    # With the default (stemming) analyzer, the selector looked up IDFs of terms a non-stemming
+    # index never holds: stemmed question words weighed nothing.
+    from verityrag.text.analyzer import Analyzer
+
+    unstemmed = Analyzer(stem=False)
+    pipeline = VerityRAGPipeline(embedder=HashingEmbedder(analyzer=unstemmed), analyzer=unstemmed)
+    assert pipeline.generator.selector.analyzer.fingerprint() == unstemmed.fingerprint()

@@ -126,7 +126,11 @@ class VerityRAGPipeline:
         # The extractive generator always ranks sentences (the gates read its features); an
         # LLM generator, or a verified strategy over one, writes the answer after the gates.
         # A bare LLMGenerator is wrapped in reject-and-retry with the grounding verifier.
-        self.generator = generator if isinstance(generator, ExtractiveGenerator) else ExtractiveGenerator()
+        self.generator = (
+            generator
+            if isinstance(generator, ExtractiveGenerator)
+            else ExtractiveGenerator(analyzer=analyzer)
+        )
         self.answer_strategy: AnswerStrategy | None = None
         if isinstance(generator, LLMGenerator):
             self.answer_strategy = RejectAndRetry(generator)

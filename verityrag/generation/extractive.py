@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from verityrag.generation.sentence_selector import ScoredSentence, SentenceSelector
-from verityrag.text.analyzer import Analyzer
+from verityrag.text.analyzer import DEFAULT_ANALYZER, Analyzer
 from verityrag.text.sentences import sentence_spans
 from verityrag.types import Citation, CitedSentence, Hit
 
@@ -27,16 +27,20 @@ class SentenceCandidate:
 class ExtractiveGenerator:
     """Ranks the sentences of the top hits with the learned selector; the answer is the first.
 
-    The selector loads lazily (the bundled default unless one is given).
+    The selector loads lazily (the bundled default unless one is given), with ``analyzer``:
+    the index's, so the selector's IDF lookups use the terms the index holds.
     """
 
-    def __init__(self, selector: SentenceSelector | None = None) -> None:
+    def __init__(
+        self, selector: SentenceSelector | None = None, analyzer: Analyzer = DEFAULT_ANALYZER
+    ) -> None:
         self._selector = selector
+        self._analyzer = analyzer
 
     @property
     def selector(self) -> SentenceSelector:
         if self._selector is None:
-            self._selector = SentenceSelector.default()
+            self._selector = SentenceSelector.default(self._analyzer)
         return self._selector
 
     @property
