@@ -182,6 +182,14 @@ def test_fit_bad_threshold_rule_raises_listing_allowed(separable: Arrays) -> Non
 # ------------------------------------------------------------------------ errors
 
 
+@pytest.mark.parametrize("rule", THRESHOLD_RULES)
+def test_fit_without_unanswerable_questions_raises(separable: Arrays, rule: str) -> None:
+    # Every threshold meets the abstention target on zero such questions: it would pick 0 and never refuse.
+    x, correct, _ = separable
+    with pytest.raises(InvalidInputError, match="questions the corpus cannot answer"):
+        SufficiencyGate(threshold_rule=rule).fit(x, correct, np.zeros(len(x), dtype=bool))
+
+
 def test_fit_single_class_labels_raises(separable: Arrays) -> None:
     x, _, must_abstain = separable
     with pytest.raises(InvalidInputError, match="both correct and incorrect"):

@@ -146,6 +146,13 @@ class SufficiencyGate:
             raise InvalidInputError("features", f"need shape (n, {len(GATE_FEATURES)}), got {x.shape}")
         if len(set(y.tolist())) < 2:
             raise InvalidInputError("correct", "need both correct and incorrect examples to fit the gate")
+        if not neg.any():
+            # With none, every threshold meets the abstention target (and abstention counts as
+            # perfect in the balanced rule), so either rule picks 0: a gate that never refuses.
+            raise InvalidInputError(
+                "must_abstain",
+                "need some questions the corpus cannot answer (answers []): the abstention threshold is set on them",
+            )
         folds = min(self.cv, int(np.bincount(y).min()))
         oof = np.zeros(len(y))
         if folds >= 2:
