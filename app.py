@@ -22,7 +22,7 @@ from verityrag.config import STRICTNESS_LEVELS
 from verityrag.errors import LLMError
 from verityrag.generation.completion import CompleteFn
 from verityrag.llm_providers import PROVIDERS, complete_fn_for
-from verityrag.pipeline import VerityRAGPipeline
+from verityrag.pipeline import IN_MEMORY, VerityRAGPipeline
 from verityrag.types import QueryResult
 from verityrag.ui.llm_compare import LLMView, llm_side_by_side
 from verityrag.ui.streaming_story import StoryEvent, StoryOutcome, run_streaming_story
@@ -45,7 +45,8 @@ PROVIDER_HELP = (
 
 @st.cache_resource(show_spinner="Loading the bundled corpus and calibrating (a few seconds, once)...")
 def ask_pipeline() -> VerityRAGPipeline:
-    return bundled_pipeline()
+    # In memory: `make run --data-dir` persists the API's index; two processes must not share one store.
+    return bundled_pipeline(store_dir=IN_MEMORY)
 
 
 @st.cache_resource(show_spinner="Loading the LLM provider...")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from verityrag import mcp_server
+from verityrag import bundled, mcp_server
 from verityrag.pipeline import VerityRAGPipeline
 
 pytestmark = pytest.mark.unit
@@ -17,7 +17,7 @@ def calibrations(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Record calibrate_on_bundled calls (the real one trains a reranker: seconds, tested elsewhere)."""
     calls: list[int] = []
     monkeypatch.setattr(
-        mcp_server, "calibrate_on_bundled", lambda pipeline: calls.append(pipeline.index.n_documents)
+        bundled, "calibrate_on_bundled", lambda pipeline, data_dir: calls.append(pipeline.index.n_documents)
     )
     return calls
 
@@ -34,7 +34,15 @@ def test_prefix_of_the_corpus_keeps_the_shipped_gate(calibrations: list[int]) ->
     assert calibrations == []
 
 
-def test_restored_index_is_not_refilled_or_calibrated(tmp_path: Path, calibrations: list[int]) -> None:
+def test_restored_bundled_corpus_is_calibrated_again(tmp_path: Path, calibrations: list[int]) -> None:
+    mcp_server.startup_pipeline(tmp_path, None).store.close()  # type: ignore[union-attr]
+    restored = mcp_server.startup_pipeline(tmp_path, None)
+    assert calibrations == [restored.index.n_documents] * 2
+
+
+def test_restored_index_of_other_documents_is_not_refilled_or_calibrated(
+    tmp_path: Path, calibrations: list[int]
+) -> None:
     own = VerityRAGPipeline(data_dir=tmp_path)
     own.ingest_document("mine", "Mine", "A document of the user's own, not the bundled corpus.")
     assert own.store is not None

@@ -20,7 +20,7 @@ from pathlib import Path
 from verityrag.bundled import bundled_pipeline
 from verityrag.errors import InvalidInputError, VerityRAGError
 from verityrag.eval.dataset import DEFAULT_DATA_DIR
-from verityrag.pipeline import VerityRAGPipeline
+from verityrag.pipeline import IN_MEMORY, VerityRAGPipeline
 from verityrag.types import QueryResult
 
 SAMPLES = (
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
 
     t0 = time.perf_counter()
     try:
-        pipeline = bundled_pipeline(args.data_dir, store_dir=args.store)
+        pipeline = bundled_pipeline(args.data_dir, store_dir=args.store or IN_MEMORY)
     except VerityRAGError as exc:  # a missing corpus, a bad store or setting: say which, no traceback
         print(f"error: {exc}", file=sys.stderr)
         return 2

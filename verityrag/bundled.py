@@ -5,8 +5,9 @@ Streamlit demo and the MCP server share, so they all answer the same way.
 from __future__ import annotations
 
 import logging
+import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from verityrag.eval.dataset import DEFAULT_DATA_DIR, load_corpus, load_questions
@@ -57,21 +58,38 @@ def calibrate_on_bundled(pipeline: VerityRAGPipeline, data_dir: Path = DEFAULT_D
     pipeline.calibrate([(q.question, q.answers) for q in calib if q.kind != "unanswerable_in_domain"])
 
 
+def holds_bundled_corpus(pipeline: VerityRAGPipeline, docs: Sequence[Document]) -> bool:
+    """The index holds exactly these documents (by id): the bundled questions fit it."""
+    index = pipeline.index
+    return index.n_documents == len(docs) and all(index.has_document(d.doc_id) for d in docs)
+
+
 def bundled_pipeline(
     data_dir: Path = DEFAULT_DATA_DIR,
     *,
-    store_dir: Path | None = None,
+    store_dir: str | os.PathLike[str] | None = None,
     exclude_prefix: str | None = None,
     calibrate: bool = True,
     factory: Callable[[], VerityRAGPipeline] | None = None,
 ) -> VerityRAGPipeline:
     """A pipeline over the bundled corpus, calibrated unless ``calibrate=False``.
 
-    ``store_dir`` persists it; ``exclude_prefix`` holds documents back (the streaming demo
-    streams them in later); ``factory`` builds the empty pipeline (default: from settings).
+    ``store_dir`` persists it (None: ``VERITYRAG_DATA_DIR`` when set; ``IN_MEMORY``: never);
+    ``exclude_prefix`` holds documents back (the streaming demo streams them in later);
+    ``factory`` builds the empty pipeline (default: from settings). A store that already holds
+    other documents keeps them, unloaded and uncalibrated: the bundled questions are about the
+    bundled corpus, and a gate fitted on them against other documents would refuse everything.
     """
     pipeline = factory() if factory is not None else VerityRAGPipeline(data_dir=store_dir)
     load_bundled_corpus(pipeline, data_dir=data_dir, exclude_prefix=exclude_prefix)
-    if calibrate:
+    if not calibrate:
+        return pipeline
+    if holds_bundled_corpus(pipeline, bundled_documents(data_dir, exclude_prefix)):
         calibrate_on_bundled(pipeline, data_dir)
+    else:
+        logger.warning(
+            "the index holds %d documents that are not the bundled corpus: not calibrated on the bundled "
+            "questions (the shipped gate stands; calibrate on questions about your documents)",
+            pipeline.index.n_documents,
+        )
     return pipeline

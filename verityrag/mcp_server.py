@@ -11,8 +11,8 @@ an empty index is filled with the bundled corpus (``data/corpus.jsonl``; ``--max
 ``VERITYRAG_MCP_MAX_DOCS`` keeps only the first N documents) so ``query`` works at once.
 The whole corpus is then calibrated on its calibration questions, as the Streamlit app and
 ``make run``'s API are (a few seconds); a prefix of it is not (the questions' articles may be
-missing from it), nor is an index restored from the data directory (it may hold other
-documents): those keep the shipped gate.
+missing from it), nor is an index restored from the data directory that holds other documents
+than the bundled corpus: those keep the shipped gate.
 Logs go to stderr: stdout carries the protocol.
 
 Bad input is returned as an MCP tool error (``isError``) that names the field.
@@ -31,7 +31,7 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from verityrag.bundled import calibrate_on_bundled, load_bundled_corpus
+from verityrag.bundled import bundled_pipeline, load_bundled_corpus
 from verityrag.errors import InvalidInputError, VerityRAGError
 from verityrag.pipeline import VerityRAGPipeline
 from verityrag.types import Chunk, Citation, CitedSentence, QueryResult
@@ -166,10 +166,10 @@ def _max_docs_from_env() -> int | None:
 
 def startup_pipeline(data_dir: Path | None, max_docs: int | None) -> VerityRAGPipeline:
     """The served pipeline: the bundled corpus loaded into an empty index, calibrated when whole."""
+    if max_docs is None:
+        return bundled_pipeline(store_dir=data_dir)
     pipeline = VerityRAGPipeline(data_dir=data_dir)
-    loaded = load_bundled_corpus(pipeline, max_docs)
-    if loaded and max_docs is None:
-        calibrate_on_bundled(pipeline)
+    load_bundled_corpus(pipeline, max_docs)
     return pipeline
 
 
