@@ -228,3 +228,15 @@ def test_cosines_on_a_snapshot_from_before_a_replace_use_the_chunks_it_holds(
     [new] = index.cosines(query, ["base1#0"])
     assert new < 0.5
     assert index.cosines(query, ["base1#1", "nowhere#0"]) == [0.0, 0.0]  # gone in the new version
+
+
+@pytest.mark.unit
+def test_chunks_of_checks_slots_read_in_the_compaction_gap(index: LiveIndex) -> None:
+    # Compaction renumbers the slot map just before it publishes the new segment; a reader in
+    # that gap holds new slot numbers and the old segment. Simulated: base0's slots pointing at
+    # base3's. It must still get base0's chunks, not base3's text.
+    real = {d: list(s) for d, s in index._doc_slots.items()}
+    index._doc_slots["base0"] = real["base3"]
+    chunks = index.chunks_of("base0")
+    assert [c.doc_id for c in chunks] == ["base0", "base0"]
+    assert [c.position for c in chunks] == [0, 1]

@@ -228,9 +228,14 @@ class LiveIndex:
         snap = snapshot or self._snapshot
         slots = self._doc_slots.get(doc_id)
         # Fast path: the document's latest slots, when this snapshot sees all of them in
-        # the current segment (then every earlier version of the document is dead in it).
+        # the current segment (then every earlier version of the document is dead in it). The
+        # slot map and the published snapshot are read without a lock, and compaction renumbers
+        # the map just before it publishes the new segment: slots read in that gap index the
+        # old segment, so each chunk must also belong to the document.
         if slots and snap.segment is self._snapshot.segment and all(snap.is_visible(s) for s in slots):
-            return [snap.chunk(s) for s in slots]
+            chunks = [snap.chunk(s) for s in slots]
+            if all(c.doc_id == doc_id and c.position == i for i, c in enumerate(chunks)):
+                return chunks
         # A snapshot from before a replace, delete or compaction (or a write in flight):
         # the slot map is newer than the snapshot, so scan what the snapshot sees.
         return [c for c in (snap.chunk(int(s)) for s in snap.live_slots()) if c.doc_id == doc_id]
