@@ -157,6 +157,10 @@ GOOD = {"doc_id": "ok-1", "title": "Title", "text": "Some real words here."}
         ({"doc_id": "has space"}, "doc_id", "is invalid"),
         ({"doc_id": "-leading-dash"}, "doc_id", "is invalid"),
         ({"doc_id": "x" * 201}, "doc_id", "is invalid"),
+        ({"doc_id": "abc\n"}, "doc_id", "is invalid"),  # re.match's $ let a final newline through
+        ({"doc_id": "a/../b"}, "doc_id", "is invalid"),  # clients resolve it: DELETE would hit "b"
+        ({"doc_id": "a/./b"}, "doc_id", "is invalid"),
+        ({"doc_id": "a/.."}, "doc_id", "is invalid"),
         ({"doc_id": 42}, "doc_id", "must be a string, got int"),
         ({"doc_id": None}, "doc_id", "must be a string"),
         ({"metadata": ["not", "a", "dict"]}, "metadata", "must be a dict"),
@@ -381,3 +385,31 @@ def test_sentence_selector_uses_the_pipelines_analyzer() -> None:
     unstemmed = Analyzer(stem=False)
     pipeline = VerityRAGPipeline(embedder=HashingEmbedder(analyzer=unstemmed), analyzer=unstemmed)
     assert pipeline.generator.selector.analyzer.fingerprint() == unstemmed.fingerprint()
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("metadata", [{"k": "\ud800"}, {"k": float("nan")}, {"k": object()}])
+def test_metadata_that_cannot_be_stored_as_json_is_refused(metadata: dict[str, Any]) -> None:
+    # A lone surrogate was accepted, then GET /documents/<id> failed with a 500 on every call.
+    with pytest.raises(InvalidInputError) as info:
+        VerityRAGPipeline().ingest_document("m", "M", "Some text here.", metadata=metadata)
+    assert info.value.field == "metadata"
+
+
+@pytest.mark.unit
+def test_metadata_is_kept_without_a_store() -> None:
+    pipeline = VerityRAGPipeline()
+    pipeline.ingest_document("m", "M", "Some text here.", metadata={"source": "encyclopedia"})
+    doc = pipeline.get_document("m")
+    assert doc is not None
+    assert doc.metadata == {"source": "encyclopedia"}
+    pipeline.ingest_document("m", "M", "Replaced text here.")  # a replace without metadata clears it
+    replaced = pipeline.get_document("m")
+    assert replaced is not None
+    assert replaced.metadata == {}
+    pipeline.ingest_document("m", "M", "Text again.", metadata={"v": 2})
+    assert pipeline.delete_document("m")
+    pipeline.ingest_document("m", "M", "Text once more.")
+    again = pipeline.get_document("m")
+    assert again is not None
+    assert again.metadata == {}

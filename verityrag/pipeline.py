@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -153,6 +154,7 @@ class VerityRAGPipeline:
         if requested_checks(self.settings):  # loaded now: a missing model stops the start, not a query
             self.check_threshold_sources = attach_from_settings(self, self.settings)
         self._write_lock = threading.Lock()
+        self._metadata: dict[str, dict[str, Any]] = {}  # per document, when there is no store
         resolved = data_dir if data_dir is not None else os.environ.get(DATA_DIR_ENV) or None
         self.data_dir = Path(resolved) if resolved else None
         self.store: SQLiteDocumentStore | None = None
@@ -189,6 +191,10 @@ class VerityRAGPipeline:
                 getattr(doc, field).encode("utf-8")
             except UnicodeEncodeError as exc:
                 raise InvalidInputError(field, f"is not valid Unicode text ({exc.reason})") from exc
+        try:  # stored and served as JSON: what cannot be written must not be accepted
+            json.dumps(doc.metadata, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        except (TypeError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
+            raise InvalidInputError("metadata", f"must be JSON with valid Unicode text ({exc})") from exc
         return doc
 
     def _chunk(self, doc: Document) -> list[Chunk]:
@@ -222,6 +228,11 @@ class VerityRAGPipeline:
         with self._write_lock:
             if self.store is not None:
                 self.store.put_many(prepared, counts)
+            else:  # the index keeps no metadata: without a store it lives here
+                for doc, _, _ in prepared:
+                    self._metadata.pop(doc.doc_id, None)
+                    if doc.metadata:
+                        self._metadata[doc.doc_id] = dict(doc.metadata)
             self.index.apply(upserts, term_counts=counts)
 
     def ingest_document(
@@ -276,6 +287,7 @@ class VerityRAGPipeline:
         """Remove a document from the store and both indexes. False if it was not there."""
         with self._write_lock:
             removed = self.store.delete(doc_id) if self.store is not None else False
+            self._metadata.pop(doc_id, None)
             return self.index.delete(doc_id) or removed
 
     def get_document(self, doc_id: str) -> Document | None:
@@ -290,7 +302,7 @@ class VerityRAGPipeline:
         for c in chunks:
             if c.end > len(text):
                 text = text.ljust(c.start) + c.text[max(len(text) - c.start, 0) :]
-        return Document(doc_id, chunks[0].title, text)
+        return Document(doc_id, chunks[0].title, text, dict(self._metadata.get(doc_id, {})))
 
     def stats(self) -> dict[str, Any]:
         snap = self.index.snapshot()

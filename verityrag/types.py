@@ -11,13 +11,18 @@ from verityrag.errors import InvalidInputError
 
 DOC_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:\-/]{0,199}$"
 _DOC_ID_RE = re.compile(DOC_ID_PATTERN)
-DOC_ID_RULE = "1-200 characters from letters, digits and . _ : - /, starting with a letter or digit"
+DOC_ID_RULE = (
+    "1-200 characters from letters, digits and . _ : - /, starting with a letter or digit, "
+    "with no '.' or '..' path segment"
+)
 
 
 def validate_doc_id(doc_id: object) -> str:
     if not isinstance(doc_id, str):
         raise InvalidInputError("doc_id", f"must be a string, got {type(doc_id).__name__}")
-    if not _DOC_ID_RE.match(doc_id):
+    # fullmatch: the pattern's $ also matches before a final newline ("abc\n" passed).
+    # No . or .. segment: HTTP clients resolve them, so DELETE /documents/a/../b deletes "b".
+    if not _DOC_ID_RE.fullmatch(doc_id) or any(part in (".", "..") for part in doc_id.split("/")):
         raise InvalidInputError("doc_id", f"{doc_id!r} is invalid: use {DOC_ID_RULE}")
     return doc_id
 
