@@ -1,4 +1,4 @@
-"""One typed settings object with named profiles, overridable per call and from the environment."""
+"""One typed settings object with named profiles, from the environment, its query-time fields overridable per call."""
 
 from __future__ import annotations
 

@@ -656,8 +656,13 @@ class VerityRAGPipeline:
 
         ``k`` is how many evidence chunks to keep (``Settings.top_k``); ``settings``
         overrides the pipeline's settings for this call (e.g.
-        ``pipeline.settings.replace(strictness="strict")``); ``on_stage`` is called with
-        each trace step as it is recorded (input errors are raised before the first).
+        ``pipeline.settings.replace(strictness="strict")``): the query-time fields only,
+        ``top_k``, ``candidates``, ``fusion``, ``dense_weight``, ``verify``, ``strictness``,
+        ``max_reformulations``, ``reformulation_signal_floor`` and ``max_query_chars``. The
+        others act where they are used: chunking and limits on ingest, ``abstention_target``
+        and ``gate_label`` in :meth:`calibrate`, the index backend and the learned checks when
+        the pipeline is built. ``on_stage`` is called with each trace step as it is recorded
+        (input errors are raised before the first).
         """
         s = settings or self.settings
         if k is not None:
