@@ -23,7 +23,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from fastapi import Body, Depends, FastAPI, Request, Security
 from fastapi.exceptions import RequestValidationError
@@ -145,6 +145,24 @@ _WRITE_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 _NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorOut, "description": "No such document."}}
 
+_Endpoint = TypeVar("_Endpoint", bound=Callable[..., Any])
+
+
+def _get_with_head(app: FastAPI, path: str, **options: Any) -> Callable[[_Endpoint], _Endpoint]:
+    """``app.get(path, **options)`` that answers HEAD too, as Starlette's GET routes do and FastAPI's do not.
+
+    HEAD runs the same endpoint, so it gets the GET's status and headers (the server sends
+    no body), on a twin route kept out of the OpenAPI spec: listed there, HEAD would repeat
+    the GET's operationId (which must be unique) and promise a JSON body it does not send.
+    """
+
+    def register(endpoint: _Endpoint) -> _Endpoint:
+        app.get(path, **options)(endpoint)
+        app.api_route(path, methods=["HEAD"], include_in_schema=False, **options)(endpoint)
+        return endpoint
+
+    return register
+
 
 # Dependencies live at module level: with postponed annotations FastAPI resolves
 # ``Annotated[...]`` in this module's namespace.
@@ -201,7 +219,9 @@ def create_app(
     app.add_middleware(RequestMetricsMiddleware, metrics=api_metrics)  # outermost: counts 413s too
     _install_error_handlers(app)
 
-    @app.get("/health", response_model=HealthOut, responses={503: {"model": HealthOut}}, tags=["service"])
+    @_get_with_head(
+        app, "/health", response_model=HealthOut, responses={503: {"model": HealthOut}}, tags=["service"]
+    )
     async def health() -> Any:
         """Liveness and readiness: 200 when the pipeline is up, 503 with the reason when not."""
         try:
@@ -235,7 +255,8 @@ def create_app(
             )
         return IngestOut(documents=await run_in_threadpool(_ingest_batch, p, body))
 
-    @app.get(
+    @_get_with_head(
+        app,
         "/documents/{doc_id:path}",
         response_model=DocumentOut,
         responses={**_NOT_FOUND, 422: _ERROR_RESPONSES[422], 503: _ERROR_RESPONSES[503]},
@@ -352,12 +373,15 @@ def create_app(
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
 
-    @app.get("/stats", response_model=StatsOut, responses={503: _ERROR_RESPONSES[503]}, tags=["service"])
+    @_get_with_head(
+        app, "/stats", response_model=StatsOut, responses={503: _ERROR_RESPONSES[503]}, tags=["service"]
+    )
     async def stats(p: PipelineDep) -> StatsOut:
         """Documents, chunks, index version, embedder, data dir, and the learned checks with their thresholds."""
         return StatsOut(**p.stats())
 
-    @app.get(
+    @_get_with_head(
+        app,
         "/metrics",
         response_class=PlainTextResponse,
         responses={200: {"content": {CONTENT_TYPE: {"example": "verityrag_documents 605\n"}}}},

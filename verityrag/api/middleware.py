@@ -6,6 +6,7 @@ import json
 import logging
 from typing import Any
 
+from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from verityrag.api.metrics import ApiMetrics
@@ -136,6 +137,32 @@ class RequestMetricsMiddleware:
         try:
             await self.app(scope, receive, send_wrapper)
         finally:
-            route = scope.get("route")
-            endpoint = getattr(route, "path_format", None) or getattr(route, "path", None) or "unmatched"
-            self.metrics.record_request(scope["method"], endpoint, status["code"])
+            self.metrics.record_request(scope["method"], _endpoint(scope), status["code"])
+
+
+def _endpoint(scope: Scope) -> str:
+    """The route template of the request, or ``"unmatched"``.
+
+    The router records the route it chose in ``scope["route"]``. A request answered before
+    routing (a 413 from ``BodySizeLimitMiddleware``) has none, so the app's routes are
+    matched here as the router would: the first full match, else the first partial one
+    (right path, other method).
+    """
+    route = scope.get("route")
+    if route is None:
+        route = _match_route(scope)
+    return getattr(route, "path_format", None) or getattr(route, "path", None) or "unmatched"
+
+
+def _match_route(scope: Scope) -> BaseRoute | None:
+    router = getattr(scope.get("app"), "router", None)  # Starlette puts the app in the scope
+    partial: BaseRoute | None = None
+    for route in getattr(router, "routes", ()):
+        if not isinstance(route, BaseRoute):
+            continue
+        match, _ = route.matches(scope)
+        if match == Match.FULL:
+            return route
+        if match == Match.PARTIAL and partial is None:
+            partial = route
+    return partial
