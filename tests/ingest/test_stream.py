@@ -126,6 +126,83 @@ def test_source_that_raises_is_recorded_and_queue_still_served(pipeline: VerityR
     assert [(f.doc_id, str(f.error)) for f in stream.failures] == [("<source>", "feed went away")]
 
 
+def _stop_within(stream: LiveDocumentStream, timeout: float = 5.0) -> None:
+    """``stop()`` then ``join()``, failing (not hanging) if either blocks."""
+    stopper = threading.Thread(target=stream.stop, daemon=True)
+    stopper.start()
+    stopper.join(timeout)
+    assert not stopper.is_alive(), "stop() blocked"
+    assert stream.join(timeout=timeout), "the stream thread did not end"
+
+
+def test_on_ingested_that_raises_is_recorded_and_stream_continues(pipeline: VerityRAGPipeline) -> None:
+    seen: list[str] = []
+
+    def on_ingested(doc: Document) -> None:
+        seen.append(doc.doc_id)
+        if doc.doc_id == "stream-001":
+            raise ValueError("callback bug")
+
+    stream = LiveDocumentStream(pipeline, on_ingested=on_ingested, maxsize=2).start()
+    for i in range(6):
+        stream.put(_doc(i), timeout=2)  # the bounded queue fills up if the thread has died
+    _stop_within(stream)
+    assert stream.ingested == 6
+    assert seen == [f"stream-{i:03d}" for i in range(6)]
+    assert [(f.doc_id, f.stage, str(f.error)) for f in stream.failures] == [
+        ("stream-001", "on_ingested", "callback bug")
+    ]
+    assert all(_found(pipeline, i) for i in range(6))
+
+
+def test_on_error_that_raises_is_recorded_and_stream_continues(pipeline: VerityRAGPipeline) -> None:
+    def on_error(doc: Document, exc: BaseException) -> None:
+        raise RuntimeError(f"error handler broke on {doc.doc_id}")
+
+    stream = LiveDocumentStream(pipeline, on_error=on_error, maxsize=2).start()
+    stream.put(_doc(0), timeout=2)
+    stream.put(_doc(1, "Too long. " * 30), timeout=2)  # over max_document_chars=200
+    for i in range(2, 6):
+        stream.put(_doc(i), timeout=2)
+    _stop_within(stream)
+    assert stream.ingested == 5
+    assert [(f.doc_id, f.stage) for f in stream.failures] == [
+        ("stream-001", "ingest"),
+        ("stream-001", "on_error"),
+    ]
+    assert isinstance(stream.failures[0].error, InvalidInputError)
+    assert str(stream.failures[1].error) == "error handler broke on stream-001"
+    assert pipeline.index.doc_ids() == [f"stream-{i:03d}" for i in (0, 2, 3, 4, 5)]
+
+
+def test_callback_that_raises_on_a_source_document_does_not_end_the_source(
+    pipeline: VerityRAGPipeline,
+) -> None:
+    def on_ingested(doc: Document) -> None:
+        if doc.doc_id == "stream-002":
+            raise KeyError(doc.doc_id)
+
+    stream = LiveDocumentStream(pipeline, source=(_doc(i) for i in range(6)), on_ingested=on_ingested)
+    stream.start()
+    _stop_within(stream)
+    assert stream.ingested == 6
+    assert [(f.doc_id, f.stage) for f in stream.failures] == [("stream-002", "on_ingested")]
+    assert all(_found(pipeline, i) for i in range(6))
+
+
+def test_stop_before_start_on_a_full_queue_does_not_block(pipeline: VerityRAGPipeline) -> None:
+    stream = LiveDocumentStream(pipeline, maxsize=1)
+    stream.put(_doc(0))
+    stopper = threading.Thread(target=stream.stop, daemon=True)
+    stopper.start()
+    stopper.join(5)
+    assert not stopper.is_alive(), "stop() blocked"
+    stream.start()
+    assert stream.join(timeout=5)
+    assert stream.ingested == 1
+    assert _found(pipeline, 0)
+
+
 class _SlowPipeline:
     """Delegates to a pipeline, but the first ingest waits for ``gate``."""
 

@@ -131,7 +131,8 @@ def run_streaming_story(
     stream.join(60)
     yield from drain()
     if stream.failures:
-        outcome.failures.append(f"{len(stream.failures)} documents failed to ingest")
+        broken = sorted({f"{f.doc_id} ({f.stage})" for f in stream.failures})
+        outcome.failures.append(f"{len(stream.failures)} stream failures: {', '.join(broken)}")
     elapsed = time.perf_counter() - started
     yield StoryEvent("streamed", 3, f"{stream.ingested} documents streamed in {elapsed:.1f} s.")
 
