@@ -20,6 +20,12 @@ def test_analyze_accented_letters_folds_to_ascii() -> None:
     assert PLAIN.analyze("Café Müller naïve Ångström") == ["cafe", "muller", "naive", "angstrom"]
 
 
+def test_analyze_case_folds_after_decomposing() -> None:
+    # Lowercased first, "ℌ" and "𝐀" decomposed into capitals, and "ß" never matched "ss".
+    assert PLAIN.analyze("ℌello 𝐀pple Straße ΦΟΡΟΣ") == ["hello", "apple", "strasse", "φοροσ"]
+    assert PLAIN.analyze("Straße φορος") == PLAIN.analyze("STRASSE ΦΟΡΟΣ")
+
+
 def test_analyze_accented_and_plain_spellings_give_same_terms() -> None:
     assert DEFAULT_ANALYZER.analyze("Résumé of Gödel") == DEFAULT_ANALYZER.analyze("resume of godel")
 

@@ -25,8 +25,12 @@ pytestmark = pytest.mark.unit
             ["J. R. R. Tolkien wrote books.", "He died in 1973."],
         ),
         ("See e.g. this one. And i.e. that.", ["See e.g. this one.", "And i.e. that."]),
+        (
+            "He said no. It is No. 5 of nos. 3 and 5. Done.",
+            ["He said no.", "It is No. 5 of nos. 3 and 5.", "Done."],
+        ),
     ],
-    ids=["title", "titles-and-saint", "u.s.", "initials", "e.g.-i.e."],
+    ids=["title", "titles-and-saint", "u.s.", "initials", "e.g.-i.e.", "no.-only-before-a-number"],
 )
 def test_split_sentences_abbreviations_do_not_end_sentences(text: str, expected: list[str]) -> None:
     assert split_sentences(text) == expected

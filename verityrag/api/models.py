@@ -278,7 +278,7 @@ class StatsOut(BaseModel):
                     "documents": 605,
                     "chunks": 847,
                     "index_version": 2,
-                    "embedder": "hashing:v1:dim=384:ngrams=1-2:analyzer:v1:stem=1:stop=152",
+                    "embedder": "hashing:v1:dim=384:ngrams=1-2:analyzer:v2:stem=1:stop=152",
                     "data_dir": "/var/lib/verityrag",
                     "learned_checks": {
                         "answerability": {

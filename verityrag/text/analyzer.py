@@ -20,11 +20,14 @@ _COMBINING_RE = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20f
 
 
 def _fold(text: str) -> str:
-    """Lowercase and strip accents (``Café`` -> ``cafe``); ASCII text takes the fast path."""
-    text = text.lower()
+    """Case-fold and strip accents (``Café`` -> ``cafe``, ``Straße`` -> ``strasse``); ASCII takes the fast path.
+
+    Decomposed first, then case-folded: decomposition can make capitals (``ℌ`` -> ``H``,
+    ``℃`` -> ``°C``), and ``casefold`` (unlike ``lower``) also folds ``ß`` and a final ``ς``.
+    """
     if text.isascii():
-        return text
-    return _COMBINING_RE.sub("", unicodedata.normalize("NFKD", text))
+        return text.lower()
+    return _COMBINING_RE.sub("", unicodedata.normalize("NFKD", text).casefold())
 
 
 @lru_cache(maxsize=1)
@@ -64,7 +67,7 @@ class Analyzer:
 
     def fingerprint(self) -> str:
         """Identifies the analyzer's behaviour, so a store built with another one is detected."""
-        return f"analyzer:v1:stem={int(self.stem)}:stop={len(self.stopwords)}"
+        return f"analyzer:v2:stem={int(self.stem)}:stop={len(self.stopwords)}"
 
     def __repr__(self) -> str:
         return f"Analyzer(stem={self.stem}, stopwords={len(self.stopwords)})"

@@ -11,10 +11,12 @@ _BOUNDARY_RE = re.compile(
     r"""[.!?]["'\u201d\u2019\u00bb)\]]*\s+(?=["'\u201c\u2018\u201e\u00ab(\[]?([^\W_]))"""
 )
 _ABBREVIATIONS = frozenset(
-    """mr mrs ms dr prof sr jr st mt ft vs etc inc ltd co corp no nos vol fig approx
+    """mr mrs ms dr prof sr jr st mt ft vs etc inc ltd co corp vol fig approx
     jan feb mar apr jun jul aug sep sept oct nov dec gen col lt sgt rev gov sen rep
     e.g i.e u.s u.k a.d b.c c.a ca""".split()
 )
+# Abbreviations only before a number: "no." also ends sentences ("He said no.").
+_NUMBER_ABBREVIATIONS = frozenset({"no", "nos"})
 
 
 def _ends_with_abbreviation(text: str, end: int) -> bool:
@@ -23,6 +25,8 @@ def _ends_with_abbreviation(text: str, end: int) -> bool:
     while start > 0 and not text[start - 1].isspace():
         start -= 1
     word = text[start:end].lower().lstrip("(\"'")
+    if word in _NUMBER_ABBREVIATIONS:  # "No. 5", not "He said no. Then..."
+        return text[end + 1 :].lstrip()[:1].isdigit()
     if word in _ABBREVIATIONS:
         return True
     # A single capital letter ("J. R. R. Tolkien") is an initial, not a sentence end.
