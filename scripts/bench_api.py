@@ -26,6 +26,7 @@ import numpy as np
 from api_server import running_api_server
 
 from verityrag import VerityRAGPipeline
+from verityrag.pipeline import IN_MEMORY
 
 ROOT = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
@@ -52,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.questions > 0:
         questions = questions[: args.questions]
 
-    pipeline = VerityRAGPipeline(data_dir=None)
+    pipeline = VerityRAGPipeline(data_dir=IN_MEMORY)
     pipeline.ingest_documents(corpus, progress=False)
     for q in questions:  # warm-up
         pipeline.query(q)

@@ -42,6 +42,7 @@ from verityrag.eval import dataset as eval_dataset  # noqa: E402
 from verityrag.index.elastic import EMULATOR_NAME, ElasticsearchConfig, ElasticsearchIndex  # noqa: E402
 from verityrag.index.elastic.emulator import ElasticsearchEmulator  # noqa: E402
 from verityrag.index.live import LiveIndex  # noqa: E402
+from verityrag.pipeline import IN_MEMORY  # noqa: E402
 
 OUT = ROOT / "scripts" / "results" / "bench_elasticsearch.json"
 QUESTION_FILES = sorted((ROOT / "data" / "questions").glob("*.jsonl"))
@@ -86,9 +87,9 @@ def make_es_index(url: str, name: str, embedder: HashingEmbedder, **kwargs: Any)
 def agreement(url: str, corpus: list[Document], questions: list[str]) -> dict[str, Any]:
     """Top-10 agreement with the embedded index on the eval corpus."""
     embedder = HashingEmbedder()
-    embedded = VerityRAGPipeline(embedder=embedder)
+    embedded = VerityRAGPipeline(embedder=embedder, data_dir=IN_MEMORY)
     es_index = make_es_index(url, "verityrag-bench-agreement", embedder)
-    on_es = VerityRAGPipeline(embedder=embedder, index=es_index)
+    on_es = VerityRAGPipeline(embedder=embedder, index=es_index, data_dir=IN_MEMORY)
     t0 = time.perf_counter()
     embedded.ingest_documents(corpus, progress=False)
     embedded_bulk_s = time.perf_counter() - t0
@@ -138,8 +139,8 @@ def latency_at(
     embedder = HashingEmbedder()
     es_index = make_es_index(url, f"verityrag-bench-latency-{size}", embedder)
     pipelines = {
-        "embedded": VerityRAGPipeline(embedder=embedder),
-        "backend": VerityRAGPipeline(embedder=embedder, index=es_index),
+        "embedded": VerityRAGPipeline(embedder=embedder, data_dir=IN_MEMORY),
+        "backend": VerityRAGPipeline(embedder=embedder, index=es_index, data_dir=IN_MEMORY),
     }
     out: dict[str, Any] = {}
     for name, pipeline in pipelines.items():

@@ -35,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 from verityrag import Document, Settings, VerityRAGPipeline  # noqa: E402
 from verityrag.embed.base import Embedder  # noqa: E402
 from verityrag.eval import dataset as eval_dataset  # noqa: E402
+from verityrag.pipeline import IN_MEMORY  # noqa: E402
 from verityrag.text import split_sentences  # noqa: E402
 
 CORPUS = ROOT / "data" / "corpus.jsonl"
@@ -128,7 +129,7 @@ def bench_scale(
     label: str, target: int, corpus: list[Document], questions: list[str], backend: str
 ) -> dict[str, Any]:
     docs = SyntheticDocs(corpus)
-    pipeline = VerityRAGPipeline(settings=Settings(dense_backend=backend))  # type: ignore[arg-type]
+    pipeline = VerityRAGPipeline(settings=Settings(dense_backend=backend), data_dir=IN_MEMORY)  # type: ignore[arg-type]
     t0 = time.perf_counter()
     grow_to(pipeline, docs, target)
     build_s = time.perf_counter() - t0
@@ -170,7 +171,7 @@ def bench_restore(target: int, corpus: list[Document]) -> dict[str, Any]:
 
 
 def bench_eval_corpus_bulk(corpus: list[Document], embedder: Embedder | None = None) -> dict[str, float]:
-    pipeline = VerityRAGPipeline(embedder=embedder)
+    pipeline = VerityRAGPipeline(embedder=embedder, data_dir=IN_MEMORY)
     t0 = time.perf_counter()
     pipeline.ingest_documents(corpus, progress=False)
     return {"docs": len(corpus), "chunks": len(pipeline.index), "seconds": time.perf_counter() - t0}
@@ -215,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
         "quick": args.quick,
     }
     results["eval_corpus_bulk_hashing"] = bench_eval_corpus_bulk(corpus)
-    pipeline = VerityRAGPipeline()
+    pipeline = VerityRAGPipeline(data_dir=IN_MEMORY)
     pipeline.ingest_documents(corpus, progress=False)
     results["eval_corpus_query_top10"] = {"chunks": len(pipeline.index), **query_p50(pipeline, questions)}
     del pipeline

@@ -41,6 +41,7 @@ from verityrag import Settings, VerityRAGPipeline  # noqa: E402
 from verityrag.bundled import bundled_pipeline  # noqa: E402
 from verityrag.eval.dataset import DEFAULT_DATA_DIR, EvalQuestion, load_questions  # noqa: E402
 from verityrag.learned_checks import CHECK_ATTRIBUTES  # noqa: E402
+from verityrag.pipeline import IN_MEMORY  # noqa: E402
 
 OUT = ROOT / "scripts" / "results" / "bench_learned_checks.json"
 #: name -> the settings' check flags; "none" first (the ratios' base), "all" last.
@@ -66,7 +67,9 @@ def _ms(samples: list[float]) -> dict[str, float | None]:
 
 def measure(name: str, checks: tuple[str, ...], questions: list[EvalQuestion]) -> dict[str, Any]:
     t0 = time.perf_counter()
-    pipeline = bundled_pipeline(factory=lambda: VerityRAGPipeline(settings=settings_for(checks)))
+    pipeline = bundled_pipeline(
+        factory=lambda: VerityRAGPipeline(settings=settings_for(checks), data_dir=IN_MEMORY)
+    )
     startup_s = time.perf_counter() - t0
     for q in questions:  # warm-up: sessions, caches
         pipeline.query(q.question)

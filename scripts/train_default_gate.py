@@ -22,6 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 from verityrag import VerityRAGPipeline  # noqa: E402
 from verityrag.eval.dataset import DEFAULT_DATA_DIR, load_corpus, load_questions  # noqa: E402
+from verityrag.pipeline import IN_MEMORY  # noqa: E402
 
 OUT = ROOT / "verityrag" / "resources" / "sufficiency_gate.json"
 
@@ -34,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    pipeline = VerityRAGPipeline()
+    pipeline = VerityRAGPipeline(data_dir=IN_MEMORY)
     pipeline.ingest_documents(load_corpus(DEFAULT_DATA_DIR / "corpus.jsonl"))
     pipeline.train_reranker(seed=args.seed)
     questions = [

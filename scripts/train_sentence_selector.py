@@ -52,6 +52,7 @@ from verityrag.generation.sentence_selector import (  # noqa: E402
     N_FEATURES,
     SentenceSelector,
 )
+from verityrag.pipeline import IN_MEMORY  # noqa: E402
 from verityrag.types import Document  # noqa: E402
 
 TRAIN_FILE = ROOT / "data" / "training" / "squad2_selector_train.jsonl.gz"
@@ -304,7 +305,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     started = time.perf_counter()
     docs, questions = load_training(args.data)
-    pipeline = VerityRAGPipeline(settings=Settings())  # defaults, whatever VERITYRAG_* says
+    pipeline = VerityRAGPipeline(
+        settings=Settings(), data_dir=IN_MEMORY
+    )  # defaults, whatever VERITYRAG_* says
     pipeline.ingest_documents(docs, progress=True)
     print(
         f"training corpus: {len(docs)} paragraphs, {len(pipeline.index)} chunks, {len(questions)} questions"
@@ -345,7 +348,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     calibration: dict[str, float] | None = None
     latency: dict[str, float] = {}
     if not args.no_calibration:
-        eval_pipeline = VerityRAGPipeline(settings=Settings())
+        eval_pipeline = VerityRAGPipeline(settings=Settings(), data_dir=IN_MEMORY)
         eval_pipeline.ingest_documents(load_corpus(EVAL_CORPUS), progress=False)
         cal = [q for q in load_questions(CALIBRATION) if q.answerable]
         cal_cands, _ = collect(eval_pipeline, [(q.question, q.answers, "eval") for q in cal], "calibration")
