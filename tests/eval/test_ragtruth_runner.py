@@ -31,6 +31,7 @@ from verityrag.eval.ragtruth import (
     score_dataset,
     split_ragtruth,
     stacked_run,
+    table_notes,
     top_members,
     trained_sources,
 )
@@ -229,6 +230,30 @@ def test_render_table_from_report() -> None:
     assert "bootstrap interval" in table
     # ens2: the two members best on the fitting half (here only two members: no ens2 rows).
     assert "ens2" not in table
+
+
+def test_table_notes_name_their_dataset_when_a_run_differs_between_them() -> None:
+    # A row shows both datasets' figures; tfidf-lr is built differently on each, so an
+    # unlabelled RAGTruth note would be read as describing the HaluEval figures too.
+    def row(name: str, note: str) -> dict[str, object]:
+        return {"verifier": name, "note": note}
+
+    report = {
+        "notes": [],
+        "ragtruth": {
+            "notes": [],
+            "rows": [row("lexical", ""), row("same", "x"), row("tfidf-lr", "fitting half")],
+        },
+        "halueval": {
+            "notes": ["nli: skipped"],
+            "rows": [row("lexical", ""), row("same", "x"), row("tfidf-lr", "train pairs")],
+        },
+    }
+    assert table_notes(report) == [
+        "HaluEval: nli: skipped",
+        "`same`: x",
+        "`tfidf-lr`: RAGTruth: fitting half; HaluEval: train pairs",
+    ]
 
 
 class _AdaptedScorer:

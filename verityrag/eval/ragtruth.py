@@ -790,9 +790,25 @@ def render_table(report: dict[str, Any]) -> str:
             else ""
         ),
     ]
-    notes = report["notes"] + [f"`{r['verifier']}`: {r['note']}" for r in rt["rows"] if r["note"]]
-    lines += [f"- {n}" for n in dict.fromkeys(notes)]
+    lines += [f"- {n}" for n in dict.fromkeys(report["notes"] + table_notes(report))]
     return "\n".join(lines)
+
+
+def table_notes(report: dict[str, Any]) -> list[str]:
+    """Each dataset's own notes, and each verifier's note. A row shows both datasets' figures,
+    and a same-named run can be built differently on each (tfidf-lr is trained on HaluEval's
+    train pairs there; the ensembles have other members): such notes name their dataset."""
+    labels = {"ragtruth": "RAGTruth", "halueval": "HaluEval"}
+    notes = [f"{labels[d]}: {n}" for d in labels for n in report[d].get("notes", [])]
+    halu = {r["verifier"]: r.get("note", "") for r in report["halueval"]["rows"]}
+    for row in report["ragtruth"]["rows"]:
+        name, rt_note, hv_note = row["verifier"], row.get("note", ""), halu.get(row["verifier"], "")
+        if rt_note and (rt_note == hv_note or row["verifier"] not in halu):
+            notes.append(f"`{name}`: {rt_note}")
+        elif rt_note or hv_note:
+            both = [f"{labels[d]}: {n}" for d, n in (("ragtruth", rt_note), ("halueval", hv_note)) if n]
+            notes.append(f"`{name}`: " + "; ".join(both))
+    return notes
 
 
 def run_cli(
