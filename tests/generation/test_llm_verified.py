@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,7 +14,9 @@ from verityrag.generation.llm import REFUSAL, LLMGenerator
 from verityrag.generation.verified import BestOfN, RejectAndRetry
 from verityrag.types import Chunk, Hit
 from verityrag.verify.grounding_verifier import GroundingVerifier
+from verityrag.verify.llm_judge import LLMJudgeVerifier
 from verityrag.verify.protocols import VerificationResult, Verifier
+from verityrag.verify.stack import VerifierStack
 
 pytestmark = pytest.mark.unit
 
@@ -179,3 +182,130 @@ def test_tokens_unknown_when_the_provider_does_not_report_them() -> None:
 def test_bad_settings_are_rejected(make: Any) -> None:
     with pytest.raises(InvalidInputError):
         make()
+
+
+# ------------------------------------------------------------------ titles, fail-open judge
+
+
+TITLED = [_hit(3, "It was completed in 1889 for the World's Fair in Paris.", "Eiffel Tower")]
+
+
+@pytest.mark.parametrize("level", ["balanced", "paranoid"])
+@pytest.mark.parametrize("stack", [False, True], ids=["grounding", "stack"])
+def test_a_name_from_the_cited_chunk_s_title_counts_as_evidence(level: str, stack: bool) -> None:
+    """The prompt shows the model "(Eiffel Tower) It was completed ..."; the verifier sees the title too."""
+    verifier = VerifierStack.default() if stack else GroundingVerifier()
+    out = RejectAndRetry(LLMGenerator(Scripted(GOOD)), verifier, max_attempts=1).answer(
+        QUESTION, TITLED, strictness=level
+    )
+    assert out.accepted, out.attempts[0].verdicts[0].reason
+    assert out.answer == "The Eiffel Tower was completed in 1889."
+
+
+def test_the_verifier_gets_each_cited_chunk_with_its_title() -> None:
+    seen: list[list[str]] = []
+
+    class Recording:
+        def verify(self, sentences: Sequence[str], documents: Sequence[str]) -> list[VerificationResult]:
+            seen.append(list(documents))
+            return [VerificationResult(s, 1.0, True, "always") for s in sentences]
+
+    untitled = _hit(4, "Fuji is 3,776 metres high.", "")
+    hits = [*TITLED, untitled]
+    RejectAndRetry(LLMGenerator(Scripted("It was completed in 1889 [1][2].")), Recording()).answer(
+        QUESTION, hits
+    )
+    assert seen == [[f"Eiffel Tower\n{TITLED[0].chunk.text}", untitled.chunk.text]]
+
+
+WATT = [_hit(5, "James Watt added a separate condenser to the steam engine in 1769.", "")]
+TRUE_CLAIM = "Watt added a separate condenser in 1769 [1]."
+REFUTED = "Watt invented the telephone in 1769 [1]."
+
+
+def _judge(*, open_: bool = True, confidence: Any = 95) -> LLMJudgeVerifier:
+    """Supports the condenser, refutes the telephone."""
+
+    def reply(prompt: str, **kwargs: Any) -> Completion:
+        statement = prompt.rsplit("STATEMENT:", 1)[1]
+        ok = "telephone" not in statement
+        verdict = {
+            "verdict": "SUPPORTED" if ok else "NOT_SUPPORTED",
+            "is_grounded": ok,
+            "reasoning": "stated" if ok else "The context says nothing about a telephone.",
+            "confidence_score": confidence,
+        }
+        return Completion(json.dumps(verdict), "judge")
+
+    return LLMJudgeVerifier(reply, failure_policy="fail_open" if open_ else "fail_closed")
+
+
+WARNING = " [Confidence: 95%] [Warning: Low confidence. Groundedness: false]"
+
+
+@pytest.mark.parametrize("strategy", ["retry", "best"])
+def test_fail_open_judge_refuses_a_refuted_answer_at_paranoid(strategy: str) -> None:
+    gen = LLMGenerator(Scripted(REFUTED))
+    maker = (
+        RejectAndRetry(gen, _judge(), max_attempts=2) if strategy == "retry" else BestOfN(gen, _judge(), n=2)
+    )
+    out = maker.answer("What did Watt do?", WATT, strictness="paranoid")
+    assert not out.accepted
+    assert out.answer is None
+    assert all(a.rejection in {"nothing_supported", "unfaithful"} for a in out.attempts)
+    assert all(not v["supported"] for a in out.trace_details()["attempt_log"] for v in a["verdicts"])
+
+
+def test_fail_open_judge_drops_a_refuted_sentence_and_annotates_the_kept_one() -> None:
+    text = f"{TRUE_CLAIM} Watt also added a separate condenser to the steam engine [1]. {REFUTED}"
+    out = RejectAndRetry(LLMGenerator(Scripted(text)), _judge(), max_attempts=1).answer(
+        "What did Watt do?", WATT, strictness="balanced"
+    )
+    assert out.accepted
+    assert out.unsupported_claims == ("Watt invented the telephone in 1769.",)
+    assert out.answer == (
+        "Watt added a separate condenser in 1769. [Confidence: 95%] "
+        "Watt also added a separate condenser to the steam engine. [Confidence: 95%]"
+    )
+    assert out.annotations == (" [Confidence: 95%]", " [Confidence: 95%]")
+    # the sentences stay plain, for the agent's own checks
+    assert [s.text for s in out.sentences] == [
+        "Watt added a separate condenser in 1769.",
+        "Watt also added a separate condenser to the steam engine.",
+    ]
+    trace = out.trace_details()
+    assert trace["answer"] == out.answer
+    assert trace["unsupported_claims"] == ["Watt invented the telephone in 1769."]
+    verdicts = trace["attempt_log"][0]["verdicts"]
+    assert [v["annotation"] for v in verdicts] == [" [Confidence: 95%]", " [Confidence: 95%]", WARNING]
+
+
+def test_fail_open_judge_marks_a_refuted_sentence_kept_at_loose() -> None:
+    out = RejectAndRetry(LLMGenerator(Scripted(f"{TRUE_CLAIM} {REFUTED}")), _judge()).answer(
+        "What did Watt do?", WATT, strictness="loose"
+    )
+    assert out.accepted
+    assert out.unsupported_claims == ("Watt invented the telephone in 1769.",)
+    assert out.answer == (
+        "Watt added a separate condenser in 1769. [Confidence: 95%] Watt invented the telephone in 1769."
+        + WARNING
+    )
+    assert out.trace_details()["answer"] == out.answer
+
+
+def test_fail_closed_judge_adds_no_annotation() -> None:
+    out = RejectAndRetry(LLMGenerator(Scripted(TRUE_CLAIM)), _judge(open_=False)).answer(
+        "What did Watt do?", WATT, strictness="loose"
+    )
+    assert out.answer == "Watt added a separate condenser in 1769."
+    assert out.annotations == ("",)
+    assert out.trace_details()["attempt_log"][0]["verdicts"][0]["annotation"] is None
+
+
+@pytest.mark.parametrize("confidence", [92, 0.92, "0.92", "92%"])
+def test_best_of_n_reads_a_fractional_judge_confidence(confidence: Any) -> None:
+    out = BestOfN(LLMGenerator(Scripted(TRUE_CLAIM)), _judge(open_=False, confidence=confidence), n=2).answer(
+        "What did Watt add?", WATT, strictness="balanced"
+    )
+    assert out.accepted
+    assert out.attempts[0].score == pytest.approx(0.92)

@@ -170,7 +170,9 @@ def test_fail_open_passes_errors_and_annotates_verdicts(server: FakeOpenAI) -> N
     assert failed.supported
     assert failed.error
     assert failed.reason.startswith("fail_open")
-    assert judged.supported
+    # Fail-open is about errors: a clear NOT_SUPPORTED verdict stays unsupported (so the
+    # strictness level drops or refuses it), and carries the annotation for the answer.
+    assert not judged.supported
     assert judged.error is None
     assert judged.details["annotation"] == " [Confidence: 40%] [Warning: Low confidence. Groundedness: false]"
 
@@ -251,3 +253,168 @@ def test_bad_settings_raise() -> None:
         LLMJudgeVerifier(lambda *a, **k: Completion(""), failure_policy="sometimes")  # type: ignore[arg-type]
     with pytest.raises(InvalidInputError, match="context_budget_chars"):
         LLMJudgeVerifier(lambda *a, **k: Completion(""), context_budget_chars=10)
+
+
+# ------------------------------------------------------------------ fail-open, fractions, prose, clamp
+
+
+def _replying(text: str) -> Any:
+    return lambda prompt, **kwargs: Completion(text, "judge")
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("verdict", "grounded", "confidence", "supported", "annotation"),
+    [
+        ("SUPPORTED", True, 92, True, " [Confidence: 92%]"),
+        ("SUPPORTED", True, 30, True, " [Confidence: 30%] [Warning: Low confidence. Groundedness: true]"),
+        (
+            "NOT_SUPPORTED",
+            False,
+            95,
+            False,
+            " [Confidence: 95%] [Warning: Low confidence. Groundedness: false]",
+        ),
+        (
+            "NEEDS_CLARIFICATION",
+            False,
+            70,
+            False,
+            " [Confidence: 70%] [Warning: Low confidence. Groundedness: false]",
+        ),
+    ],
+)
+def test_fail_open_keeps_the_verdict_and_annotates_it(
+    verdict: str, grounded: bool, confidence: int, supported: bool, annotation: str
+) -> None:
+    judge = LLMJudgeVerifier(
+        _replying(verdict_json(verdict, grounded, confidence)), failure_policy="fail_open"
+    )
+    [result] = judge.verify(["Watt invented the telephone."], EVIDENCE)
+    assert result.supported is supported
+    assert result.error is None
+    assert result.details["annotation"] == annotation
+    closed = LLMJudgeVerifier(_replying(verdict_json(verdict, grounded, confidence)))
+    [same] = closed.verify(["Watt invented the telephone."], EVIDENCE)
+    assert same.supported is supported  # the policies differ on errors only
+    assert "annotation" not in same.details
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("confidence", "expected"),
+    [
+        (0.92, 92),
+        ("0.85", 85),
+        (0.5, 50),
+        (0.004, 0),
+        (92, 92),
+        ("85%", 85),
+        ("0.5%", 0),  # a percent sign means percent, even under one
+        (70.4, 70),
+        (1, 1),
+        (1.0, 1),
+        (0, 0),
+        (100, 100),
+    ],
+)
+def test_confidence_fraction_is_read_as_a_share(confidence: Any, expected: int) -> None:
+    assert parse_verdict(verdict_json(confidence=confidence)).confidence_score == expected
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("confidence", [150, 100.5, -0.2, "1.5e3", "nan"])
+def test_confidence_out_of_range_is_malformed(confidence: Any) -> None:
+    with pytest.raises(MalformedVerdictError, match="confidence_score"):
+        parse_verdict(verdict_json(confidence=confidence))
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Here is my verdict:\n" + verdict_json(),
+        verdict_json() + "\n\nThe statement matches the context.",
+        "Sure.\n```json\n" + verdict_json() + "\n```",
+        "Sure.\n```json\n" + verdict_json() + "\n```\nHope that helps {really}.",
+        'Format: {"verdict": ...}. Scratch {"note": 1}. Answer: ' + verdict_json(),
+        "```\n" + verdict_json() + "\n```",
+    ],
+    ids=[
+        "prose-before",
+        "prose-after",
+        "prose-then-fence",
+        "fence-then-braces",
+        "decoys-first",
+        "bare-fence",
+    ],
+)
+def test_verdict_wrapped_in_prose_is_found(text: str) -> None:
+    v = parse_verdict(text)
+    assert (v.verdict, v.is_grounded, v.confidence_score) == ("SUPPORTED", True, 92)
+
+
+@pytest.mark.unit
+def test_judge_reply_with_trailing_text_is_not_a_verifier_error() -> None:
+    judge = LLMJudgeVerifier(_replying(verdict_json() + "\nThe context says so."))
+    [result] = judge.verify(["Watt added a condenser."], EVIDENCE)
+    assert result.supported
+    assert result.error is None
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("Sure: {broken", "not JSON"),
+        ('I think {"verdict": "SUPPORTED"} fits.', "missing key"),
+        ("No braces at all.", "not JSON"),
+    ],
+)
+def test_prose_without_a_verdict_object_is_still_malformed(text: str, match: str) -> None:
+    with pytest.raises(MalformedVerdictError, match=match):
+        parse_verdict(text)
+
+
+@pytest.mark.unit
+def test_clamp_gives_a_short_document_s_unused_share_to_the_long_one() -> None:
+    short = "Watt was a Scottish inventor."
+    filler = " ".join(f"filler{i} word" for i in range(200))  # ~2,500 chars
+    long = filler + " The separate condenser was added in 1769. " + filler
+    context = clamp_context([short, long], 4000)
+    assert len(context) <= 4000
+    assert len(context) >= 4000 - 20  # the budget is used, not wasted
+    assert context.startswith(short + "\n\n")
+    assert "1769" in context
+    assert context.endswith(" …")
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("budget", [200, 201, 257, 999, 4000])
+@pytest.mark.parametrize(
+    "docs",
+    [
+        ["x" * 150, "y" * 150],
+        ["alpha " * 100] * 3,
+        ["short one.", "beta gamma " * 300, "tiny", "delta " * 500],
+        ["word " * 30 + "z" * 500],
+        [f"doc{i} " * 40 for i in range(12)],
+    ],
+    ids=["unbroken", "equal", "mixed", "long-token", "many"],
+)
+def test_clamp_never_exceeds_the_budget_and_marks_every_cut(docs: list[str], budget: int) -> None:
+    context = clamp_context(docs, budget)
+    assert len(context) <= budget
+    parts = context.split("\n\n")
+    originals = [d.strip() for d in docs]
+    assert len(parts) == len(originals)
+    for part, original in zip(parts, originals, strict=True):
+        if part == original:
+            continue
+        assert part.endswith(" …"), part[-20:]
+        kept = part[: -len(" …")]
+        assert original.startswith(kept)
+        # cut at a word: a space follows the kept text in the original, unless no word
+        # ends in the second half of the share (one overlong token is cut hard)
+        follows = original[len(kept) : len(kept) + 1]
+        assert follows.isspace() or " " not in kept[len(kept) // 2 :]

@@ -285,6 +285,9 @@ class AgentController:
         evidence = {h.chunk_id: h.chunk for h in best.hits}
         answer_sentences: list[CitedSentence] = [best.sentences[0].sentence]
         unsupported_claims: tuple[str, ...] = ()
+        # An LLM answer's text for the user: its kept sentences with the verifier's annotations
+        # (a fail-open judge's "[Confidence: N%]"). The checks below read the plain sentences.
+        annotated_answer: str | None = None
         report = GroundingReport(1.0)  # an extractive sentence is verbatim evidence when unverified
         if self.answer_strategy is not None:
             # The LLM writes the answer from the same evidence; its strategy verifies (and
@@ -313,6 +316,7 @@ class AgentController:
                 return self._abstain(question, reason, best, trace, base)
             answer_sentences = list(generated.sentences)
             unsupported_claims = generated.unsupported_claims
+            annotated_answer = generated.answer
             if not self.verify:  # reported, not enforced: a generated answer is not verbatim evidence
                 report = self.grounding.check(answer_sentences, evidence)
         # A level that keeps unsupported sentences (loose) makes an LLM answer's checks
@@ -355,7 +359,7 @@ class AgentController:
         trace.append(TraceStep("answer", 0.0, {"probability": best.probability, **base}))
         return QueryResult(
             question=question,
-            answer=" ".join(s.text for s in answer_sentences),
+            answer=annotated_answer or " ".join(s.text for s in answer_sentences),
             abstained=False,
             abstain_reason=None,
             grounding=report,

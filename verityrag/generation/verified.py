@@ -15,7 +15,13 @@ characters) is under the level's minimum.
 Either way the unsupported sentences are the answer's ``unsupported_claims``. Without a
 level, ``paranoid``: an attempt stands only when every sentence is supported.
 
-A sentence that cites nothing is rejected without asking the verifier. The model
+Each sentence is verified against the passages it cites, each passage as its title and
+text (``"<title>\n<text>"``): the prompt shows the model the title too, and the agent's
+grounding check reads it. A sentence that cites nothing is rejected without asking the
+verifier. A verifier may attach ``details["annotation"]`` to a verdict (the fail-open
+LLM judge: ``" [Confidence: N%]"`` and a low-confidence warning): a kept sentence's
+annotation follows it in the answer text (:attr:`VerifiedAnswer.answer`) and in the trace,
+while ``sentences`` stay plain for the agent's own checks. The model
 saying the evidence does not hold the answer is an abstention, not a retry. Every
 attempt keeps its text, verdicts, tokens and timings for the trace
 (:meth:`VerifiedAnswer.trace_details`). Provider errors (``LLMError``) propagate: the
@@ -50,6 +56,7 @@ __all__ = [
     "BestOfN",
     "RejectAndRetry",
     "VerifiedAnswer",
+    "evidence_document",
     "verify_answer",
 ]
 
@@ -98,6 +105,7 @@ class AttemptRecord:
                     "stage": v.stage,
                     "reason": v.reason,
                     "error": v.error,
+                    "annotation": _annotation(v) or None,
                 }
                 for v in self.verdicts
             ],
@@ -123,6 +131,9 @@ class VerifiedAnswer:
     ``unsupported_claims`` are its sentences the verifier did not support (dropped, or kept
     under ``loose``) and ``faithfulness`` its supported share of characters. Both are empty /
     ``None`` on an abstention; every attempt's own figures are in ``attempts``.
+    ``annotations`` go with ``sentences`` one for one (``""`` for none): what the verifier
+    asked to show after each sentence (the fail-open judge's confidence and warning).
+    :attr:`answer` is the text for the user, annotations included; ``sentences`` stay plain.
     """
 
     strategy: str
@@ -136,10 +147,15 @@ class VerifiedAnswer:
     strictness: StrictnessLevel = DEFAULT_STRICTNESS
     unsupported_claims: tuple[str, ...] = ()
     faithfulness: float | None = None
+    annotations: tuple[str, ...] = ()
 
     @property
     def answer(self) -> str | None:
-        return " ".join(s.text for s in self.sentences) if self.accepted else None
+        """The answer text for the user: each kept sentence followed by its annotation, if any."""
+        if not self.accepted:
+            return None
+        notes = self.annotations or ("",) * len(self.sentences)
+        return " ".join(s.text + note for s, note in zip(self.sentences, notes, strict=True))
 
     def accounting(self) -> dict[str, Any]:
         """Per-request cost: attempts, tokens (``None`` when the provider does not report them), latency."""
@@ -163,6 +179,8 @@ class VerifiedAnswer:
             "chosen_attempt": None if self.chosen is None else self.attempts[self.chosen].attempt,
             "abstain_reason": self.abstain_reason,
             "strictness": self.strictness,
+            "answer": self.answer,
+            "annotations": list(self.annotations),
             "unsupported_claims": list(self.unsupported_claims),
             "faithfulness": None if self.faithfulness is None else round(self.faithfulness, 4),
             "evidence": [h.chunk_id for h in self.evidence],
@@ -181,8 +199,24 @@ class AnswerStrategy(Protocol):
     def answer(self, question: str, hits: Sequence[Hit], strictness: str = ...) -> VerifiedAnswer: ...
 
 
+def evidence_document(hit: Hit) -> str:
+    """A cited passage as the verifier reads it: ``"<title>\n<text>"`` (the text alone when untitled).
+
+    The prompt shows the model each passage with its title, and the agent's grounding check
+    reads titles, so a name the answer takes from the title is in the verifier's evidence too.
+    """
+    title, text = hit.chunk.title.strip(), hit.chunk.text
+    return f"{title}\n{text}" if title else text
+
+
+def _annotation(verdict: VerificationResult) -> str:
+    note = verdict.details.get("annotation")
+    return note if isinstance(note, str) else ""
+
+
 def verify_answer(answer: LLMAnswer, verifier: Verifier) -> list[VerificationResult]:
-    """One verdict per sentence, each judged against the passages that sentence cites only."""
+    """One verdict per sentence, each judged against the passages that sentence cites only
+    (each with its title, :func:`evidence_document`)."""
     verdicts: list[VerificationResult] = []
     for sentence, numbers in zip(answer.sentences, answer.numbers, strict=True):
         if not sentence.citations:
@@ -190,7 +224,7 @@ def verify_answer(answer: LLMAnswer, verifier: Verifier) -> list[VerificationRes
                 VerificationResult(sentence.text, 0.0, False, "citation", "cites no evidence passage")
             )
             continue
-        documents = [answer.evidence[n - 1].chunk.text for n in numbers]
+        documents = [evidence_document(answer.evidence[n - 1]) for n in numbers]
         try:
             verdicts.append(verifier.verify([sentence.text], documents)[0])
         except VerityRAGError as exc:  # a verifier that cannot decide does not pass anything
@@ -213,14 +247,20 @@ def _feedback(answer: LLMAnswer, verdicts: Sequence[VerificationResult]) -> tupl
     return tuple(out)
 
 
-def _judge(
-    answer: LLMAnswer, verdicts: Sequence[VerificationResult], level: StrictnessLevel
-) -> tuple[StrictnessOutcome, tuple[CitedSentence, ...]]:
-    """The level's outcome for one attempt, and the cited sentences it keeps (in order)."""
+@dataclass(frozen=True, slots=True)
+class _Judged:
+    """The level's outcome for one attempt, the sentences it keeps (in order) and their annotations."""
+
+    outcome: StrictnessOutcome
+    kept: tuple[CitedSentence, ...]
+    annotations: tuple[str, ...]
+
+
+def _judge(answer: LLMAnswer, verdicts: Sequence[VerificationResult], level: StrictnessLevel) -> _Judged:
     outcome = apply_strictness(verdicts, level)
     keep_all = not strictness_policy(level).drops_unsupported
-    kept = tuple(s for s, v in zip(answer.sentences, verdicts, strict=True) if keep_all or v.supported)
-    return outcome, kept
+    pairs = [(s, v) for s, v in zip(answer.sentences, verdicts, strict=True) if keep_all or v.supported]
+    return _Judged(outcome, tuple(s for s, _ in pairs), tuple(_annotation(v) for _, v in pairs))
 
 
 def _record(
@@ -302,14 +342,13 @@ class RejectAndRetry:
                 logger.debug("attempt %d: the model says the evidence does not answer %r", attempt, question)
                 return _verified_answer(self.name, level, answer, records, None, "refused", started)
             verdicts, verify_ms = _check(answer, self.verifier)
-            outcome, kept = _judge(answer, verdicts, level)
+            judged = _judge(answer, verdicts, level)
+            outcome = judged.outcome
             accepted = not outcome.refused
             records.append(_record(attempt, answer, verdicts, accepted, feedback, verify_ms, outcome))
             if accepted:
                 chosen = len(records) - 1
-                return _verified_answer(
-                    self.name, level, answer, records, chosen, None, started, kept, outcome
-                )
+                return _verified_answer(self.name, level, answer, records, chosen, None, started, judged)
             feedback = _feedback(answer, verdicts)
             logger.debug(
                 "attempt %d rejected (%s): %s", attempt, outcome.refusal, [f.render() for f in feedback]
@@ -356,7 +395,7 @@ class BestOfN:
         started = time.perf_counter()
         records: list[AttemptRecord] = []
         answers: list[LLMAnswer] = []
-        judged: dict[int, tuple[StrictnessOutcome, tuple[CitedSentence, ...]]] = {}
+        judged: dict[int, _Judged] = {}
         rank: dict[int, tuple[float, float]] = {}
         seen: dict[str, tuple[list[VerificationResult], float]] = {}
         for attempt in range(1, self.n + 1):
@@ -368,12 +407,13 @@ class BestOfN:
             # Identical candidates (common at low temperature) are verified once.
             verdicts, verify_ms = seen.get(answer.raw_text) or _check(answer, self.verifier)
             seen[answer.raw_text] = (verdicts, verify_ms)
-            outcome, kept = _judge(answer, verdicts, policy.level)
+            this = _judge(answer, verdicts, policy.level)
+            outcome = this.outcome
             # The weakest sentence the answer would keep that the verifier supports.
             weakest = min((v.score for v in verdicts if v.supported), default=0.0)
             ok = not outcome.refused and (not policy.drops_unsupported or weakest >= self.threshold)
             if ok:
-                judged[len(records)] = (outcome, kept)
+                judged[len(records)] = this
                 rank[len(records)] = (outcome.faithfulness, weakest)
             elif not outcome.refused:
                 outcome = dataclasses.replace(outcome, refusal="below_threshold")
@@ -384,9 +424,8 @@ class BestOfN:
         if chosen is None:
             reason = "refused" if records and all(r.refused for r in records) else "rejected"
             return _verified_answer(self.name, policy.level, answers[-1], final, None, reason, started)
-        outcome, kept = judged[chosen]
         return _verified_answer(
-            self.name, policy.level, answers[chosen], final, chosen, None, started, kept, outcome
+            self.name, policy.level, answers[chosen], final, chosen, None, started, judged[chosen]
         )
 
 
@@ -398,14 +437,14 @@ def _verified_answer(
     chosen: int | None,
     reason: str | None,
     started: float,
-    kept: tuple[CitedSentence, ...] = (),
-    outcome: StrictnessOutcome | None = None,
+    judged: _Judged | None = None,
 ) -> VerifiedAnswer:
     """The outcome of a strategy: the kept sentences of ``answer`` when one was chosen, else none."""
-    accepted = chosen is not None and outcome is not None
+    accepted = chosen is not None and judged is not None
+    outcome = judged.outcome if judged is not None else None
     return VerifiedAnswer(
         strategy=strategy,
-        sentences=kept if accepted else (),
+        sentences=judged.kept if accepted and judged is not None else (),
         accepted=accepted,
         attempts=tuple(records),
         chosen=chosen if accepted else None,
@@ -415,6 +454,7 @@ def _verified_answer(
         strictness=level,
         unsupported_claims=outcome.unsupported_claims if accepted and outcome is not None else (),
         faithfulness=outcome.faithfulness if accepted and outcome is not None else None,
+        annotations=judged.annotations if accepted and judged is not None else (),
     )
 
 

@@ -7,17 +7,29 @@ The judge asks any :class:`~verityrag.generation.completion.CompleteFn` (tempera
     {"verdict": "SUPPORTED" | "NOT_SUPPORTED" | "NEEDS_CLARIFICATION",
      "is_grounded": true | false, "reasoning": "...", "confidence_score": 0-100}
 
-Parsing is strict about the schema and lenient about types: ``"85"``, ``"85%"`` and
-``85.0`` are 85; ``"true"``, ``"yes"``, ``1`` are true; the verdict is case- and
-separator-insensitive (``"not supported"``). Anything else is a malformed verdict.
+Parsing is strict about the schema and lenient about types and wrapping: ``"85"``,
+``"85%"``, ``85.0`` and ``0.85`` are 85 (a non-integer in (0, 1) is a fraction, unless
+it carries a ``%``); ``"true"``, ``"yes"``, ``1`` are true; the verdict is case- and
+separator-insensitive (``"not supported"``); the object may sit in a ```json fence or
+among prose (the first object with the verdict keys is taken). Anything else is a
+malformed verdict.
 
 A malformed verdict, a timeout or a transport error never escapes :meth:`verify`:
 
 - ``fail_closed`` (default): the sentence is unsupported, ``error`` is set and
   ``reason="verifier_error"``; the agent maps that to ``AbstainReason.VERIFIER_ERROR``.
-- ``fail_open``: the sentence passes with ``error`` set; answers are annotated instead
-  of refused (:func:`annotate_answer`): ``" [Confidence: N%]"`` and, when the verdict is
-  ungrounded or under 50, ``" [Warning: Low confidence. Groundedness: <bool>]"``.
+- ``fail_open``: the sentence passes with ``error`` set (score 0.5, no annotation: there
+  is no verdict to report).
+
+The policy is about *errors* only. A verdict that parsed decides ``supported`` the same
+way under both policies: a NOT_SUPPORTED or NEEDS_CLARIFICATION verdict (or an ungrounded
+one) is unsupported, so the strictness level drops it into ``unsupported_claims`` or
+refuses the answer, and keeps it (listed) only at ``loose``. Under ``fail_open`` every
+verdict also carries ``details["annotation"]`` (:func:`annotate_answer` on ``""``):
+``" [Confidence: N%]"`` and, when the verdict is ungrounded or under 50,
+``" [Warning: Low confidence. Groundedness: <bool>]"``; the answer strategies
+(:mod:`verityrag.generation.verified`) append it to each sentence they keep, in the
+answer text and the trace.
 """
 
 from __future__ import annotations
@@ -124,6 +136,7 @@ class JudgeVerdict:
 # ------------------------------------------------------------------ parsing
 
 _FENCE_RE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.S | re.I)
+_NUMBER_TEXT_RE = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 _TRUE = {"true", "yes", "1", "y"}
 _FALSE = {"false", "no", "0", "n"}
 _KEYS = ("verdict", "is_grounded", "reasoning", "confidence_score")
@@ -140,20 +153,27 @@ def _as_bool(value: Any) -> bool:
 
 
 def _as_confidence(value: Any) -> int:
+    """0-100. A non-integer strictly between 0 and 1 is a fraction (0.92 -> 92), unless
+    written with a ``%`` (``"0.5%"`` is half a percent); 1 and 1.0 stay 1%."""
     number: float
+    percent = False
     if isinstance(value, bool):
         raise MalformedVerdictError(f"confidence_score must be a number 0-100, got {value!r}")
     if isinstance(value, int | float):
         number = float(value)
     elif isinstance(value, str):
-        try:
-            number = float(value.strip().rstrip("%").strip())
-        except ValueError:
-            raise MalformedVerdictError(f"confidence_score must be a number 0-100, got {value!r}") from None
+        text = value.strip()
+        percent = text.endswith("%")
+        text = text.rstrip("%").strip()
+        if not _NUMBER_TEXT_RE.fullmatch(text):
+            raise MalformedVerdictError(f"confidence_score must be a number 0-100, got {value!r}")
+        number = float(text)
     else:
         raise MalformedVerdictError(f"confidence_score must be a number 0-100, got {value!r}")
     if not math.isfinite(number) or not 0 <= number <= 100:
         raise MalformedVerdictError(f"confidence_score must be within 0-100, got {value!r}")
+    if not percent and 0 < number < 1:
+        number *= 100
     return round(number)
 
 
@@ -166,16 +186,43 @@ def _as_verdict(value: Any) -> VerdictName:
     raise MalformedVerdictError(f"verdict must be one of {', '.join(VERDICTS)}, got {value!r}")
 
 
-def parse_verdict(text: str) -> JudgeVerdict:
-    """The verdict in ``text`` (a JSON object, optionally in a ```json fence); raises MalformedVerdictError."""
+def _find_json(text: str) -> Any:
+    """The JSON value ``text`` holds: the whole (fence stripped) when it parses, else the first
+    ``{...}`` object in it with every verdict key (prose before or after it, a fence after
+    prose), else the first object that decodes at all (reported as missing keys)."""
     body = text.strip()
     fenced = _FENCE_RE.match(body)
     if fenced:
         body = fenced.group(1)
     try:
-        data = json.loads(body)
+        return json.loads(body)
     except json.JSONDecodeError as exc:
-        raise MalformedVerdictError(f"not JSON ({exc.msg} at char {exc.pos}): {text[:120]!r}") from None
+        first_error = exc
+    decoder = json.JSONDecoder()
+    fallback: Mapping[str, Any] | None = None
+    start = text.find("{")
+    while start != -1:
+        try:
+            data, _ = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            start = text.find("{", start + 1)
+            continue
+        if isinstance(data, Mapping):
+            if all(k in data for k in _KEYS):
+                return data
+            fallback = fallback if fallback is not None else data
+        start = text.find("{", start + 1)
+    if fallback is not None:
+        return fallback
+    raise MalformedVerdictError(
+        f"not JSON ({first_error.msg} at char {first_error.pos}): {text[:120]!r}"
+    ) from None
+
+
+def parse_verdict(text: str) -> JudgeVerdict:
+    """The verdict in ``text`` (a JSON object, bare, in a ```json fence or among prose);
+    raises MalformedVerdictError."""
+    data = _find_json(text)
     if not isinstance(data, Mapping):
         raise MalformedVerdictError(f"expected a JSON object, got {type(data).__name__}")
     missing = [k for k in _KEYS if k not in data]
@@ -195,21 +242,63 @@ def parse_verdict(text: str) -> JudgeVerdict:
 # ------------------------------------------------------------------ prompt
 
 
+_SEPARATOR = "\n\n"
+_CUT_MARK = " …"
+_MIN_PART = 8 + len(_CUT_MARK)  # the least a document shows: a word or so, and the mark
+_LAST_SPACE_RE = re.compile(r"\s(?=\S*$)")
+
+
+def _shares(lengths: Sequence[int], budget: int) -> list[int]:
+    """Water-filling: each document gets an equal share of ``budget``; what a shorter one
+    leaves unused is shared among the longer ones."""
+    shares = [0] * len(lengths)
+    left, remaining = budget, len(lengths)
+    for i in sorted(range(len(lengths)), key=lambda j: lengths[j]):
+        shares[i] = min(lengths[i], left // remaining)
+        left -= shares[i]
+        remaining -= 1
+    return shares
+
+
+def _cut(doc: str, limit: int) -> str:
+    """``doc`` in at most ``limit`` characters: whole, or cut at a word and marked " …"."""
+    if len(doc) <= limit:
+        return doc
+    room = limit - len(_CUT_MARK)
+    if room < 1:
+        return _CUT_MARK.strip()[:limit]
+    cut = doc[:room]
+    if doc[room : room + 1].isspace():  # the cut already falls between words
+        space = room
+    else:
+        last = _LAST_SPACE_RE.search(cut)
+        space = last.start() if last else -1
+    kept = (cut[:space] if space > room // 2 else cut).rstrip()
+    return kept + _CUT_MARK
+
+
 def clamp_context(documents: Sequence[str], budget_chars: int) -> str:
-    """The documents joined, cut to ``budget_chars``: each keeps an equal share, cut at a word."""
+    """The documents joined by blank lines, in at most ``budget_chars`` characters.
+
+    Each document gets an equal share, and a short document's unused share goes to the
+    longer ones; a document over its share is cut at a word and marked " …". When the
+    budget cannot give every document a few characters, the last documents are left out.
+    """
     docs = [d.strip() for d in documents if d.strip()]
-    joined = "\n\n".join(docs)
+    joined = _SEPARATOR.join(docs)
     if len(joined) <= budget_chars:
         return joined
-    share = max(1, budget_chars // len(docs) - 2)
-    parts = []
+    # Keep the documents (in order) that can each show a word or so, or all of a short one.
+    need, fit = 0, 0
     for doc in docs:
-        if len(doc) > share:
-            cut = doc[:share]
-            space = cut.rfind(" ")
-            doc = (cut[:space] if space > share // 2 else cut).rstrip() + " …"
-        parts.append(doc)
-    return "\n\n".join(parts)[:budget_chars]
+        need += min(len(doc), _MIN_PART) + (len(_SEPARATOR) if fit else 0)
+        if need > budget_chars and fit:
+            break
+        fit += 1
+    docs = docs[:fit]
+    room = budget_chars - len(_SEPARATOR) * (len(docs) - 1)
+    shares = _shares([len(d) for d in docs], room)
+    return _SEPARATOR.join(_cut(doc, share) for doc, share in zip(docs, shares, strict=True))
 
 
 def build_prompt(statement: str, documents: Sequence[str], budget_chars: int = 4000) -> str:
@@ -304,14 +393,13 @@ class LLMJudgeVerifier:
             "policy": self.failure_policy,
             "ms": round(ms, 3),
         }
-        supported = verdict.supported
         if self.failure_policy == "fail_open":
+            # Fail-open passes *errors*; a verdict still decides, and is reported on the answer.
             details["annotation"] = annotate_answer("", verdict)
-            supported = True  # fail-open annotates instead of refusing
         return VerificationResult(
             sentence,
             verdict.support_probability,
-            supported,
+            verdict.supported,
             self.stage,
             reason=verdict.reasoning,
             details=details,
