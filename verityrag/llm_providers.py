@@ -1,11 +1,17 @@
 """LLM providers: each factory returns a :class:`~verityrag.generation.completion.CompleteFn`.
 
 Remote providers speak HTTP through ``httpx``, with a per-attempt deadline (a server
-that trickles bytes is cut off too), retries with exponential backoff that honour
-``Retry-After``, and typed errors (``verityrag.errors``): a missing key is an
-``LLMConfigError`` naming the environment variable, a 429 that outlasts the retries an
-``LLMRateLimitError``, no answer in time an ``LLMTimeoutError``, any other failure or a
-body that cannot be parsed an ``LLMResponseError``. Nothing waits forever.
+that trickles bytes or stalls mid-answer is cut off at it), retries with exponential
+backoff that honour ``Retry-After``, and typed errors (``verityrag.errors``): a missing
+key is an ``LLMConfigError`` naming the environment variable, a 429 that outlasts the
+retries an ``LLMRateLimitError``, no answer in time an ``LLMTimeoutError``, any other
+failure or a body that cannot be parsed an ``LLMResponseError``. Nothing waits forever.
+
+An answer the model stopped because it reached ``max_tokens`` (Gemini ``finishReason:
+MAX_TOKENS``, Anthropic ``stop_reason: max_tokens``, OpenAI ``finish_reason: length``) is
+partial: it raises ``LLMResponseError`` naming the stop reason and the ``max_tokens``
+that was asked for, and is not retried (the same request would be cut off again). The
+contract (:mod:`verityrag.generation.completion`) is a whole answer or an error.
 
 ============================  =========================================  ==========================
 factory                       environment                                 ``json_mode`` becomes
@@ -28,11 +34,13 @@ transformers: no network, no key.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import json
 import logging
 import os
 import random
+import socket
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -108,9 +116,17 @@ class _Request:
     body: dict[str, Any]
 
 
-# A provider's wire format: build the request, parse the answer into a Completion.
+@dataclass(frozen=True, slots=True)
+class _Parsed:
+    text: str
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    cut_off: str | None = None  # the stop reason when the token limit ended the answer
+
+
+# A provider's wire format: build the request, parse the answer.
 _BuildFn = Callable[[str, str | None, float, int, bool], _Request]
-_ParseFn = Callable[[dict[str, Any], bool], tuple[str, int | None, int | None]]
+_ParseFn = Callable[[dict[str, Any], bool], _Parsed]
 
 
 class _RetryableStatusError(Exception):
@@ -121,7 +137,12 @@ class _RetryableStatusError(Exception):
 
 
 class HTTPCompleteFn:
-    """A :class:`CompleteFn` over one provider's HTTP protocol. Thread-safe (one pooled client)."""
+    """A :class:`CompleteFn` over one provider's HTTP protocol. Thread-safe (one pooled client).
+
+    Returns the whole answer or raises an ``LLMError``; an answer cut off at ``max_tokens``
+    raises ``LLMResponseError`` (see the module docstring). ``calls`` counts the HTTP
+    requests sent, retries included, by ``__call__`` and ``acomplete`` alike.
+    """
 
     def __init__(
         self,
@@ -140,6 +161,7 @@ class HTTPCompleteFn:
         self._sleep = sleep
         self._client = httpx.Client(timeout=httpx.Timeout(policy.timeout_s), follow_redirects=False)
         self.calls = 0  # HTTP requests sent, retries included (for tests and accounting)
+        self._calls_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"HTTPCompleteFn(provider={self.provider!r}, model={self.model!r})"
@@ -164,7 +186,7 @@ class HTTPCompleteFn:
             except _RETRYABLE_ERRORS as exc:
                 self._sleep(self._on_failure(attempt, exc))
                 continue
-            return self._finish(payload, json_mode, started)
+            return self._finish(payload, json_mode, max_tokens, started)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _request(
@@ -192,13 +214,14 @@ class HTTPCompleteFn:
         async with httpx.AsyncClient(timeout=httpx.Timeout(self.policy.timeout_s)) as client:
             for attempt in range(self.policy.max_retries + 1):
                 try:
+                    self._count_request()
                     async with asyncio.timeout(self.policy.timeout_s):
                         response = await client.post(request.url, headers=request.headers, json=request.body)
                     payload = self._decode(response.status_code, response.text, response.headers)
                 except (*_RETRYABLE_ERRORS, TimeoutError) as exc:
                     await asyncio.sleep(self._on_failure(attempt, exc))
                     continue
-                return self._finish(payload, json_mode, started)
+                return self._finish(payload, json_mode, max_tokens, started)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _on_failure(self, attempt: int, exc: Exception) -> float:
@@ -227,13 +250,25 @@ class HTTPCompleteFn:
         logger.info("%s: %s; retry %d in %.2fs", self.provider, problem, attempt + 1, wait)
         return wait
 
-    def _finish(self, payload: dict[str, Any], json_mode: bool, started: float) -> Completion:
-        text, prompt_tokens, completion_tokens = self._parse(payload, json_mode)
+    def _count_request(self) -> None:
+        with self._calls_lock:
+            self.calls += 1
+
+    def _finish(
+        self, payload: dict[str, Any], json_mode: bool, max_tokens: int, started: float
+    ) -> Completion:
+        parsed = self._parse(payload, json_mode)
+        if parsed.cut_off is not None:
+            raise LLMResponseError(
+                self.provider,
+                f"the answer was cut off at the token limit ({parsed.cut_off}, max_tokens={max_tokens}); "
+                f"raise max_tokens. Partial answer: {_short(parsed.text, 120)!r}",
+            )
         return Completion(
-            text=text,
+            text=parsed.text,
             model=str(payload.get("model") or self.model),
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
+            prompt_tokens=parsed.prompt_tokens,
+            completion_tokens=parsed.completion_tokens,
             latency_ms=(time.perf_counter() - started) * 1000,
         )
 
@@ -246,14 +281,31 @@ class HTTPCompleteFn:
         return retry_after
 
     def _post_once(self, request: _Request) -> dict[str, Any]:
+        """One request (the only place the sync path sends one), its whole body by the deadline.
+
+        The client's timeouts bound connecting and waiting for the status line; once the
+        headers are in, a watchdog shuts the connection down at the attempt's deadline, so
+        a body that trickles or stalls ends then, not a read timeout later.
+        """
         deadline = time.monotonic() + self.policy.timeout_s
+        self._count_request()
         with self._client.stream("POST", request.url, headers=request.headers, json=request.body) as response:
-            chunks: list[bytes] = []
-            for chunk in response.iter_bytes():
-                chunks.append(chunk)
-                if time.monotonic() > deadline:
-                    raise _DeadlineExceededError()
             if time.monotonic() > deadline:
+                raise _DeadlineExceededError()
+            watchdog = _BodyWatchdog(response, deadline)
+            try:
+                chunks: list[bytes] = []
+                for chunk in response.iter_bytes():
+                    chunks.append(chunk)
+                    if time.monotonic() > deadline:
+                        raise _DeadlineExceededError()
+            except httpx.TransportError:
+                if watchdog.fired:  # the read failed because the watchdog closed the connection
+                    raise _DeadlineExceededError() from None
+                raise
+            finally:
+                watchdog.cancel()
+            if watchdog.fired or time.monotonic() > deadline:
                 raise _DeadlineExceededError()
             raw = b"".join(chunks).decode("utf-8", errors="replace")
             return self._decode(response.status_code, raw, response.headers)
@@ -279,6 +331,44 @@ class HTTPCompleteFn:
 
 class _DeadlineExceededError(Exception):
     pass
+
+
+class _BodyWatchdog:
+    """Shuts a response's socket down at ``deadline``, which ends a read blocked on it.
+
+    A read timeout bounds each read, not the whole body: a server that stalls mid-body
+    would otherwise hold the attempt up to ``timeout_s`` past its deadline. Without a
+    socket to reach (another transport), the deadline is checked after each chunk only.
+    """
+
+    def __init__(self, response: httpx.Response, deadline: float) -> None:
+        self.fired = False
+        self._lock = threading.Lock()
+        self._cancelled = False
+        self._timer: threading.Timer | None = None
+        stream = response.extensions.get("network_stream")
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        if isinstance(sock, socket.socket):
+            self._timer = threading.Timer(max(0.0, deadline - time.monotonic()), self._fire, (sock,))
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _fire(self, sock: socket.socket) -> None:
+        with self._lock:
+            if self._cancelled:
+                return
+            self.fired = True
+            # The plain socket's shutdown, also under TLS: it wakes a blocked recv
+            # (close() does not) and leaves the TLS object to the reading thread.
+            with contextlib.suppress(OSError):
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+    def cancel(self) -> None:
+        """Stop the watchdog; after this returns it never touches the socket."""
+        with self._lock:
+            self._cancelled = True
+        if self._timer is not None:
+            self._timer.cancel()
 
 
 _RETRYABLE_ERRORS = (
@@ -373,23 +463,23 @@ def gemini_complete_fn(
             body["systemInstruction"] = {"parts": [{"text": system}]}
         return _Request(url, {"x-goog-api-key": key, "content-type": "application/json"}, body)
 
-    def parse(payload: dict[str, Any], json_mode: bool) -> tuple[str, int | None, int | None]:
+    def parse(payload: dict[str, Any], json_mode: bool) -> _Parsed:
         parts = _path(payload, "candidates", 0, "content", "parts")
+        finish = _path(payload, "candidates", 0, "finishReason")
+        usage = payload.get("usageMetadata") or {}
+        prompt_tokens = _int_or_none(usage.get("promptTokenCount"))
+        completion_tokens = _int_or_none(usage.get("candidatesTokenCount"))
+        if finish == "MAX_TOKENS":  # with or without text (a thinking model can spend them all)
+            partial = "".join(str(p.get("text", "")) for p in parts or [] if isinstance(p, dict))
+            return _Parsed(partial, prompt_tokens, completion_tokens, cut_off="finishReason MAX_TOKENS")
         if not isinstance(parts, list) or not all(isinstance(p, dict) for p in parts):
-            reason = _path(payload, "promptFeedback", "blockReason") or _path(
-                payload, "candidates", 0, "finishReason"
-            )
+            reason = _path(payload, "promptFeedback", "blockReason") or finish
             raise LLMResponseError(
                 provider,
                 f"no candidate text in the answer (reason: {reason or 'unknown'}): {_short(str(payload))}",
             )
         text = "".join(str(p.get("text", "")) for p in parts)
-        usage = payload.get("usageMetadata") or {}
-        return (
-            text,
-            _int_or_none(usage.get("promptTokenCount")),
-            _int_or_none(usage.get("candidatesTokenCount")),
-        )
+        return _Parsed(text, prompt_tokens, completion_tokens)
 
     return HTTPCompleteFn(provider, name, build, parse, policy or RetryPolicy())
 
@@ -436,7 +526,7 @@ def anthropic_complete_fn(
         }
         return _Request(f"{base}/v1/messages", headers, body)
 
-    def parse(payload: dict[str, Any], json_mode: bool) -> tuple[str, int | None, int | None]:
+    def parse(payload: dict[str, Any], json_mode: bool) -> _Parsed:
         content = payload.get("content")
         if not isinstance(content, list) or not all(isinstance(c, dict) for c in content):
             raise LLMResponseError(provider, f"no 'content' list in the answer: {_short(str(payload))}")
@@ -444,7 +534,13 @@ def anthropic_complete_fn(
         if json_mode:
             text = "{" + text
         usage = payload.get("usage") or {}
-        return text, _int_or_none(usage.get("input_tokens")), _int_or_none(usage.get("output_tokens"))
+        stop = payload.get("stop_reason")
+        return _Parsed(
+            text,
+            _int_or_none(usage.get("input_tokens")),
+            _int_or_none(usage.get("output_tokens")),
+            cut_off="stop_reason max_tokens" if stop == "max_tokens" else None,
+        )
 
     return HTTPCompleteFn(provider, name, build, parse, policy or RetryPolicy())
 
@@ -492,14 +588,20 @@ def openai_compatible_complete_fn(
             headers["authorization"] = f"Bearer {key}"
         return _Request(f"{base}/chat/completions", headers, body)
 
-    def parse(payload: dict[str, Any], json_mode: bool) -> tuple[str, int | None, int | None]:
+    def parse(payload: dict[str, Any], json_mode: bool) -> _Parsed:
         text = _path(payload, "choices", 0, "message", "content")
         if not isinstance(text, str):
             raise LLMResponseError(
                 provider, f"no choices[0].message.content in the answer: {_short(str(payload))}"
             )
         usage = payload.get("usage") or {}
-        return text, _int_or_none(usage.get("prompt_tokens")), _int_or_none(usage.get("completion_tokens"))
+        finish = _path(payload, "choices", 0, "finish_reason")
+        return _Parsed(
+            text,
+            _int_or_none(usage.get("prompt_tokens")),
+            _int_or_none(usage.get("completion_tokens")),
+            cut_off="finish_reason length" if finish == "length" else None,
+        )
 
     return HTTPCompleteFn(provider, name, build, parse, policy or RetryPolicy())
 

@@ -157,3 +157,65 @@ def test_temperature_override_reaches_complete_fn() -> None:
 def test_bad_input_is_rejected_with_the_field_named(make: Callable[[], object], match: str) -> None:
     with pytest.raises(InvalidInputError, match=match):
         make()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The tower is in Paris [1]\nFuji is in Japan [2]",
+        "The tower is in Paris [1].\n\nFuji is in Japan [2].",
+        "The tower is in Paris [1].\r\nFuji is in Japan [2].",
+        "- The tower is in Paris [1].\n- Fuji is in Japan [2].",
+        "* The tower is in Paris [1].\n* Fuji is in Japan [2].",
+        "\u2022 The tower is in Paris [1].\n\u2022 Fuji is in Japan [2].",
+        "1. The tower is in Paris [1].\n2. Fuji is in Japan [2].",
+        "1) The tower is in Paris [1].\n  2) Fuji is in Japan [2].",
+        "Answer:\n- The tower is in Paris [1].\n- Fuji is in Japan [2].",
+    ],
+    ids=["plain", "blank-line", "crlf", "dash", "star", "bullet", "dot", "paren", "label"],
+)
+def test_parse_each_line_is_its_own_sentence_with_its_own_citations(text: str) -> None:
+    sentences, invalid = _parse(text)
+    assert [(s.rstrip("."), c) for s, c in sentences] == [
+        ("The tower is in Paris", ("d1#0",)),
+        ("Fuji is in Japan", ("d2#0",)),
+    ]
+    assert invalid == []
+
+
+def test_parse_lines_are_split_into_sentences_as_before() -> None:
+    sentences, _ = _parse(
+        "- The tower is in Paris [1]. It is old.\n- Fuji is in Japan. [2] The Nile flows north [3]."
+    )
+    assert sentences == [
+        ("The tower is in Paris.", ("d1#0",)),
+        ("It is old.", ()),
+        ("Fuji is in Japan.", ("d2#0",)),
+        ("The Nile flows north.", ("d3#0",)),
+    ]
+
+
+def test_parse_markers_alone_on_a_line_belong_to_the_line_before() -> None:
+    sentences, _ = _parse("The tower is in Paris.\n[1]\nFuji is in Japan.\n[2]")
+    assert sentences == [("The tower is in Paris.", ("d1#0",)), ("Fuji is in Japan.", ("d2#0",))]
+
+
+def test_parse_a_marker_opening_a_line_stays_with_that_line() -> None:
+    sentences, _ = _parse("- [1] The tower is in Paris.\n- [2] Fuji is in Japan.")
+    assert sentences == [("The tower is in Paris.", ("d1#0",)), ("Fuji is in Japan.", ("d2#0",))]
+
+
+def test_parse_list_marker_is_stripped_only_at_a_line_start() -> None:
+    sentences, _ = _parse("1. The tower was completed in 1889 - a long time ago [1].\n2. Fuji is high [2].")
+    assert sentences == [
+        ("The tower was completed in 1889 - a long time ago.", ("d1#0",)),
+        ("Fuji is high.", ("d2#0",)),
+    ]
+
+
+def test_multi_line_answer_gives_one_cited_sentence_per_line() -> None:
+    fn = Scripted("- The tower is in Paris [1]\n- Fuji is in Japan [2]")
+    answer = LLMGenerator(fn).generate("Where are they?", HITS)
+    assert [s.text for s in answer.sentences] == ["The tower is in Paris", "Fuji is in Japan"]
+    assert answer.numbers == ((1,), (2,))
+    assert answer.uncited == ()

@@ -22,6 +22,8 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0  # before the status line
     trickle_s: float = 0.0  # between body bytes (a server that never quite finishes)
+    stall_after: int | None = None  # send this many body bytes, then stall for stall_s
+    stall_s: float = 0.0
 
 
 @dataclass
@@ -65,7 +67,12 @@ class ScriptedServer:
                     self.send_header("content-type", "application/json")
                     self.send_header("content-length", str(len(data)))
                     self.end_headers()
-                    if reply.trickle_s:
+                    if reply.stall_after is not None:
+                        self.wfile.write(data[: reply.stall_after])
+                        self.wfile.flush()
+                        time.sleep(reply.stall_s)
+                        self.wfile.write(data[reply.stall_after :])
+                    elif reply.trickle_s:
                         for byte in data:
                             self.wfile.write(bytes([byte]))
                             self.wfile.flush()

@@ -282,3 +282,134 @@ def test_provider_async_variant_times_out_and_raises_typed_errors(server: Script
     server.script(Reply(500, "boom"))
     with pytest.raises(LLMResponseError, match="HTTP 500"):
         asyncio.run(PROTOCOLS[2].make(server.url, FAST).acomplete("q"))
+
+
+# ------------------------------------------------- request accounting, deadline, truncation
+
+
+@pytest.mark.parametrize("proto", PROTOCOLS, ids=IDS)
+def test_provider_calls_counts_every_request_sent_retries_included(
+    server: ScriptedServer, proto: Protocol
+) -> None:
+    server.script(Reply(503, "busy"), Reply(200, proto.ok("fine")))
+    fn = proto.make(server.url, FAST)
+    assert fn.calls == 0
+    assert fn("q").text == "fine"
+    assert fn.calls == len(server.seen) == 2
+    server.seen.clear()
+    server.script(Reply(429, {"error": "quota"}))
+    with pytest.raises(LLMRateLimitError):
+        fn("q")
+    assert fn.calls == 2 + len(server.seen) == 5
+
+
+def test_provider_calls_counts_async_requests_too(server: ScriptedServer) -> None:
+    server.script(Reply(500, "boom"), Reply(200, PROTOCOLS[2].ok("async ok")))
+    fn = PROTOCOLS[2].make(server.url, FAST)
+    assert asyncio.run(fn.acomplete("q")).text == "async ok"
+    assert fn.calls == len(server.seen) == 2
+
+
+@pytest.mark.parametrize("proto", PROTOCOLS, ids=IDS)
+def test_server_stalling_mid_body_is_cut_off_at_the_attempt_deadline(
+    server: ScriptedServer, proto: Protocol
+) -> None:
+    # Headers late but in time, part of the body, then silence: each read is within the
+    # read timeout's reach, the attempt's deadline (1 s) is what must end it.
+    server.script(Reply(200, proto.ok("x" * 100), delay_s=0.8, stall_after=20, stall_s=3.0))
+    fn = proto.make(server.url, RetryPolicy(timeout_s=1.0, max_retries=0))
+    t0 = time.perf_counter()
+    with pytest.raises(LLMTimeoutError, match=r"within 1s"):
+        fn("q")
+    assert time.perf_counter() - t0 < 1.4  # not 0.8 s + a whole read timeout (1.8 s)
+
+
+def test_stalled_attempt_is_retried_on_a_fresh_connection(server: ScriptedServer) -> None:
+    ok = PROTOCOLS[2].ok("second try")
+    server.script(Reply(200, ok, stall_after=10, stall_s=2.0), Reply(200, ok))
+    fn = PROTOCOLS[2].make(server.url, RetryPolicy(timeout_s=0.5, max_retries=1, backoff_base_s=0.01))
+    t0 = time.perf_counter()
+    assert fn("q").text == "second try"
+    assert time.perf_counter() - t0 < 1.2
+    assert fn.calls == len(server.seen) == 2
+
+
+def test_connection_is_reused_after_an_answer_that_beat_the_deadline(server: ScriptedServer) -> None:
+    # The watchdog of a finished attempt must never touch the (pooled) connection later.
+    server.script(Reply(200, PROTOCOLS[2].ok("one")))
+    fn = PROTOCOLS[2].make(server.url, RetryPolicy(timeout_s=0.3, max_retries=0))
+    assert fn("q").text == "one"
+    time.sleep(0.5)
+    assert fn("q").text == "one"
+    assert fn.calls == 2
+
+
+TRUNCATED = [
+    (
+        "gemini",
+        {
+            "candidates": [
+                {"content": {"parts": [{"text": "Paris is the cap"}]}, "finishReason": "MAX_TOKENS"}
+            ],
+            "usageMetadata": {"promptTokenCount": 11, "candidatesTokenCount": 40},
+        },
+        "finishReason MAX_TOKENS",
+    ),
+    (
+        "gemini",
+        {"candidates": [{"content": {"role": "model"}, "finishReason": "MAX_TOKENS"}]},
+        "finishReason MAX_TOKENS",
+    ),
+    (
+        "anthropic",
+        {"content": [{"type": "text", "text": "Paris is the cap"}], "stop_reason": "max_tokens"},
+        "stop_reason max_tokens",
+    ),
+    (
+        "openai",
+        {"choices": [{"message": {"content": "Paris is the cap"}, "finish_reason": "length"}]},
+        "finish_reason length",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "body", "reason"), TRUNCATED, ids=["gemini", "gemini-no-text", "anthropic", "openai"]
+)
+def test_answer_cut_off_at_max_tokens_raises_naming_the_limit(
+    server: ScriptedServer, name: str, body: dict[str, Any], reason: str
+) -> None:
+    proto = next(p for p in PROTOCOLS if p.name == name)
+    server.script(Reply(200, body))
+    fn = proto.make(server.url, FAST)
+    with pytest.raises(LLMResponseError, match=rf"cut off at the token limit \({reason}, max_tokens=40\)"):
+        fn("q", max_tokens=40)
+    assert len(server.seen) == 1  # not retried: the same request is cut off again
+    with pytest.raises(LLMResponseError, match="max_tokens=40"):
+        asyncio.run(fn.acomplete("q", max_tokens=40))
+
+
+def test_anthropic_json_mode_cut_off_is_an_error_not_broken_json(server: ScriptedServer) -> None:
+    server.script(
+        Reply(200, {"content": [{"type": "text", "text": '"a": 1, "b": "lo'}], "stop_reason": "max_tokens"})
+    )
+    with pytest.raises(LLMResponseError, match="cut off"):
+        PROTOCOLS[1].make(server.url, FAST)("q", json_mode=True)
+
+
+@pytest.mark.parametrize(
+    ("name", "body"),
+    [
+        ("gemini", {"candidates": [{"content": {"parts": [{"text": "done"}]}, "finishReason": "STOP"}]}),
+        ("anthropic", {"content": [{"type": "text", "text": "done"}], "stop_reason": "end_turn"}),
+        ("anthropic", {"content": [{"type": "text", "text": "done"}], "stop_reason": "stop_sequence"}),
+        ("openai", {"choices": [{"message": {"content": "done"}, "finish_reason": "stop"}]}),
+    ],
+    ids=["gemini-stop", "anthropic-end-turn", "anthropic-stop-sequence", "openai-stop"],
+)
+def test_answer_that_ended_normally_is_returned(
+    server: ScriptedServer, name: str, body: dict[str, Any]
+) -> None:
+    proto = next(p for p in PROTOCOLS if p.name == name)
+    server.script(Reply(200, body))
+    assert proto.make(server.url, FAST)("q", max_tokens=40).text == "done"

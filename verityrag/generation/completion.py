@@ -2,7 +2,11 @@
 
 Every provider in ``verityrag.llm_providers`` returns a ``CompleteFn``; the LLM generator
 and the LLM-prompt verifier take one. Failures raise ``verityrag.errors.LLMError``
-subclasses, never hang (providers apply a timeout) and never return partial garbage.
+subclasses, never hang (providers apply a timeout) and never return partial garbage: a
+remote provider's answer that the model stopped at ``max_tokens`` raises
+``LLMResponseError`` naming the limit, so a ``Completion`` is always a whole answer.
+(The offline base model stops at ``max_tokens`` by design: its answers are cut to
+whole sentences by the caller.)
 """
 
 from __future__ import annotations

@@ -50,6 +50,8 @@ _LEADING_MARKERS_RE = re.compile(r"^(?:\s*\[\d+(?:\s*[,;\-\u2013]\s*\d+)*\])+")
 _ACCORDING_TO_RE = re.compile(r"^\s*According to ((?:\[[^\]]*\]\s*(?:and\s*)?)+),?\s*", re.IGNORECASE)
 _SPACE_BEFORE_PUNCT_RE = re.compile(r"\s+([.,;:!?])")
 _ANSWER_LABEL_RE = re.compile(r"^\s*(?:answer|a)\s*:\s*", re.IGNORECASE)
+# A list marker at the start of a line: "- ", "* ", "• ", "1. ", "2) ".
+_LIST_MARKER_RE = re.compile(r"^\s*(?:[-*\u2022]|\d{1,3}[.)])\s+")
 
 _INSTRUCT_SYSTEM = (
     "You answer questions using only the numbered evidence passages you are given. "
@@ -136,25 +138,31 @@ def parse_cited_sentences(
     """Split ``text`` into sentences, turn their ``[n]`` markers into citations of ``evidence[n-1]``.
 
     Returns the sentences, the valid numbers each cites, and the invalid numbers seen.
+    Every non-empty line is a sentence boundary (a list marker ``- ``, ``* ``, ``• ``,
+    ``1. ``, ``2) `` at its start is dropped), and each line is split into sentences.
     Markers at the start of a sentence belong to the sentence before it (``... big. [1] It``),
-    except in the first sentence; ``According to [n], X`` is read as ``X [n]``.
+    except at the start of a line; a line of markers alone belongs to the sentence before
+    it. ``According to [n], X`` is read as ``X [n]``.
     """
     body = _ANSWER_LABEL_RE.sub("", text.strip())
-    # "According to [2], the bridge..." -> "the bridge... [2]" (the base prompt's form).
-    parts: list[str] = []
-    for raw in split_sentences(" ".join(body.split())):
-        m = _ACCORDING_TO_RE.match(raw)
-        if m:
-            rest = raw[m.end() :]
-            rest = rest[:1].upper() + rest[1:]
-            markers = "".join(re.findall(r"\[[^\]]*\]", m.group(1)))
-            raw = _attach_before_final_punct(rest, markers)
-        parts.append(raw)
+    # (sentence, starts a line); "According to [2], the bridge..." -> "the bridge... [2]"
+    # (the base prompt's form).
+    parts: list[tuple[str, bool]] = []
+    for line in body.splitlines():
+        line = " ".join(_LIST_MARKER_RE.sub("", line).split())
+        for j, raw in enumerate(split_sentences(line)):
+            m = _ACCORDING_TO_RE.match(raw)
+            if m:
+                rest = raw[m.end() :]
+                rest = rest[:1].upper() + rest[1:]
+                markers = "".join(re.findall(r"\[[^\]]*\]", m.group(1)))
+                raw = _attach_before_final_punct(rest, markers)
+            parts.append((raw, j == 0))
 
     numbered: list[tuple[str, list[int]]] = []
-    for i, raw in enumerate(parts):
+    for raw, line_start in parts:
         leading = _LEADING_MARKERS_RE.match(raw)
-        if leading and i > 0 and numbered:
+        if leading and not line_start and numbered:
             numbered[-1][1].extend(n for m in _MARKER_RE.findall(leading.group()) for n in _expand(m))
             raw = raw[leading.end() :]
         cited = [n for m in _MARKER_RE.findall(raw) for n in _expand(m)]
