@@ -27,8 +27,10 @@ __all__ = ["DeterministicVerifier", "StageStats", "VerifierStack"]
 class DeterministicVerifier:
     """Every number, date and name of a sentence must occur in the evidence.
 
-    Reuses :class:`GroundingChecker`'s atoms (``1,000`` = ``1000``, a month next to a day
-    or year) and name matching (a name as a phrase, else the share of its words). A
+    Reuses :class:`GroundingChecker`'s atoms (numbers compared canonically: ``1,000`` =
+    ``1000``, ``.5`` = ``0.5``, signs kept; a month next to a day or year, ISO dates read
+    as written ones) and name matching (capitalised words of any script, as a phrase, else
+    the share of their words). A
     sentence passes when its weakest claim has ``numbers == 1`` and ``entities >=
     min_entity_share``. Word overlap is *not* judged here: that is the NLI stage's job.
     """
