@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+import re
+import warnings
+from pathlib import Path
 
 import pytest
 
 from verityrag import InvalidInputError, Settings
+from verityrag.config import ENV_VARS, OTHER_ENV_VARS, UnknownEnvVarWarning
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.unit
 
@@ -159,21 +165,173 @@ def test_from_env_reads_os_environ_by_default(monkeypatch: pytest.MonkeyPatch) -
 @pytest.mark.parametrize(
     ("env", "field", "message"),
     [
-        ({"VERITYRAG_TOP_K": "three"}, "VERITYRAG_TOP_K", "cannot parse 'three'"),
+        ({"VERITYRAG_TOP_K": "three"}, "VERITYRAG_TOP_K", "cannot parse 'three' as an integer"),
         ({"VERITYRAG_TOP_K": "2.5"}, "VERITYRAG_TOP_K", "cannot parse '2.5'"),
-        ({"VERITYRAG_VERIFY": "maybe"}, "VERITYRAG_VERIFY", "cannot parse 'maybe'"),
+        ({"VERITYRAG_VERIFY": "maybe"}, "VERITYRAG_VERIFY", "cannot parse 'maybe': use 1/0"),
         ({"VERITYRAG_ABSTENTION_TARGET": "high"}, "VERITYRAG_ABSTENTION_TARGET", "cannot parse 'high'"),
-        ({"VERITYRAG_TOP_K": "0"}, "top_k", "must be >= 1"),
-        ({"VERITYRAG_FUSION": "max"}, "fusion", "rrf, weighted"),
-        ({"VERITYRAG_PROFILE": "turbo"}, "profile", "default, fast, strict"),
         ({"VERITYRAG_READER_THRESHOLD": "low"}, "VERITYRAG_READER_THRESHOLD", "cannot parse 'low'"),
-        ({"VERITYRAG_READER_THRESHOLD": "2"}, "reader_threshold", r"within \[0, 1\]"),
         ({"VERITYRAG_GUARD_CHECK": "on-ish"}, "VERITYRAG_GUARD_CHECK", "cannot parse 'on-ish'"),
     ],
 )
-def test_from_env_bad_value_raises_naming_variable_or_field(
+def test_from_env_unparsable_value_raises_naming_variable(
     env: dict[str, str], field: str, message: str
 ) -> None:
     with pytest.raises(InvalidInputError, match=message) as err:
         Settings.from_env(env)
     assert err.value.field == field
+
+
+# A value that parses but that validation rejects: one per checked field. The user set the
+# variable, so the error must name it, not the Settings field (``top_k`` is in no environment).
+@pytest.mark.parametrize(
+    ("var", "raw", "message"),
+    [
+        ("VERITYRAG_PROFILE", "turbo", "'turbo' is not one of default, fast, strict"),
+        ("VERITYRAG_FUSION", "max", "'max' is not one of rrf, weighted"),
+        ("VERITYRAG_DENSE_BACKEND", "faiss", "'faiss' is not one of exact, hnsw"),
+        ("VERITYRAG_BACKEND", "es", "'es' is not one of embedded, elasticsearch"),
+        ("VERITYRAG_DURABILITY", "disk", "'disk' is not one of process, power"),
+        ("VERITYRAG_STRICTNESS", "extreme", "'extreme' is not one of loose, balanced"),
+        ("VERITYRAG_GATE_LABEL", "both", "'both' is not one of evidence, answer"),
+        ("VERITYRAG_TOP_K", "0", "must be >= 1, got 0"),
+        ("VERITYRAG_CANDIDATES", "-3", "must be >= 1, got -3"),
+        ("VERITYRAG_CHUNK_MAX_WORDS", "0", "must be >= 1, got 0"),
+        ("VERITYRAG_MAX_DOCUMENT_CHARS", "0", "must be >= 1, got 0"),
+        ("VERITYRAG_MAX_QUERY_CHARS", "0", "must be >= 1, got 0"),
+        ("VERITYRAG_CHUNK_OVERLAP_SENTENCES", "-1", "must be >= 0, got -1"),
+        ("VERITYRAG_MAX_REFORMULATIONS", "-1", "must be >= 0, got -1"),
+        ("VERITYRAG_ABSTENTION_TARGET", "1.5", r"must be within \[0, 1\], got 1.5"),
+        ("VERITYRAG_DENSE_WEIGHT", "nan", r"must be within \[0, 1\], got nan"),
+        ("VERITYRAG_READER_THRESHOLD", "2", r"must be within \[0, 1\] or unset, got 2.0"),
+        ("VERITYRAG_GUARD_THRESHOLD", "-0.5", r"must be within \[0, 1\] or unset, got -0.5"),
+    ],
+)
+def test_from_env_rejected_value_raises_naming_variable_and_value(var: str, raw: str, message: str) -> None:
+    with pytest.raises(InvalidInputError, match=message) as err:
+        Settings.from_env({var: raw})
+    assert err.value.field == var
+    assert str(err.value).startswith(f"{var}: ")
+
+
+def test_settings_keyword_errors_still_name_the_field_with_the_value() -> None:
+    with pytest.raises(InvalidInputError, match="must be >= 1, got 0") as err:
+        Settings(top_k=0)
+    assert err.value.field == "top_k"
+
+
+# ------------------------------------------------------------ unknown VERITYRAG_* names
+
+
+@pytest.mark.parametrize(
+    ("name", "suggestion"),
+    [
+        ("VERITYRAG_STRICTNES", "VERITYRAG_STRICTNESS"),
+        ("VERITYRAG_TOPK", "VERITYRAG_TOP_K"),
+        ("VERITYRAG_PROFILE_NAME", "VERITYRAG_PROFILE"),  # the field's name, not the variable's
+        ("VERITYRAG_DATADIR", "VERITYRAG_DATA_DIR"),  # read by the pipeline, not by Settings
+        ("verityrag_top_k", "VERITYRAG_TOP_K"),  # environment names are case-sensitive on POSIX
+    ],
+)
+def test_from_env_unknown_variable_warns_naming_closest_known_one(name: str, suggestion: str) -> None:
+    with pytest.warns(UnknownEnvVarWarning, match=f"^{name} is not a VerityRAG setting") as record:
+        settings = Settings.from_env({name: "strict"})
+    assert settings == Settings()  # ignored, not guessed at
+    assert len(record) == 1
+    assert f"did you mean {suggestion}?" in str(record[0].message)
+    assert record[0].filename == __file__  # points at the caller of from_env
+
+
+def test_from_env_unknown_variable_without_close_match_warns_without_guess() -> None:
+    with pytest.warns(UnknownEnvVarWarning, match="VERITYRAG_XYZZY is not a VerityRAG setting") as record:
+        Settings.from_env({"VERITYRAG_XYZZY": "1"})
+    assert "did you mean" not in str(record[0].message)
+
+
+def test_from_env_unknown_variable_in_os_environ_warns(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VERITYRAG_STRICTNES", "strict")
+    with pytest.warns(UnknownEnvVarWarning, match="did you mean VERITYRAG_STRICTNESS"):
+        assert Settings.from_env().strictness == "balanced"
+
+
+def test_from_env_every_known_variable_is_silent() -> None:
+    env = {name: "" for name in OTHER_ENV_VARS}
+    env |= {
+        "VERITYRAG_PROFILE": "fast",
+        "VERITYRAG_TOP_K": "3",
+        "VERITYRAG_GUARD_THRESHOLD": "",
+        "OTHER": "x",
+    }
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Settings.from_env(env)
+
+
+def test_env_vars_has_one_variable_per_field_and_no_duplicates() -> None:
+    fields = [f.name for f in dataclasses.fields(Settings)]
+    assert len(ENV_VARS) == len(set(ENV_VARS)) == len(fields) + len(OTHER_ENV_VARS)
+    assert "VERITYRAG_PROFILE" in ENV_VARS
+    assert "VERITYRAG_PROFILE_NAME" not in ENV_VARS
+    assert all(f"VERITYRAG_{name.upper()}" in ENV_VARS for name in fields if name != "profile_name")
+
+
+# Where VERITYRAG_* names are read, set or documented; this file is left out (it spells typos).
+_SOURCES = ("verityrag", "scripts", "tests", "docs", ".ci", "app.py", "Makefile", "README.md")
+_ENV_NAME = re.compile(r"\bVERITYRAG_[A-Z0-9_]*[A-Z0-9]\b")
+
+
+def _files_naming_env_vars() -> list[Path]:
+    files: list[Path] = []
+    for source in (REPO_ROOT / name for name in _SOURCES):
+        candidates = source.rglob("*") if source.is_dir() else [source]
+        files += [
+            path
+            for path in candidates
+            if path.is_file()
+            and path.suffix in {"", ".py", ".md", ".sh"}
+            and path.resolve() != Path(__file__)
+        ]
+    return files
+
+
+def test_every_verityrag_variable_named_in_the_sources_is_known() -> None:
+    """A variable read (or set, or documented) anywhere but missing from ENV_VARS would warn."""
+    found: dict[str, Path] = {}
+    for path in _files_naming_env_vars():
+        for name in _ENV_NAME.findall(path.read_text(encoding="utf-8", errors="replace")):
+            found.setdefault(name, path.relative_to(REPO_ROOT))
+    assert {"VERITYRAG_DATA_DIR", "VERITYRAG_GEMMA_CACHE", "VERITYRAG_LOAD_BUNDLED"} <= set(found)
+    unknown = {name: str(path) for name, path in found.items() if name not in ENV_VARS}
+    assert not unknown, f"add these to verityrag.config.OTHER_ENV_VARS: {unknown}"
+
+
+def test_readme_lists_every_variable() -> None:
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    missing = [name for name in ENV_VARS if f"`{name}`" not in readme]
+    assert not missing, f"README's configuration table lacks {missing}"
+
+
+def _readme_default_cell(value: object) -> str:
+    if value is None:
+        return "unset"
+    if isinstance(value, bool):
+        return f"`{int(value)}`"
+    if isinstance(value, str):
+        return f"`{value}`"
+    return str(value)
+
+
+def test_readme_table_shows_each_settings_default() -> None:
+    """The README's defaults are typed by hand: each must be what Settings() holds."""
+    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    rows = {
+        m.group(1): m.group(2).strip()
+        for m in re.finditer(r"^\| `(VERITYRAG_[A-Z_]+)` \| ([^|]+) \|", readme, re.MULTILINE)
+    }
+    defaults = Settings()
+    checked = 0
+    for field in dataclasses.fields(Settings):
+        var = "VERITYRAG_PROFILE" if field.name == "profile_name" else f"VERITYRAG_{field.name.upper()}"
+        if var in rows:  # rows naming several variables share a default in words
+            assert rows[var] == _readme_default_cell(getattr(defaults, field.name)), var
+            checked += 1
+    assert checked >= 15, f"only {checked} single-variable rows found: has the table's layout changed?"

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import os
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, get_args, get_origin, get_type_hints
@@ -24,6 +26,25 @@ GateLabel = Literal["evidence", "answer"]
 Backend = Literal["embedded", "elasticsearch"]
 BACKENDS: tuple[str, ...] = get_args(Backend)
 ENV_PREFIX = "VERITYRAG_"
+# VERITYRAG_* variables read outside Settings (by the module named). With one per Settings
+# field they make ENV_VARS, which from_env checks the environment against.
+OTHER_ENV_VARS: tuple[str, ...] = (
+    "VERITYRAG_DATA_DIR",  # verityrag.pipeline: where documents persist
+    "VERITYRAG_API_KEY",  # verityrag.api: the key write endpoints ask for
+    "VERITYRAG_LOAD_BUNDLED",  # verityrag.api: start on the bundled corpus
+    "VERITYRAG_MCP_MAX_DOCS",  # verityrag.mcp_server: bundled documents to load
+    "VERITYRAG_GEMMA_CACHE",  # verityrag.llm_providers: the local gemma model's folder
+    "VERITYRAG_REQUIRE_BROWSER",  # tests/ui/test_app_browser.py; .ci/run sets it
+)
+
+
+class UnknownEnvVarWarning(UserWarning):
+    """A ``VERITYRAG_*`` environment variable that VerityRAG does not read, most likely a typo."""
+
+
+def _field_env_var(name: str) -> str:
+    """The variable ``Settings.from_env`` reads for field ``name``."""
+    return f"{ENV_PREFIX}PROFILE" if name == "profile_name" else f"{ENV_PREFIX}{name.upper()}"
 
 
 @dataclass(frozen=True)
@@ -83,15 +104,13 @@ class Settings:
         _check_choice("gate_label", self.gate_label, ("evidence", "answer"))
         for name in ("chunk_max_words", "top_k", "candidates", "max_document_chars", "max_query_chars"):
             if getattr(self, name) < 1:
-                raise InvalidInputError(name, "must be >= 1")
-        if self.chunk_overlap_sentences < 0:
-            raise InvalidInputError("chunk_overlap_sentences", "must be >= 0")
-        if not 0.0 <= self.abstention_target <= 1.0:
-            raise InvalidInputError("abstention_target", "must be within [0, 1]")
-        if not 0.0 <= self.dense_weight <= 1.0:
-            raise InvalidInputError("dense_weight", "must be within [0, 1]")
-        if self.max_reformulations < 0:
-            raise InvalidInputError("max_reformulations", "must be >= 0")
+                raise InvalidInputError(name, f"must be >= 1, got {getattr(self, name)!r}")
+        for name in ("chunk_overlap_sentences", "max_reformulations"):
+            if getattr(self, name) < 0:
+                raise InvalidInputError(name, f"must be >= 0, got {getattr(self, name)!r}")
+        for name in ("abstention_target", "dense_weight"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise InvalidInputError(name, f"must be within [0, 1], got {getattr(self, name)!r}")
         for name in ("answerability_threshold", "guard_threshold", "reader_threshold"):
             value = getattr(self, name)
             if value is not None and not 0.0 <= value <= 1.0:
@@ -115,17 +134,61 @@ class Settings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
-        """The profile named by ``VERITYRAG_PROFILE``, then any ``VERITYRAG_<FIELD>`` override."""
+        """The profile named by ``VERITYRAG_PROFILE``, then any ``VERITYRAG_<FIELD>`` override.
+
+        A bad value raises ``InvalidInputError`` naming the variable and the value. Any other
+        ``VERITYRAG_*`` name (not in :data:`ENV_VARS`) warns with :class:`UnknownEnvVarWarning`:
+        a typo would otherwise run on the default without a word."""
         env = os.environ if environ is None else environ
-        base = cls.profile(env.get(f"{ENV_PREFIX}PROFILE", "default"))
+        _warn_unknown_env_vars(env)
+        profile_var = _field_env_var("profile_name")
+        try:
+            base = cls.profile(env.get(profile_var, "default"))
+        except InvalidInputError as exc:
+            raise InvalidInputError(profile_var, exc.problem) from exc
         changes: dict[str, Any] = {}
         hints = get_type_hints(cls)
         for f in dataclasses.fields(cls):
-            raw = env.get(f"{ENV_PREFIX}{f.name.upper()}")
+            var = _field_env_var(f.name)
+            raw = env.get(var)
             if raw is None or f.name == "profile_name":
                 continue
-            changes[f.name] = _parse(f.name, raw, hints[f.name])
-        return base.replace(**changes) if changes else base
+            changes[f.name] = _parse(var, raw, hints[f.name])
+        try:
+            return base.replace(**changes) if changes else base
+        except InvalidInputError as exc:
+            # Validation names the field, right for Settings(...); here the user set a variable,
+            # and the field name is nowhere in their environment. The problem carries the value.
+            if exc.field not in changes:
+                raise
+            raise InvalidInputError(_field_env_var(exc.field), exc.problem) from exc
+
+
+# Every VERITYRAG_* name the project reads: one per Settings field, then the others.
+# tests/test_config.py greps the sources and the README against it, so it cannot fall behind.
+ENV_VARS: tuple[str, ...] = (
+    *(_field_env_var(f.name) for f in dataclasses.fields(Settings)),
+    *OTHER_ENV_VARS,
+)
+
+
+def _warn_unknown_env_vars(env: Mapping[str, str]) -> None:
+    """Warn (never raise: a script may set a name of its own) about unread ``VERITYRAG_*`` names."""
+    # Compare what follows the prefix: every known name shares it, which alone would make any
+    # VERITYRAG_ name "close" to some known one. Upper-cased, so verityrag_top_k is caught too.
+    known = [name.removeprefix(ENV_PREFIX) for name in ENV_VARS]
+    for name in sorted(env):
+        if not name.upper().startswith(ENV_PREFIX) or name in ENV_VARS:
+            continue
+        close = difflib.get_close_matches(name[len(ENV_PREFIX) :].upper(), known, n=1)
+        hint = (
+            f"did you mean {ENV_PREFIX}{close[0]}?" if close else "the README lists the names VerityRAG reads"
+        )
+        warnings.warn(
+            f"{name} is not a VerityRAG setting and is ignored; {hint}",
+            UnknownEnvVarWarning,
+            stacklevel=3,  # the caller of Settings.from_env
+        )
 
 
 def _check_choice(field: str, value: object, allowed: tuple[str, ...]) -> None:
@@ -133,9 +196,9 @@ def _check_choice(field: str, value: object, allowed: tuple[str, ...]) -> None:
         raise InvalidInputError(field, f"{value!r} is not one of {', '.join(allowed)}")
 
 
-def _parse(name: str, raw: str, hint: Any) -> Any:
-    """``raw`` as the field's type: bool words, int, float, str (a Literal is checked later), or
-    ``float | None``, where an empty value or "none" means unset."""
+def _parse(var: str, raw: str, hint: Any) -> Any:
+    """``raw``, the value of variable ``var``, as the field's type: bool words, int, float, str
+    (a Literal is checked later), or ``float | None``, where an empty value or "none" means unset."""
     kind = hint
     if get_origin(hint) is Literal:
         kind = str
@@ -143,12 +206,13 @@ def _parse(name: str, raw: str, hint: Any) -> Any:
         if raw.strip().lower() in ("", "none"):
             return None
         kind = next(a for a in get_args(hint) if a is not type(None))
+    if kind is bool:
+        lowered = raw.strip().lower()
+        if lowered not in ("1", "0", "true", "false", "yes", "no"):
+            raise InvalidInputError(var, f"cannot parse {raw!r}: use 1/0, true/false or yes/no")
+        return lowered in ("1", "true", "yes")
     try:
-        if kind is bool:
-            lowered = raw.strip().lower()
-            if lowered not in ("1", "0", "true", "false", "yes", "no"):
-                raise ValueError(raw)
-            return lowered in ("1", "true", "yes")
         return kind(raw)
     except ValueError as exc:
-        raise InvalidInputError(f"{ENV_PREFIX}{name.upper()}", f"cannot parse {raw!r}") from exc
+        expected = {int: "an integer", float: "a number"}.get(kind, kind.__name__)
+        raise InvalidInputError(var, f"cannot parse {raw!r} as {expected}") from exc
