@@ -9,6 +9,7 @@ An abstention is never an exception: it is a normal ``QueryResult`` with an
     ├── NotFittedError (ValueError)      a learned component used before fit()
     ├── StorageError                     the durable store failed or is inconsistent
     ├── BackendUnavailableError          a remote backend (e.g. Elasticsearch) is down
+    ├── StreamClosedError (RuntimeError) a stream that was stopped, or whose thread died, got put()
     └── LLMError                         an LLM provider call failed
         ├── LLMConfigError               missing key / base URL / model; says which env var
         ├── LLMTimeoutError              no answer within the timeout (after retries)
@@ -52,6 +53,11 @@ class StorageError(VerityRAGError):
 
 class BackendUnavailableError(VerityRAGError):
     """A remote index backend cannot be reached."""
+
+
+class StreamClosedError(VerityRAGError, RuntimeError):
+    """A ``LiveDocumentStream`` takes no more documents: it was stopped, or its worker
+    thread ended. A ``RuntimeError`` too, as ``concurrent.futures`` raises on a shut-down pool."""
 
 
 class LLMError(VerityRAGError):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -9,6 +10,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from verityrag import Document, InvalidInputError, LiveDocumentStream, Settings, VerityRAGPipeline
+from verityrag.errors import StreamClosedError
 
 pytestmark = pytest.mark.unit
 
@@ -97,9 +99,116 @@ def test_stop_ingests_what_was_queued_then_join_ends_thread(pipeline: VerityRAGP
 def test_put_after_stop_raises() -> None:
     stream = LiveDocumentStream(VerityRAGPipeline()).start()
     stream.stop()
-    with pytest.raises(RuntimeError, match="stream is stopping"):
+    with pytest.raises(RuntimeError, match="stream is stopping") as err:  # RuntimeError as before
         stream.put(_doc(0))
+    assert isinstance(err.value, StreamClosedError)
     assert stream.join(timeout=5)
+    with pytest.raises(StreamClosedError, match="stream is stopping"):  # also once the thread ended
+        stream.put(_doc(1), timeout=0)
+
+
+def _outcome_within(call: Callable[[], object], timeout: float = 5.0) -> BaseException | None:
+    """Run ``call`` on a thread; the exception it raised (None if it returned), failing (not
+    hanging) if it blocks."""
+    outcome: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            call()
+        except BaseException as exc:
+            outcome.append(exc)
+        else:
+            outcome.append(None)
+
+    caller = threading.Thread(target=run, daemon=True)
+    caller.start()
+    caller.join(timeout)
+    assert not caller.is_alive(), "put() blocked"
+    return outcome[0]
+
+
+class _Dies:
+    """A pipeline whose ingest ends the stream's thread: SystemExit is no ``Exception``."""
+
+    def __init__(self, gate: threading.Event | None = None) -> None:
+        self.gate = gate
+
+    def ingest_document(
+        self, doc_id: str, title: str, text: str, metadata: dict[str, object] | None = None
+    ) -> object:
+        if self.gate is not None:
+            assert self.gate.wait(timeout=10)
+        raise SystemExit(f"killed on {doc_id}")
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # dies on purpose
+def test_put_after_the_thread_died_raises_instead_of_blocking_on_the_full_queue() -> None:
+    stream = LiveDocumentStream(_Dies(), maxsize=1).start()
+    stream.put(_doc(0))
+    assert stream.join(timeout=5)  # the thread died on it
+    for i in (1, 2):  # the second put used to find the queue full and block forever
+        error = _outcome_within(lambda i=i: stream.put(_doc(i)))
+        assert isinstance(error, StreamClosedError)
+        assert "thread has ended (SystemExit: killed on stream-000)" in str(error)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # dies on purpose
+def test_put_waiting_for_room_raises_when_the_thread_dies() -> None:
+    gate = threading.Event()
+    stream = LiveDocumentStream(_Dies(gate), maxsize=1).start()
+    stream.put(_doc(0))
+    _wait_until(lambda: stream._queue.empty())  # the thread holds doc 0 at the gate
+    stream.put(_doc(1))  # the queue is full now
+    threading.Timer(0.2, gate.set).start()
+    error = _outcome_within(lambda: stream.put(_doc(2)))
+    assert isinstance(error, StreamClosedError)
+    assert not stream.running
+
+
+def test_put_waiting_for_room_raises_when_stop_is_called(pipeline: VerityRAGPipeline) -> None:
+    gate = threading.Event()
+    stream = LiveDocumentStream(_SlowPipeline(pipeline, gate), maxsize=1).start()
+    stream.put(_doc(0))
+    _wait_until(lambda: stream._queue.empty())
+    stream.put(_doc(1))
+    threading.Timer(0.2, stream.stop).start()
+    error = _outcome_within(lambda: stream.put(_doc(2)))
+    assert isinstance(error, StreamClosedError)
+    assert isinstance(_outcome_within(lambda: stream.put(_doc(3))), StreamClosedError)
+    gate.set()
+    assert stream.join(timeout=5)
+    assert stream.ingested == 2  # what was queued before stop(), and nothing after it
+    assert pipeline.index.doc_ids() == ["stream-000", "stream-001"]
+
+
+def test_put_on_a_full_queue_with_a_live_thread_waits_for_room_within_its_timeout(
+    pipeline: VerityRAGPipeline,
+) -> None:
+    gate = threading.Event()
+    stream = LiveDocumentStream(_SlowPipeline(pipeline, gate), maxsize=1).start()
+    stream.put(_doc(0))
+    _wait_until(lambda: stream._queue.empty())
+    stream.put(_doc(1))
+    started = time.monotonic()
+    with pytest.raises(queue.Full):
+        stream.put(_doc(2), timeout=0.2)
+    assert time.monotonic() - started >= 0.2
+    threading.Timer(0.2, gate.set).start()
+    assert _outcome_within(lambda: stream.put(_doc(3))) is None  # waits as long as it takes
+    _stop_within(stream)
+    assert stream.ingested == 3
+    assert stream.failures == []
+
+
+def test_put_of_something_other_than_a_document_is_refused_and_the_stream_goes_on(
+    pipeline: VerityRAGPipeline,
+) -> None:
+    stream = LiveDocumentStream(pipeline).start()
+    with pytest.raises(InvalidInputError, match="doc: expected a Document, got tuple"):
+        stream.put(("stream-000", "Stream", "A tuple is not a Document."))  # type: ignore[arg-type]
+    stream.put(_doc(1))
+    _stop_within(stream)
+    assert stream.ingested == 1
 
 
 def test_source_iterator_is_consumed_then_queue(pipeline: VerityRAGPipeline) -> None:

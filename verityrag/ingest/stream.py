@@ -5,15 +5,20 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
+from verityrag.errors import InvalidInputError, StreamClosedError
 from verityrag.types import Document
 
 logger = logging.getLogger(__name__)
 
 _STOP = object()
+# How often a put() waiting for room checks that the stream is still open: the delay before a
+# stop() or a dead thread is noticed, and the longest stop() waits for a put() to let go.
+_POLL_S = 0.05
 
 
 class _Ingests(Protocol):
@@ -40,7 +45,8 @@ class LiveDocumentStream:
     counts them). A failing document is recorded in ``failures`` (and passed to
     ``on_error``) and the stream goes on; so is a callback that raises, with its
     ``stage``. ``stop()`` finishes what was queued before it, then ends the thread;
-    ``join()`` waits for that.
+    ``join()`` waits for that. After ``stop()``, or if the thread died, ``put()`` raises
+    ``StreamClosedError`` rather than wait for room nobody will make.
     """
 
     def __init__(
@@ -62,6 +68,9 @@ class LiveDocumentStream:
         self.failures: list[IngestFailure] = []
         self._stopping = threading.Event()
         self._stop_queued = False
+        # Reentrant: a signal handler that calls stop() may interrupt this thread inside put().
+        self._accepting = threading.RLock()
+        self._died_of: BaseException | None = None  # what ended the thread, if not stop()
 
     def start(self) -> LiveDocumentStream:
         self._thread.start()
@@ -70,13 +79,48 @@ class LiveDocumentStream:
         return self
 
     def put(self, doc: Document, timeout: float | None = None) -> None:
+        """Queue ``doc`` for ingestion. On a full queue, wait for room while the thread drains
+        it, at most ``timeout`` seconds (``queue.Full`` then; ``None`` waits as long as it takes).
+
+        Raises ``StreamClosedError`` after ``stop()``, or once the thread has ended, also
+        while waiting: no thread would ever make room. Before ``start()`` a full queue waits,
+        as another thread may start the stream.
+        """
+        if not isinstance(doc, Document):  # the thread would die on it, and nobody drain the queue
+            raise InvalidInputError("doc", f"expected a Document, got {type(doc).__name__}")
+        if timeout is not None and timeout < 0:
+            raise InvalidInputError("timeout", f"must be None or >= 0 seconds, got {timeout}")
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            # Checked and queued under one lock that stop() also takes: a document is either
+            # queued ahead of _STOP (and ingested) or refused, never queued behind it and lost.
+            with self._accepting:
+                self._check_open()
+                wait = _POLL_S if deadline is None else min(_POLL_S, max(0.0, deadline - time.monotonic()))
+                try:
+                    self._queue.put(doc, timeout=wait)
+                    return
+                except queue.Full:
+                    pass
+            if deadline is not None and time.monotonic() >= deadline:
+                raise queue.Full
+
+    def _check_open(self) -> None:
         if self._stopping.is_set():
-            raise RuntimeError("the stream is stopping; it takes no more documents")
-        self._queue.put(doc, timeout=timeout)
+            raise StreamClosedError("the stream is stopping; it takes no more documents")
+        if self._thread.ident is not None and not self._thread.is_alive():
+            cause = self._died_of
+            why = "" if cause is None else f" ({type(cause).__name__}: {cause})"
+            raise StreamClosedError(
+                f"the stream's thread has ended{why}; it takes no more documents, and those still"
+                " queued will not be ingested"
+            )
 
     def stop(self) -> None:
-        """Ingest what is already queued (and what the source yields), then end the thread."""
-        self._stopping.set()
+        """Ingest what is already queued (and what the source yields), then end the thread.
+        A ``put()`` waiting for room then raises ``StreamClosedError``."""
+        with self._accepting:  # held by a put() for at most _POLL_S
+            self._stopping.set()
         self._queue_stop()
 
     def _queue_stop(self) -> None:
@@ -128,6 +172,14 @@ class LiveDocumentStream:
                 self.failures.append(IngestFailure(doc.doc_id, exc, stage))
 
     def _run(self) -> None:
+        try:
+            self._serve()
+        except BaseException as exc:  # e.g. SystemExit from the pipeline: put() then says why
+            self._died_of = exc
+            logger.error("stream: the ingest thread died: %r", exc)
+            raise
+
+    def _serve(self) -> None:
         if self.source is not None:
             try:
                 for doc in self.source:
