@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from verityrag.errors import StorageError
-from verityrag.index.store import SQLiteDocumentStore
+from verityrag.index.live import LiveIndex
+from verityrag.index.store import SCHEMA_VERSION, SQLiteDocumentStore
 from verityrag.types import Chunk, Document
 
 pytestmark = pytest.mark.unit
@@ -87,6 +88,62 @@ def test_open_store_with_other_schema_version_raises(tmp_path: Path) -> None:
     SQLiteDocumentStore(tmp_path / "s.db").set_meta("schema_version", "999")
     with pytest.raises(StorageError, match="schema version 999"):
         SQLiteDocumentStore(tmp_path / "s.db")
+
+
+def test_term_frequency_over_65535_is_restored_as_indexed_with_the_same_bm25(tmp_path: Path) -> None:
+    text = "spam " * 70_000 + "eggs."
+    doc = Document("big", "Big", text)
+    small = Document("small", "Small", "spam and eggs, then ham.")
+    items = [
+        (doc, [Chunk("big#0", "big", "Big", text, 0, 0, len(text))], np.ones((1, 4), np.float32)),
+        (
+            small,
+            [Chunk("small#0", "small", "Small", small.text, 0, 0, len(small.text))],
+            np.ones((1, 4), np.float32),
+        ),
+    ]
+    upserts = [(d.doc_id, chunks, vectors) for d, chunks, vectors in items]
+    indexed = LiveIndex(dim=4)
+    counts = indexed.term_counts(upserts)
+    assert max(counts[0][0].values()) == 70_000  # past uint16
+    store = SQLiteDocumentStore(tmp_path / "s.db")
+    store.put_many(items, counts)
+    indexed.apply(upserts, term_counts=counts)
+    store.close()
+
+    stored = list(SQLiteDocumentStore(tmp_path / "s.db").iter_documents(dim=4))
+    assert [s.term_counts for s in stored] == counts
+    restored = LiveIndex(dim=4)
+    restored.apply(
+        [(s.document.doc_id, s.chunks, s.vectors) for s in stored],
+        term_counts=[s.term_counts for s in stored if s.term_counts is not None],
+    )
+    total = sum(sum(c.values()) for chunk_counts in counts for c in chunk_counts)
+    assert restored.snapshot().total_len == indexed.snapshot().total_len == total > 70_000
+    for query in ("spam", "eggs ham"):
+        before = [(h.chunk.chunk_id, h.score) for h in indexed.search_lexical(query, 2)]
+        assert [(h.chunk.chunk_id, h.score) for h in restored.search_lexical(query, 2)] == before
+
+
+def test_version_1_store_is_read_and_marked_current(tmp_path: Path) -> None:
+    store = SQLiteDocumentStore(tmp_path / "s.db")
+    store.put_many([_item("a", "ant crawl")], [[{"ant": 3}, {"crawl": 1}]])  # uint16 rows, as version 1
+    store.set_meta("schema_version", "1")
+    store.close()
+    reopened = SQLiteDocumentStore(tmp_path / "s.db")
+    assert reopened.get_meta("schema_version") == SCHEMA_VERSION == "2"
+    (stored,) = reopened.iter_documents(dim=4)
+    assert stored.term_counts == [{"ant": 3}, {"crawl": 1}]
+
+
+def test_term_frequencies_of_the_wrong_length_raise_storage_error(tmp_path: Path) -> None:
+    store = SQLiteDocumentStore(tmp_path / "s.db")
+    store.put_many([_item("a", "ant crawl")], [[{"ant": 3}, {"crawl": 1}]])
+    store.close()
+    with sqlite3.connect(tmp_path / "s.db") as conn:
+        conn.execute("UPDATE chunks SET tfs=? WHERE chunk_id='a#1'", (b"\x01\x00\x00",))
+    with pytest.raises(StorageError, match="chunk 'a#1' are 3 bytes for 1 terms"):
+        list(SQLiteDocumentStore(tmp_path / "s.db").iter_documents(dim=4))
 
 
 def test_open_store_on_garbage_file_raises_storage_error(tmp_path: Path) -> None:

@@ -24,7 +24,12 @@ from verityrag.errors import StorageError
 from verityrag.types import Chunk, Document
 
 Durability = Literal["process", "power"]
-SCHEMA_VERSION = "1"
+# 2: a chunk's term frequencies are uint16, or uint32 when one exceeds 65535 (1 capped them at
+# 65535, so BM25 after a restart differed from BM25 before it). A version-1 store is a valid
+# version-2 store (every row uint16): opening one marks it 2, and an older VerityRAG then
+# refuses it rather than misread a uint32 row.
+SCHEMA_VERSION = "2"
+_UPGRADABLE = {"1"}
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -42,8 +47,9 @@ CREATE TABLE IF NOT EXISTS chunks (
     start INTEGER NOT NULL,
     end INTEGER NOT NULL,
     vector BLOB NOT NULL,
-    -- the chunk's analyzed terms (space-separated) and their frequencies (uint16), as
-    -- the index analyzed them: restore rebuilds BM25 without re-analyzing any text
+    -- the chunk's analyzed terms (space-separated) and their frequencies (uint16, or uint32
+    -- when one exceeds 65535), as the index analyzed them: restore rebuilds BM25 without
+    -- re-analyzing any text
     terms TEXT,
     tfs BLOB
 );
@@ -83,7 +89,7 @@ class SQLiteDocumentStore:
         except sqlite3.DatabaseError as exc:
             raise StorageError(f"cannot open the document store at {self.path}: {exc}") from exc
         stored = self.get_meta("schema_version")
-        if stored is None:
+        if stored is None or stored in _UPGRADABLE:
             self.set_meta("schema_version", SCHEMA_VERSION)
         elif stored != SCHEMA_VERSION:
             raise StorageError(
@@ -217,16 +223,27 @@ class SQLiteDocumentStore:
                 raise StorageError(f"stored vectors of {doc_id!r} do not have dimension {dim}")
             counts = None
             if all(entry[5] is not None and entry[6] is not None for entry in entries):
-                counts = [_decode_terms(entry[5], entry[6]) for entry in entries]  # type: ignore[arg-type]
+                counts = [_decode_terms(entry[0], entry[5], entry[6]) for entry in entries]  # type: ignore[arg-type]
             yield StoredDocument(doc, chunks, vectors, counts)
 
 
 def _encode_terms(counts: Mapping[str, int]) -> tuple[str, bytes]:
     # Analyzer terms never contain whitespace, so a space-joined string is unambiguous;
     # this decodes several times faster than JSON, which matters for restoring 100k chunks.
-    freqs = np.minimum(np.fromiter(counts.values(), dtype=np.int64, count=len(counts)), 65535)
-    return " ".join(counts), freqs.astype(np.uint16).tobytes()
+    freqs = np.fromiter(counts.values(), dtype=np.int64, count=len(counts))
+    # uint16 keeps the common row as small as before; a row with a larger count is uint32 (the
+    # byte length tells them apart). uint32 cannot overflow: the chunk's text is stored too, and
+    # SQLite caps a value at 1e9 bytes, fewer than 2**32 terms.
+    dtype = np.uint16 if freqs.size == 0 or freqs.max() <= 0xFFFF else np.uint32
+    return " ".join(counts), freqs.astype(dtype).tobytes()
 
 
-def _decode_terms(terms: str, tfs: bytes) -> dict[str, int]:
-    return dict(zip(terms.split(), np.frombuffer(tfs, dtype=np.uint16).tolist(), strict=True))
+def _decode_terms(chunk_id: str, terms: str, tfs: bytes) -> dict[str, int]:
+    names = terms.split()
+    width = len(tfs) // len(names) if names else 2
+    dtype = {2: np.uint16, 4: np.uint32}.get(width)
+    if dtype is None or len(tfs) != width * len(names):
+        raise StorageError(
+            f"stored term frequencies of chunk {chunk_id!r} are {len(tfs)} bytes for {len(names)} terms"
+        )
+    return dict(zip(names, np.frombuffer(tfs, dtype=dtype).tolist(), strict=True))
