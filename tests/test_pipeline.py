@@ -231,7 +231,8 @@ def test_ingest_documents_duplicate_ids_raise_and_write_nothing(pipeline: Verity
     docs = [("a", "A", "Alpha text."), ("b", "B", "Beta text."), ("a", "A2", "Alpha again.")]
     with pytest.raises(InvalidInputError, match="'a' appears more than once in the batch") as err:
         pipeline.ingest_documents(docs)
-    assert err.value.field == "doc_id"
+    assert err.value.field == "documents[2].doc_id"  # the argument's name, as the API's body has it
+    assert "(documents[0] and documents[2])" in str(err.value)
     assert _state(pipeline) == before
 
 

@@ -27,7 +27,7 @@ from verityrag.generation.llm import LLMGenerator
 from verityrag.generation.sentence_selector import SentenceSelector
 from verityrag.generation.verified import AnswerStrategy, RejectAndRetry
 from verityrag.index.live import LiveIndex
-from verityrag.index.protocol import AnyIndex, SnapshotView
+from verityrag.index.protocol import AnyIndex, SnapshotView, check_unique_ids
 from verityrag.index.store import SQLiteDocumentStore
 from verityrag.learned_checks import (
     CHECK_ATTRIBUTES,
@@ -254,10 +254,7 @@ class VerityRAGPipeline:
         few hundred documents (``progress=None``) or when asked for.
         """
         docs = [self._validate(as_document(item)) for item in documents]
-        ids = [d.doc_id for d in docs]
-        if len(set(ids)) != len(ids):
-            dup = next(i for i in ids if ids.count(i) > 1)
-            raise InvalidInputError("doc_id", f"{dup!r} appears more than once in the batch")
+        check_unique_ids((d.doc_id for d in docs), "documents")  # the API's body names it so too
         show = len(docs) > 300 if progress is None else progress
         bar = _progress(total=len(docs), desc="ingest", unit="doc", disable=not show)
         try:

@@ -174,6 +174,16 @@ def test_ingest_batch_with_one_bad_document_writes_nothing_and_names_it(client: 
     assert client.get("/documents/api-batch-ok").status_code == 404
 
 
+def test_ingest_batch_with_a_repeated_doc_id_names_both_positions_and_writes_nothing(
+    client: httpx.Client,
+) -> None:
+    docs = [_doc("api-dup-a"), _doc("api-dup-b"), _doc("api-dup-a")]
+    error = _error(client.post("/documents", json={"documents": docs}), 422)
+    assert error["field"] == "documents[2].doc_id"  # the field the request sent, not a bare doc_id
+    assert "(documents[0] and documents[2])" in error["message"]
+    assert client.get("/documents/api-dup-a").status_code == 404
+
+
 def test_ingest_document_over_max_chars_is_422_naming_text(client: httpx.Client) -> None:
     error = _error(client.post("/documents", json=_doc("api-long", "word " * MAX_DOCUMENT_CHARS)), 422)
     assert error["field"] == "text"

@@ -115,9 +115,11 @@ def test_apply_same_doc_twice_in_one_batch_raises_and_writes_nothing(
 ) -> None:
     index = LiveIndex(dim=DIM)
     rows = unit_rows(np.random.default_rng(0), 1, DIM)
-    with pytest.raises(InvalidInputError, match="more than once") as err:
+    with pytest.raises(
+        InvalidInputError, match=r"more than once in the batch \(upserts\[0\] and upserts\[1\]\)"
+    ) as err:
         index.apply([("d", [make_chunk("d", "one")], rows), ("d", [make_chunk("d", "two")], rows)])
-    assert err.value.field == "doc_id"
+    assert err.value.field == "upserts[1].doc_id"
     assert len(index) == 0
 
 

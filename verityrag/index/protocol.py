@@ -31,17 +31,28 @@ if TYPE_CHECKING:
 Upsert = tuple[str, Sequence[Chunk], npt.NDArray[np.float32]]
 
 
+def check_unique_ids(ids: Iterable[str], batch: str) -> None:
+    """Refuse a doc id that appears twice in one batch, naming where, as the caller sent it:
+    ``batch`` is the argument's name (``documents``, ``upserts``), so the error's field is
+    e.g. ``documents[2].doc_id`` and its message gives both positions."""
+    first_at: dict[str, int] = {}
+    for i, doc_id in enumerate(ids):
+        first = first_at.setdefault(doc_id, i)
+        if first != i:
+            raise InvalidInputError(
+                f"{batch}[{i}].doc_id",
+                f"{doc_id!r} appears more than once in the batch ({batch}[{first}] and {batch}[{i}])",
+            )
+
+
 def check_upserts(upserts: Sequence[Upsert], dim: int) -> None:
     """The batch rules every backend enforces before writing anything.
 
     A doc id twice in one batch is refused: the second upsert would orphan the first
     one's chunks (live, but owned by no document). Vectors must be one row per chunk.
     """
-    seen: set[str] = set()
+    check_unique_ids((doc_id for doc_id, _, _ in upserts), "upserts")
     for doc_id, chunks, vectors in upserts:
-        if doc_id in seen:
-            raise InvalidInputError("doc_id", f"{doc_id!r} appears more than once in the batch")
-        seen.add(doc_id)
         if vectors.shape != (len(chunks), dim):
             raise InvalidInputError(
                 "vectors", f"shape {vectors.shape} for {doc_id!r}, expected ({len(chunks)}, {dim})"
