@@ -27,7 +27,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from verityrag.crossenc.learned import SentenceSupportCheck
-from verityrag.errors import InvalidInputError
+from verityrag.errors import InvalidInputError, ModelLoadError
 
 GUARD_DIR_ENV = "VERITY_GUARD_DIR"
 DEFAULT_GUARD_DIR = Path("guard_work/guard")
@@ -68,7 +68,14 @@ class LearnedGuard(SentenceSupportCheck):
     def recorded_threshold(self) -> float:
         if self.answers_from is None:
             return super().recorded_threshold()
-        recorded = self.scorer.metadata.metrics.get(THRESHOLDS_BY_SOURCE_KEY) or {}
+        metrics = self.scorer.metadata.metrics
+        recorded = (metrics.get(THRESHOLDS_BY_SOURCE_KEY) if isinstance(metrics, dict) else None) or {}
+        metadata_file = str(self.model_dir / "metadata.json")
+        if not isinstance(recorded, dict):
+            raise ModelLoadError(
+                self.what,
+                [(metadata_file, f"metrics.{THRESHOLDS_BY_SOURCE_KEY} is not a mapping: {recorded!r}")],
+            )
         if self.answers_from not in recorded:
             known = ", ".join(sorted(recorded)) or "none"
             raise InvalidInputError(
@@ -76,4 +83,18 @@ class LearnedGuard(SentenceSupportCheck):
                 f"{self.model_dir}/metadata.json records no threshold for {self.answers_from!r} answers "
                 f"(recorded: {known}); `make models-guard` fits them",
             )
-        return float(recorded[self.answers_from])
+        value = recorded[self.answers_from]
+        # Read past the threshold setter: check here what it would, naming the file, not later
+        # as a bare float() error or a threshold no score can reach.
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
+            raise ModelLoadError(
+                self.what,
+                [
+                    (
+                        metadata_file,
+                        f"metrics.{THRESHOLDS_BY_SOURCE_KEY}.{self.answers_from} is {value!r}, "
+                        "not a threshold in [0, 1]; `make models-guard` fits them",
+                    )
+                ],
+            )
+        return float(value)

@@ -329,3 +329,131 @@ def test_cross_encoder_sessions_do_not_spin_between_calls(
     options = open_session(tiny_model[1] / ONNX_FP32_FILE, 2).get_session_options()
     assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
     assert options.intra_op_num_threads == 2
+
+
+def test_one_sentence_too_long_for_the_window_is_scored_in_pieces_not_refused(
+    tiny_model: tuple[CrossEncoderTrainer, Path], tiny_guard_dir: Path
+) -> None:
+    from verityrag.crossenc.scorer import short_side_parts
+    from verityrag.guard import LearnedGuard
+
+    # A question (or answer) of one sentence over the short side's budget (~29 tokens at
+    # max_length 64; ~220 for the served models, under Settings.max_query_chars) raised
+    # InvalidInputError from inside the query.
+    question = "is there a red car " + "near the old mill and the town square " * 6
+    gate = LearnedAnswerability(tiny_model[1])
+    score = gate.score(question, "a red car by the mill")
+    assert 0.0 <= score <= 1.0
+    encoder = gate.scorer._encoder
+    assert encoder is not None
+    pieces = short_side_parts(encoder, question)
+    assert len(pieces) > 1
+    assert all(
+        len(encoder.tokenizer.encode(p, add_special_tokens=False).ids) <= encoder.short_side_budget()
+        for p in pieces
+    )
+    # Every token is scored, in order, each piece cut where a word starts.
+    tokens = encoder.tokenizer.encode(question, add_special_tokens=False).ids
+    assert [t for p in pieces for t in encoder.tokenizer.encode(p, add_special_tokens=False).ids] == tokens
+    # The least supported piece decides (1e-3: int8 batch effects).
+    assert score <= min(gate.scorer.score_pairs([(p, "a red car by the mill")])[0] for p in pieces) + 1e-3
+    answer = "a red car " + "and the river flows past the mill " * 6
+    assert 0.0 <= LearnedGuard(tiny_guard_dir).score("a red car by the mill", answer) <= 1.0
+
+
+def test_a_word_longer_than_the_window_is_cut_between_its_tokens(
+    tiny_model: tuple[CrossEncoderTrainer, Path],
+) -> None:
+    from verityrag.crossenc.scorer import short_side_parts
+
+    scorer = OnnxCrossEncoder(tiny_model[1]).warm_up()
+    assert scorer._encoder is not None
+    text = "x" * 99  # one word (WordPiece reads up to 100 characters), ~50 tokens
+    pieces = short_side_parts(scorer._encoder, text)
+    assert len(pieces) > 1
+    assert "".join(pieces) == text
+    assert 0.0 <= scorer.score_pairs([(text, "a red car")])[0] <= 1.0
+
+
+def test_a_nan_logit_scores_zero_never_supported(
+    tiny_model: tuple[CrossEncoderTrainer, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # min(1.0, nan) is 1.0: a model that gave NaN passed every threshold as fully supported.
+    scorer = OnnxCrossEncoder(tiny_model[1]).warm_up()
+    monkeypatch.setattr(scorer, "window_logits", lambda pairs: [[float("nan"), 3.0] for _ in pairs])
+    assert scorer.score_pairs([("is there a red car", "a red car")]) == [0.0]
+    monkeypatch.setattr(scorer, "window_logits", lambda pairs: [[3.0, float("nan")] for _ in pairs])
+    assert scorer.score_pairs([("is there a red car", "a red car")]) == [0.0]
+
+
+def test_a_reader_export_served_as_a_one_logit_check_fails_at_warm_up(reader_folder: Path) -> None:
+    # It failed on the first query, with onnxruntime's "Invalid output name:logits".
+    with pytest.raises(ModelLoadError, match=r"start_logits.*make models-answerability-mpnet"):
+        LearnedAnswerability(reader_folder).warm_up()
+    with pytest.raises(ModelLoadError, match=r"not a one-logit cross-encoder.*`make models`"):
+        OnnxCrossEncoder(reader_folder).warm_up()
+
+
+def test_a_folder_of_another_kind_of_check_is_refused(
+    tiny_model: tuple[CrossEncoderTrainer, Path], tiny_guard_dir: Path
+) -> None:
+    from verityrag.guard import LearnedGuard
+    from verityrag.verify import LearnedNLI
+
+    # A guard folder windows the first text (evidence, answer); served as the answerability
+    # gate it windowed the question and split the evidence into sentences, silently.
+    with pytest.raises(ModelLoadError, match=r"another kind.*make models-answerability-mpnet"):
+        LearnedAnswerability(tiny_guard_dir).warm_up()
+    with pytest.raises(ModelLoadError, match=r"another kind"):
+        _ = LearnedAnswerability(tiny_guard_dir).threshold
+    with pytest.raises(ModelLoadError, match=r"another kind.*make models-guard"):
+        LearnedGuard(tiny_model[1]).warm_up()
+    with pytest.raises(ModelLoadError, match=r"another kind.*make models-nli"):
+        LearnedNLI(tiny_model[1]).warm_up()
+    OnnxCrossEncoder(tiny_guard_dir).warm_up()  # a plain scorer serves whatever the folder says
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("max_length", "64"),
+        ("max_length", 64.0),
+        ("stride", "16"),
+        ("threshold", "0.5"),
+        ("threshold", True),
+        ("threshold", None),
+        ("onnx_file", None),
+        ("tokenizer_files", "tokenizer.json"),
+        ("tokenizer_files", []),
+    ],
+)
+def test_metadata_of_the_wrong_type_is_a_model_load_error_naming_the_field(
+    tiny_model: tuple[CrossEncoderTrainer, Path], tmp_path: Path, key: str, value: object
+) -> None:
+    import json
+    import shutil
+
+    for name in ("model.int8.onnx", "tokenizer.json"):
+        shutil.copyfile(tiny_model[1] / name, tmp_path / name)
+    raw = json.loads((tiny_model[1] / "metadata.json").read_text())
+    raw[key] = value
+    (tmp_path / "metadata.json").write_text(json.dumps(raw))
+    # A bare TypeError from the tokenizer or the session before, or "missing t, o, k, e, n, ...".
+    with pytest.raises(ModelLoadError, match=rf"metadata\.json: not a model's metadata \({key}: "):
+        LearnedAnswerability(tmp_path).warm_up()
+
+
+@pytest.mark.parametrize("recorded", [{"gemma": "0.05"}, {"gemma": 5.5}, {"gemma": None}, [0.05]])
+def test_a_bad_recorded_threshold_for_an_answer_source_names_the_file(
+    tiny_guard_dir: Path, recorded: object
+) -> None:
+    from verityrag.guard import THRESHOLDS_BY_SOURCE_KEY, LearnedGuard
+
+    # A string or None raised a bare float() error; 5.5 was taken, and no answer could pass.
+    meta = ModelMetadata.read(tiny_guard_dir)
+    meta.metrics = {THRESHOLDS_BY_SOURCE_KEY: recorded}
+    meta.write(tiny_guard_dir)
+    with pytest.raises(
+        ModelLoadError, match=rf"{tiny_guard_dir}/metadata\.json: metrics\.{THRESHOLDS_BY_SOURCE_KEY}"
+    ):
+        _ = LearnedGuard(tiny_guard_dir, answers_from="gemma").threshold

@@ -181,3 +181,20 @@ def test_span_reader_refuses_a_one_logit_export(span_model: tuple[SpanAnswerabil
     _, span_folder = span_model  # the answerability export: one logit per window
     with pytest.raises(InvalidInputError, match="not a reader export"):
         SpanReader(span_folder).warm_up()
+
+
+def test_reader_with_no_finite_span_score_finds_no_span(reader_folder: Path) -> None:
+    # All-NaN logits left no span, and the softmax over none raised numpy's "zero-size array".
+    reader = SpanReader(reader_folder).warm_up()
+    assert reader._session is not None
+    inputs = list(reader._session.get_inputs())
+
+    class NaNSession:
+        def get_inputs(self) -> list[object]:
+            return inputs
+
+        def run(self, names: list[str], feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+            return [np.full(feeds["input_ids"].shape, np.nan, dtype=np.float32) for _ in names]
+
+    reader._session = NaNSession()
+    assert reader.top_spans("what colour is the car", "the old mill and a red car") == []

@@ -35,6 +35,7 @@ class LearnedAnswerability(LearnedPairCheck):
     env_var = ANSWER_DIR_ENV
     default_dir = DEFAULT_ANSWER_DIR
     build_command = BUILD_ANSWERABILITY
+    long_side = "second"
 
     def score(self, question: str, evidence: str) -> float:
         return self.scorer.score_pairs([(question, trim_evidence(question, evidence, EVIDENCE_WORDS))])[0]

@@ -7,6 +7,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from verityrag.crossenc.encoding import LongSide
 from verityrag.crossenc.evidence import trim_evidence
 from verityrag.crossenc.scorer import OnnxCrossEncoder
 from verityrag.errors import InvalidInputError
@@ -53,11 +54,15 @@ class LearnedPairCheck(ThresholdedCheck):
     env_var = ""
     default_dir = Path("guard_work")
     build_command = "make models"
+    #: Where this check's pairs carry the evidence; a folder that windows the other side is refused.
+    long_side: LongSide | None = None
 
     def __init__(self, model_dir: Path | str | None = None, threshold: float | None = None) -> None:
         super().__init__(threshold)
         self.model_dir = Path(model_dir or os.environ.get(self.env_var) or self.default_dir)
-        self.scorer = OnnxCrossEncoder(self.model_dir, what=self.what, build_command=self.build_command)
+        self.scorer = OnnxCrossEncoder(
+            self.model_dir, what=self.what, build_command=self.build_command, long_side=self.long_side
+        )
 
     def recorded_threshold(self) -> float:
         """The threshold when none was given: the one ``metadata.json`` records."""
@@ -89,6 +94,7 @@ class SentenceSupportCheck(LearnedPairCheck):
     """
 
     evidence_words = 80
+    long_side: LongSide | None = "first"
 
     def score(self, evidence: str, answer: str) -> float:
         return self.score_pairs([(evidence, answer)])[0]

@@ -60,6 +60,20 @@ class ModelMetadata:
     format: str = FORMAT
 
     def __post_init__(self) -> None:
+        # Read from a JSON file a person may edit: a wrong type would otherwise surface as a bare
+        # TypeError in the tokenizer or the session (or, for a string tokenizer_files, as every
+        # one of its letters "missing"), far from metadata.json.
+        for name in ("max_length", "stride"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise InvalidInputError(name, f"must be an integer, got {value!r}")
+        if not isinstance(self.threshold, int | float) or isinstance(self.threshold, bool):
+            raise InvalidInputError("threshold", f"must be a number, got {self.threshold!r}")
+        if not isinstance(self.onnx_file, str) or not self.onnx_file:
+            raise InvalidInputError("onnx_file", f"must be a file name, got {self.onnx_file!r}")
+        files = self.tokenizer_files
+        if not isinstance(files, list) or not files or not all(isinstance(f, str) and f for f in files):
+            raise InvalidInputError("tokenizer_files", f"must be a list of file names, got {files!r}")
         if self.long_side not in LONG_SIDES:
             raise InvalidInputError("long_side", f"must be one of {LONG_SIDES}, got {self.long_side!r}")
         if not 0.0 <= self.threshold <= 1.0:

@@ -14,6 +14,7 @@ thread-safely, after the folder is checked (a missing file names the command tha
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,8 @@ from verityrag.errors import InvalidInputError
 
 if TYPE_CHECKING:
     import onnxruntime
+
+logger = logging.getLogger(__name__)
 
 #: Longest answer span scored, in tokens (SQuAD answers: 95% are under 12 words).
 MAX_ANSWER_TOKENS = 30
@@ -151,6 +154,9 @@ class SpanReader:
                     )
                     found[key] = max(score, found.get(key, -np.inf))  # overlapping windows see a span twice
         best = sorted(found.items(), key=lambda item: -item[1])[:k]
+        if not best:  # every logit NaN (best_spans keeps finite scores only): no span found
+            logger.warning("%s gave no finite span score in %s; no spans", self.what, self.folder)
+            return []
         scores = np.array([score for _, score in best])
         weights = np.exp(scores - scores.max())
         weights /= weights.sum()
