@@ -26,7 +26,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -100,7 +100,11 @@ class ElasticsearchLexicalIndex:
                     self.config.shards,
                     self.config.replicas,
                 )
-                self.client.options(ignore_status=400).indices.create(index=self.index_name, **body)
+                resp = self.client.options(ignore_status=400).indices.create(index=self.index_name, **body)
+                error = resp.body.get("error") if isinstance(resp.body, dict) else None
+                # Another process creating it at the same moment is fine; any other 400 is not.
+                if error and error.get("type") != "resource_already_exists_exception":
+                    raise StorageError(f"{self.config.describe()}: cannot create the index: {error}")
             mapping = self.client.indices.get_mapping(index=self.index_name).body
         first: Any = next(iter(mapping.values()), {})
         problem = meta_mismatch(first.get("mappings", {}).get("_meta", {}).get("verityrag"), self._meta())
@@ -157,7 +161,20 @@ class ElasticsearchLexicalIndex:
         self.warm_up()
         actions = [{"_op_type": "delete", "_index": self.index_name, "_id": c} for c in chunk_ids]
         with translated(self.config, f"deleting {len(actions)} chunk(s)"):
-            helpers.bulk(self.client, actions, refresh="wait_for", raise_on_error=False)
+            _, errors = helpers.bulk(
+                self.client,
+                actions,
+                refresh="wait_for",
+                max_retries=self.config.max_retries,
+                raise_on_error=False,
+            )
+        # A missing id is fine (404); any other failed delete left its chunk searchable.
+        failed = [e for e in cast("list[dict[str, Any]]", errors) if e.get("delete", {}).get("status") != 404]
+        if failed:
+            raise StorageError(
+                f"{self.config.describe()}: {len(failed)} of {len(actions)} chunk deletion(s) failed; "
+                f"first: {failed[0]}"
+            )
 
     def _query(self, query: str) -> dict[str, Any]:
         if self.field == "text":

@@ -5,6 +5,8 @@ pipeline running on it. Runs on the noida-db emulator (or ELASTICSEARCH_URL's cl
 from __future__ import annotations
 
 import base64
+import itertools
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -138,6 +140,56 @@ def test_writes_fail_loudly_while_the_server_is_down_and_acknowledged_ones_remai
         assert not index.has_document("refused")
     finally:
         emulator.stop(remove_data=False)
+
+
+def _refuse_index_items(monkeypatch: pytest.MonkeyPatch, chunk_ids: set[str]) -> None:
+    """Make Elasticsearch itself fail the index items of these chunks: their documents get a field
+    the strict mapping refuses (HTTP 400 for that item) and the rest of the request runs, as it
+    does for a 429 rejection or any other document the cluster cannot index."""
+    from elasticsearch import Elasticsearch
+
+    real_bulk = Elasticsearch.bulk
+
+    def bulk(self: Any, *args: Any, operations: Any, **kwargs: Any) -> Any:
+        lines = [json.loads(op) for op in operations]
+        for header, source in itertools.pairwise(lines):
+            if header.get("index", {}).get("_id") in chunk_ids:
+                source["refused_by_the_test"] = True
+        return real_bulk(self, *args, operations=lines, **kwargs)
+
+    monkeypatch.setattr(Elasticsearch, "bulk", bulk)
+
+
+@pytest.mark.integration
+def test_a_replace_whose_new_chunks_are_refused_raises_and_keeps_the_old_version(
+    es_config: Callable[..., ElasticsearchConfig], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = ElasticsearchIndex(8, es_config())
+    try:
+        old = [_chunk("d1", f"old text {i}", i) for i in range(3)]
+        index.upsert("d1", old, np.repeat(_vec(), 3, axis=0))
+        _refuse_index_items(monkeypatch, {"d1#0"})
+        with pytest.raises(StorageError, match=r"1 of 1 chunk operation\(s\) failed.*strict"):
+            index.upsert("d1", [_chunk("d1", "new text", 0)], _vec())
+        monkeypatch.undo()
+        # Deleting the chunks the new version drops in the same request left the document
+        # as its first old chunk alone.
+        assert index.chunks_of("d1") == old
+        assert [s.chunk.chunk_id for s in index.search_lexical("old text", 5)] == ["d1#0", "d1#1", "d1#2"]
+    finally:
+        index.drop()
+
+
+@pytest.mark.integration
+def test_server_scoring_with_k_over_the_result_window_returns_every_match(
+    es_config: Callable[..., ElasticsearchConfig],
+) -> None:
+    index = ElasticsearchIndex(8, es_config(), scoring="server")
+    try:
+        index.upsert("d1", [_chunk("d1", "kappa")], _vec())
+        assert [s.chunk.chunk_id for s in index.search_lexical("kappa", 20_000)] == ["d1#0"]
+    finally:
+        index.drop()
 
 
 @pytest.mark.unit

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable, Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
 import pytest
 
 from verityrag.elasticsearch_index import ElasticsearchLexicalIndex
-from verityrag.errors import InvalidInputError
+from verityrag.errors import InvalidInputError, StorageError
 from verityrag.index.elastic import ElasticsearchConfig
 
 pytest.importorskip("elasticsearch")
@@ -55,6 +56,20 @@ def test_added_chunks_are_searchable_at_once_and_reset_empties_the_index(lexical
 
 
 @pytest.mark.integration
+def test_a_delete_the_cluster_refuses_raises_and_the_chunk_stays_searchable(lexical: Any) -> None:
+    # A write block: Elasticsearch answers 200 and fails each item (403 cluster_block_exception).
+    lexical.client.indices.put_settings(index=lexical.index_name, settings={"index.blocks.write": True})
+    try:
+        with pytest.raises(StorageError, match=r"1 of 1 chunk deletion\(s\) failed.*cluster_block"):
+            lexical.delete(["c3"])
+    finally:
+        lexical.client.indices.put_settings(index=lexical.index_name, settings={"index.blocks.write": False})
+    assert [cid for cid, _ in lexical.search("championship game", 5)] == ["c3"]
+    lexical.delete(["c3", "never-added"])  # an id that is not there is not a failure
+    assert lexical.search("championship game", 5) == []
+
+
+@pytest.mark.integration
 def test_add_batch_rejects_mismatched_or_repeated_ids(es_config: Callable[..., ElasticsearchConfig]) -> None:
     index = ElasticsearchLexicalIndex(config=es_config())
     with pytest.raises(InvalidInputError, match="2 texts for 1 chunk ids"):
@@ -62,6 +77,24 @@ def test_add_batch_rejects_mismatched_or_repeated_ids(es_config: Callable[..., E
     with pytest.raises(InvalidInputError, match="duplicates"):
         index.add_batch(["c1", "c1"], ["one", "two"])
     index.add_batch([], [])  # nothing to do, nothing contacted
+
+
+@pytest.mark.integration
+def test_an_index_the_cluster_refuses_to_create_says_why(
+    es_config: Callable[..., ElasticsearchConfig], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What a cluster answers to settings it refuses (the emulator accepts every setting).
+    from elasticsearch._sync.client.indices import IndicesClient
+
+    refusal = {"type": "illegal_argument_exception", "reason": "illegal k1 value: -1.0"}
+    monkeypatch.setattr(
+        IndicesClient,
+        "create",
+        lambda self, **kwargs: SimpleNamespace(body={"error": refusal, "status": 400}),
+    )
+    index = ElasticsearchLexicalIndex(config=es_config(), k1=-1.0)
+    with pytest.raises(StorageError, match=r"cannot create the index.*illegal k1 value"):
+        index.warm_up()
 
 
 @pytest.mark.unit

@@ -179,6 +179,26 @@ def test_idf_and_document_frequency_equal_rank_bm25(
     assert (index.document_frequency("qqqunseen", snap), index.idf("qqqunseen", snap)) == (0, 0.0)
 
 
+def test_terms_longer_than_the_server_tokenizer_keeps_whole_score_as_rank_bm25(
+    make_index: Callable[..., Any],
+) -> None:
+    # Elasticsearch's whitespace tokenizer cuts tokens at 255 characters; the analyzer does not.
+    long_term = "acgt" * 80  # 320 letters: a sequence, a hash, an identifier
+    prefix_only = long_term[:255] + "zzz"  # the same first 255 characters, another term
+    index = make_index(dim=8)
+    rng = np.random.default_rng(9)
+    texts = [f"{long_term} sample", f"{prefix_only} sample", "plain sample", "other words"]
+    chunks = [_chunk(f"d{i}", t) for i, t in enumerate(texts)]
+    index.apply([(c.doc_id, [c], _unit(rng, 1, 8)) for c in chunks])
+    reference = BM25Okapi([index.indexed_terms(c) for c in chunks])
+    snap = index.snapshot()
+    assert index.document_frequency(long_term, snap) == 1
+    assert index.idf(long_term, snap) == pytest.approx(reference.idf[long_term], rel=1e-9)
+    got = index.search_lexical(long_term, 5, snap)
+    assert [s.chunk.chunk_id for s in got] == ["d0#0"]
+    assert got[0].score == pytest.approx(reference.get_scores([long_term])[0], rel=1e-6)
+
+
 # ------------------------------------------------------------ dense agreement
 
 
@@ -257,6 +277,15 @@ def test_dense_query_of_the_wrong_dimension_is_rejected(make_index: Callable[...
     index.upsert("d1", [_chunk("d1", "one")], _unit(np.random.default_rng(7), 1, 8))
     with pytest.raises(InvalidInputError, match="dimension 5"):
         index.search_dense(np.ones(5, np.float32), 3)
+
+
+def test_lookups_of_an_empty_id_find_nothing(make_index: Callable[..., Any]) -> None:
+    index = make_index(dim=8)
+    vec = _unit(np.random.default_rng(10), 1, 8)
+    index.upsert("d1", [_chunk("d1", "meadow")], vec)
+    assert index.get_chunk("") is None
+    assert (index.has_document(""), index.chunks_of(""), index.delete("")) == (False, [], False)
+    assert index.cosines(vec[0], [""]) == [0.0]
 
 
 def test_empty_queries_and_non_positive_k_return_nothing(make_index: Callable[..., Any]) -> None:

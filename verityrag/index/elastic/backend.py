@@ -15,11 +15,12 @@ How it maps the contract (``verityrag.index.protocol.IndexBackend``):
   :class:`ElasticsearchSnapshot` fixes the collection statistics at first read and
   caches every result it returns, so one query's BM25, IDF features and repeated
   searches agree; hits come from the latest refresh when first fetched.
-* **Writes.** One bulk request per ``apply``: index the new chunks first, then
-  delete the old chunks the new version no longer has (a crash in between leaves
-  an extra old chunk, never a lost one), with ``refresh=wait_for`` so a document is
-  searchable when the call returns. Elasticsearch has no multi-document
-  transaction: a reader during a replace may briefly see both versions.
+* **Writes.** Per ``apply``, bulk requests that index the new chunks, then (only once
+  every new chunk was acknowledged) a second one that deletes the old chunks the new
+  version no longer has: a failure in between leaves an extra old chunk, never a lost
+  one. Both use ``refresh=wait_for`` so a document is searchable when the call
+  returns. Elasticsearch has no multi-document transaction: a reader during a
+  replace may briefly see both versions.
 * **Errors.** A cluster that is down raises
   :class:`~verityrag.errors.BackendUnavailableError` after the client's retries;
   a write returns only once Elasticsearch acknowledged every chunk.
@@ -61,6 +62,9 @@ _MAX_WINDOW = 10_000  # Elasticsearch's default index.max_result_window
 _MAX_AGG_BUCKETS = 65_536  # search.max_buckets
 _BULK_CHUNK = 500
 _MAX_ID_BYTES = 512  # Elasticsearch refuses longer _id values (one failed item of a bulk request)
+# The whitespace tokenizer cuts tokens at 255 UTF-16 units: a term of up to 127 code points
+# (at most 254 units) is always indexed whole.
+_MAX_TOKEN_CHARS = 127
 
 
 def _chunk_of(source: Mapping[str, Any]) -> Chunk:
@@ -73,6 +77,18 @@ def _chunk_of(source: Mapping[str, Any]) -> Chunk:
         int(source["start"]),
         int(source["end"]),
     )
+
+
+def _term_filter(term: str) -> dict[str, Any]:
+    """The chunks whose ``terms`` field holds ``term``, as the field's analyzer indexed it.
+
+    Its ``whitespace`` tokenizer cuts a token at 255 UTF-16 units, so a longer term (a
+    hash, a sequence) is indexed as consecutive pieces: a ``term`` query for it matches
+    nothing, a phrase of its pieces matches the chunks that hold it.
+    """
+    if len(term) > _MAX_TOKEN_CHARS:
+        return {"match_phrase": {"terms": term}}
+    return {"term": {"terms": term}}
 
 
 def _inner_product(score: float) -> float:
@@ -388,6 +404,8 @@ class ElasticsearchIndex:
         return sorted(chunks, key=lambda c: c.position)
 
     def get_chunk(self, chunk_id: str) -> Chunk | None:
+        if not chunk_id:
+            return None  # no document has an empty _id (and the client refuses one in a URL)
         with self._es(f"reading chunk {chunk_id!r}"):
             resp = self.client.options(ignore_status=404).get(
                 index=self.name, id=chunk_id, realtime=False, source_includes=_CHUNK_SOURCE
@@ -424,7 +442,7 @@ class ElasticsearchIndex:
         if terms:
             # filters (one exact doc count per term) rather than terms+include: exact on any number
             # of shards, and the noida-db emulator ignores include lists.
-            aggs["df"] = {"filters": {"filters": {t: {"term": {"terms": t}} for t in terms}}}
+            aggs["df"] = {"filters": {"filters": {t: _term_filter(t) for t in terms}}}
         with self._es("reading term statistics"):
             resp = self.client.search(index=self.name, size=0, track_total_hits=True, aggs=aggs)
         snap.set_stats(
@@ -480,7 +498,7 @@ class ElasticsearchIndex:
                 return []
         # Over-fetch: the server's BM25 (different IDF formula) orders candidates slightly
         # differently from the contract's; the contract's top k is within its top 2k.
-        size = k if self.scoring == "server" else min(max(2 * k, k + 20), _MAX_WINDOW)
+        size = min(k if self.scoring == "server" else max(2 * k, k + 20), _MAX_WINDOW)
         with self._es("searching (BM25)"):
             resp = self.client.search(
                 index=self.name,
@@ -494,7 +512,13 @@ class ElasticsearchIndex:
         if self.scoring == "server":
             scored = [Scored(c, float(h["_score"])) for c, h in zip(chunks, hits, strict=True)]
         else:
-            scored = [Scored(c, snap.bm25(query_counts, c.chunk_id)) for c in chunks]
+            # A candidate holding none of the terms (it shares the first 255 characters of a
+            # longer one, which the server indexed as pieces) is no match in the contract.
+            scored = [
+                Scored(c, snap.bm25(query_counts, c.chunk_id))
+                for c in chunks
+                if not query_counts.keys().isdisjoint(snap.chunk_terms[c.chunk_id])
+            ]
         scored.sort(key=lambda s: (-s.score, snap.seq.get(s.chunk.chunk_id, 0)))
         result = scored[:k]
         snap.results[key] = result
@@ -611,14 +635,18 @@ class ElasticsearchIndex:
             return
         with self._write_lock:
             old = set(self._existing_chunk_ids(affected))
-            actions = list(self._index_actions(upserts, analyzed))
-            new_ids = {a["_id"] for a in actions}
-            # Deletes go after the new chunks: a failure in between leaves an extra old chunk, never loses one.
-            actions.extend(
-                {"_op_type": "delete", "_index": self.name, "_id": cid} for cid in sorted(old - new_ids)
-            )
-            self._bulk(actions)
-            self._bump()
+            index_actions = list(self._index_actions(upserts, analyzed))
+            new_ids = {a["_id"] for a in index_actions}
+            stale = [{"_op_type": "delete", "_index": self.name, "_id": cid} for cid in sorted(old - new_ids)]
+            try:
+                # Old chunks are deleted by a second request, sent only once every new chunk was
+                # acknowledged. In one request Elasticsearch runs the deletes even when index
+                # items fail (a 429 rejection, a refused document), and the helper retries 429s
+                # after the rest of the request ran: the old version was lost with the new one.
+                self._bulk(index_actions)
+                self._bulk(stale)
+            finally:
+                self._bump()  # even a failed write may have written some chunks: drop cached reads
 
     def _index_actions(
         self, upserts: Sequence[Upsert], analyzed: Sequence[Sequence[Mapping[str, int]]]
