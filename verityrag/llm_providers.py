@@ -34,19 +34,17 @@ transformers: no network, no key.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import email.utils
 import json
 import logging
 import os
 import random
-import socket
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 import httpx
 
@@ -116,12 +114,22 @@ class _Request:
     body: dict[str, Any]
 
 
+# Why a provider ended an answer before the model finished it (see the module docstring).
+_CutKind = Literal["max_tokens", "context_window", "stopped"]
+
+
+@dataclass(frozen=True, slots=True)
+class _CutOff:
+    kind: _CutKind
+    reason: str  # the provider's field and value, e.g. "stop_reason max_tokens"
+
+
 @dataclass(frozen=True, slots=True)
 class _Parsed:
     text: str
     prompt_tokens: int | None
     completion_tokens: int | None
-    cut_off: str | None = None  # the stop reason when the token limit ended the answer
+    cut_off: _CutOff | None = None  # set when the answer is partial
 
 
 # A provider's wire format: build the request, parse the answer.
@@ -137,11 +145,19 @@ class _RetryableStatusError(Exception):
 
 
 class HTTPCompleteFn:
-    """A :class:`CompleteFn` over one provider's HTTP protocol. Thread-safe (one pooled client).
+    """A :class:`CompleteFn` over one provider's HTTP protocol. Thread-safe.
 
-    Returns the whole answer or raises an ``LLMError``; an answer cut off at ``max_tokens``
-    raises ``LLMResponseError`` (see the module docstring). ``calls`` counts the HTTP
-    requests sent, retries included, by ``__call__`` and ``acomplete`` alike.
+    Returns the whole answer or raises an ``LLMError``; an answer the provider ended early
+    (``max_tokens``, the context window, a content filter) raises ``LLMResponseError`` (see
+    the module docstring). ``calls`` counts the HTTP requests sent, retries included, by
+    ``__call__`` and ``acomplete`` alike.
+
+    Both paths run the same attempts, each inside ``asyncio.timeout(policy.timeout_s)``,
+    which ends the whole exchange (connect, send, headers, body) at the deadline: socket
+    timeouts bound each read, and a server that sends every header line or body byte just
+    in time never trips one. ``__call__`` runs them on an event loop thread that every
+    provider in the process shares (started on the first call), over this instance's pooled
+    connections, whichever thread calls; ``acomplete`` on the caller's loop.
     """
 
     def __init__(
@@ -151,15 +167,14 @@ class HTTPCompleteFn:
         build: _BuildFn,
         parse: _ParseFn,
         policy: RetryPolicy,
-        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.provider = provider
         self.model = model
         self.policy = policy
         self._build = build
         self._parse = parse
-        self._sleep = sleep
-        self._client = httpx.Client(timeout=httpx.Timeout(policy.timeout_s), follow_redirects=False)
+        self._client: httpx.AsyncClient | None = None  # __call__'s client; only its loop touches it
+        self._client_loop: asyncio.AbstractEventLoop | None = None
         self.calls = 0  # HTTP requests sent, retries included (for tests and accounting)
         self._calls_lock = threading.Lock()
 
@@ -167,7 +182,15 @@ class HTTPCompleteFn:
         return f"HTTPCompleteFn(provider={self.provider!r}, model={self.model!r})"
 
     def close(self) -> None:
-        self._client.close()
+        """Close the pooled connections (a later call opens new ones). The event loop thread is
+        shared by every provider in the process and stays: a thread per instance would be one
+        more thread left running by each provider made and never closed."""
+        _LOOP.run_if_started(self._close_client())
+
+    async def _close_client(self) -> None:
+        client, self._client, self._client_loop = self._client, None, None
+        if client is not None:
+            await client.aclose()
 
     def __call__(
         self,
@@ -179,25 +202,7 @@ class HTTPCompleteFn:
         json_mode: bool = False,
     ) -> Completion:
         request = self._request(prompt, system, temperature, max_tokens, json_mode)
-        started = time.perf_counter()
-        for attempt in range(self.policy.max_retries + 1):
-            try:
-                payload = self._post_once(request)
-            except _RETRYABLE_ERRORS as exc:
-                self._sleep(self._on_failure(attempt, exc))
-                continue
-            return self._finish(payload, json_mode, max_tokens, started)
-        raise AssertionError("unreachable: the last attempt returns or raises")
-
-    def _request(
-        self, prompt: str, system: str | None, temperature: float, max_tokens: int, json_mode: bool
-    ) -> _Request:
-        """The checked request both the sync and the async path send."""
-        if not isinstance(prompt, str) or not prompt.strip():
-            raise InvalidInputError("prompt", "must be a non-empty string")
-        if max_tokens < 1:
-            raise InvalidInputError("max_tokens", f"must be >= 1, got {max_tokens!r}")
-        return self._build(prompt, system, temperature, max_tokens, json_mode)
+        return _LOOP.run(self._complete(None, request, json_mode, max_tokens))
 
     async def acomplete(
         self,
@@ -210,18 +215,47 @@ class HTTPCompleteFn:
     ) -> Completion:
         """The async variant of ``__call__`` (same retries, deadline and errors), for event loops."""
         request = self._request(prompt, system, temperature, max_tokens, json_mode)
+        # A client per call: an async client belongs to one loop, and callers' loops differ.
+        async with self._new_client() as client:
+            return await self._complete(client, request, json_mode, max_tokens)
+
+    def _request(
+        self, prompt: str, system: str | None, temperature: float, max_tokens: int, json_mode: bool
+    ) -> _Request:
+        """The checked request both paths send."""
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise InvalidInputError("prompt", "must be a non-empty string")
+        if max_tokens < 1:
+            raise InvalidInputError("max_tokens", f"must be >= 1, got {max_tokens!r}")
+        return self._build(prompt, system, temperature, max_tokens, json_mode)
+
+    def _new_client(self) -> httpx.AsyncClient:
+        return httpx.AsyncClient(timeout=httpx.Timeout(self.policy.timeout_s), follow_redirects=False)
+
+    def _pooled_client(self) -> httpx.AsyncClient:
+        """``__call__``'s client, made on the loop thread (again in a forked child's new loop)."""
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            self._client, self._client_loop = self._new_client(), loop
+        return self._client
+
+    async def _complete(
+        self, client: httpx.AsyncClient | None, request: _Request, json_mode: bool, max_tokens: int
+    ) -> Completion:
+        """The attempts of one call (the only place a request is sent); ``client`` None is the pooled one."""
         started = time.perf_counter()
-        async with httpx.AsyncClient(timeout=httpx.Timeout(self.policy.timeout_s)) as client:
-            for attempt in range(self.policy.max_retries + 1):
-                try:
-                    self._count_request()
-                    async with asyncio.timeout(self.policy.timeout_s):
-                        response = await client.post(request.url, headers=request.headers, json=request.body)
-                    payload = self._decode(response.status_code, response.text, response.headers)
-                except (*_RETRYABLE_ERRORS, TimeoutError) as exc:
-                    await asyncio.sleep(self._on_failure(attempt, exc))
-                    continue
-                return self._finish(payload, json_mode, max_tokens, started)
+        for attempt in range(self.policy.max_retries + 1):
+            try:
+                self._count_request()
+                async with asyncio.timeout(self.policy.timeout_s):
+                    response = await (client or self._pooled_client()).post(
+                        request.url, headers=request.headers, json=request.body
+                    )
+                payload = self._decode(response.status_code, response.text, response.headers)
+            except _RETRYABLE_ERRORS as exc:
+                await asyncio.sleep(self._on_failure(attempt, exc))
+                continue
+            return self._finish(payload, json_mode, max_tokens, started)
         raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _on_failure(self, attempt: int, exc: Exception) -> float:
@@ -237,7 +271,7 @@ class HTTPCompleteFn:
                         self.provider, f"rate limited (HTTP 429) {tries}: {_short(exc.body)}"
                     )
                 raise LLMResponseError(self.provider, f"{problem} {tries}")
-        elif isinstance(exc, httpx.TimeoutException | _DeadlineExceededError | TimeoutError):
+        elif isinstance(exc, httpx.TimeoutException | TimeoutError):
             problem = f"no answer within {self.policy.timeout_s:g}s ({type(exc).__name__})"
             if not retries_left:
                 raise LLMTimeoutError(self.provider, f"{problem}, {tries}")
@@ -259,11 +293,7 @@ class HTTPCompleteFn:
     ) -> Completion:
         parsed = self._parse(payload, json_mode)
         if parsed.cut_off is not None:
-            raise LLMResponseError(
-                self.provider,
-                f"the answer was cut off at the token limit ({parsed.cut_off}, max_tokens={max_tokens}); "
-                f"raise max_tokens. Partial answer: {_short(parsed.text, 120)!r}",
-            )
+            raise LLMResponseError(self.provider, _cut_off_problem(parsed.cut_off, parsed.text, max_tokens))
         return Completion(
             text=parsed.text,
             model=str(payload.get("model") or self.model),
@@ -279,36 +309,6 @@ class HTTPCompleteFn:
         if retry_after > self.policy.max_retry_after_s:
             return None
         return retry_after
-
-    def _post_once(self, request: _Request) -> dict[str, Any]:
-        """One request (the only place the sync path sends one), its whole body by the deadline.
-
-        The client's timeouts bound connecting and waiting for the status line; once the
-        headers are in, a watchdog shuts the connection down at the attempt's deadline, so
-        a body that trickles or stalls ends then, not a read timeout later.
-        """
-        deadline = time.monotonic() + self.policy.timeout_s
-        self._count_request()
-        with self._client.stream("POST", request.url, headers=request.headers, json=request.body) as response:
-            if time.monotonic() > deadline:
-                raise _DeadlineExceededError()
-            watchdog = _BodyWatchdog(response, deadline)
-            try:
-                chunks: list[bytes] = []
-                for chunk in response.iter_bytes():
-                    chunks.append(chunk)
-                    if time.monotonic() > deadline:
-                        raise _DeadlineExceededError()
-            except httpx.TransportError:
-                if watchdog.fired:  # the read failed because the watchdog closed the connection
-                    raise _DeadlineExceededError() from None
-                raise
-            finally:
-                watchdog.cancel()
-            if watchdog.fired or time.monotonic() > deadline:
-                raise _DeadlineExceededError()
-            raw = b"".join(chunks).decode("utf-8", errors="replace")
-            return self._decode(response.status_code, raw, response.headers)
 
     def _decode(self, status: int, raw: str, headers: Mapping[str, str]) -> dict[str, Any]:
         """The JSON object of a success; the right exception for anything else."""
@@ -329,51 +329,76 @@ class HTTPCompleteFn:
         return payload
 
 
-class _DeadlineExceededError(Exception):
-    pass
+def _cut_off_problem(cut: _CutOff, text: str, max_tokens: int) -> str:
+    """What went wrong with a partial answer, and what to change."""
+    partial = f"Partial answer: {_short(text, 120)!r}"
+    if cut.kind == "max_tokens":
+        return (
+            f"the answer was cut off at the token limit ({cut.reason}, max_tokens={max_tokens}); "
+            f"raise max_tokens. {partial}"
+        )
+    if cut.kind == "context_window":
+        return (
+            f"the answer was cut off at the model's context window ({cut.reason}): the prompt and "
+            f"the answer do not fit in it; shorten the prompt (fewer or shorter evidence passages), "
+            f"raising max_tokens does not help. {partial}"
+        )
+    return (
+        f"the provider stopped the answer before its end ({cut.reason}: a safety or content "
+        f"filter, or another stop on its side); a partial answer is not used. {partial}"
+    )
 
 
-class _BodyWatchdog:
-    """Shuts a response's socket down at ``deadline``, which ends a read blocked on it.
+_T = TypeVar("_T")
 
-    A read timeout bounds each read, not the whole body: a server that stalls mid-body
-    would otherwise hold the attempt up to ``timeout_s`` past its deadline. Without a
-    socket to reach (another transport), the deadline is checked after each chunk only.
+
+class _LoopThread:
+    """An event loop on a daemon thread, started on first use, that runs sync callers' coroutines.
+
+    A forked child inherits the loop but not its thread; it starts its own on its first call.
     """
 
-    def __init__(self, response: httpx.Response, deadline: float) -> None:
-        self.fired = False
+    def __init__(self, name: str) -> None:
+        self._name = name
         self._lock = threading.Lock()
-        self._cancelled = False
-        self._timer: threading.Timer | None = None
-        stream = response.extensions.get("network_stream")
-        sock = stream.get_extra_info("socket") if stream is not None else None
-        if isinstance(sock, socket.socket):
-            self._timer = threading.Timer(max(0.0, deadline - time.monotonic()), self._fire, (sock,))
-            self._timer.daemon = True
-            self._timer.start()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._pid = 0
 
-    def _fire(self, sock: socket.socket) -> None:
-        with self._lock:
-            if self._cancelled:
-                return
-            self.fired = True
-            # The plain socket's shutdown, also under TLS: it wakes a blocked recv
-            # (close() does not) and leaves the TLS object to the reading thread.
-            with contextlib.suppress(OSError):
-                socket.socket.shutdown(sock, socket.SHUT_RDWR)
+    def run(self, coro: Coroutine[Any, Any, _T]) -> _T:
+        future = asyncio.run_coroutine_threadsafe(coro, self._running_loop())
+        try:
+            return future.result()
+        except BaseException:
+            future.cancel()  # the caller stopped waiting (KeyboardInterrupt): so does the request
+            raise
 
-    def cancel(self) -> None:
-        """Stop the watchdog; after this returns it never touches the socket."""
+    def _running_loop(self) -> asyncio.AbstractEventLoop:
         with self._lock:
-            self._cancelled = True
-        if self._timer is not None:
-            self._timer.cancel()
+            if self._loop is None or self._pid != os.getpid():
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(target=loop.run_forever, name=self._name, daemon=True)
+                thread.start()
+                self._loop, self._thread, self._pid = loop, thread, os.getpid()
+            return self._loop
+
+    def run_if_started(self, coro: Coroutine[Any, Any, None]) -> None:
+        """Run ``coro`` on the loop when this process started it; else there is nothing it could touch."""
+        with self._lock:
+            loop = self._loop if self._pid == os.getpid() else None
+        if loop is None:
+            coro.close()
+            return
+        asyncio.run_coroutine_threadsafe(coro, loop).result()
+
+
+# The sync path's event loop, one per process for every provider (see HTTPCompleteFn).
+_LOOP = _LoopThread("verityrag-llm")
 
 
 _RETRYABLE_ERRORS = (
     _RetryableStatusError,
-    _DeadlineExceededError,
+    TimeoutError,  # asyncio.timeout: the attempt's deadline
     httpx.TimeoutException,
     httpx.TransportError,
 )
@@ -424,6 +449,11 @@ def _path(payload: Any, *keys: str | int) -> Any:
     return payload
 
 
+def _cut_off_by(kinds: Mapping[str, _CutKind], field: str, value: Any) -> _CutOff | None:
+    kind = kinds.get(value) if isinstance(value, str) else None
+    return _CutOff(kind, f"{field} {value}") if kind is not None else None
+
+
 def _int_or_none(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -469,9 +499,10 @@ def gemini_complete_fn(
         usage = payload.get("usageMetadata") or {}
         prompt_tokens = _int_or_none(usage.get("promptTokenCount"))
         completion_tokens = _int_or_none(usage.get("candidatesTokenCount"))
-        if finish == "MAX_TOKENS":  # with or without text (a thinking model can spend them all)
+        cut = _gemini_cut_off(finish)
+        if cut is not None:  # with or without text (a thinking model can spend all its tokens)
             partial = "".join(str(p.get("text", "")) for p in parts or [] if isinstance(p, dict))
-            return _Parsed(partial, prompt_tokens, completion_tokens, cut_off="finishReason MAX_TOKENS")
+            return _Parsed(partial, prompt_tokens, completion_tokens, cut_off=cut)
         if not isinstance(parts, list) or not all(isinstance(p, dict) for p in parts):
             reason = _path(payload, "promptFeedback", "blockReason") or finish
             raise LLMResponseError(
@@ -484,7 +515,26 @@ def gemini_complete_fn(
     return HTTPCompleteFn(provider, name, build, parse, policy or RetryPolicy())
 
 
+# A whole answer: the model's own end, or no reason given. Every other finishReason (SAFETY,
+# RECITATION, BLOCKLIST, PROHIBITED_CONTENT, SPII, LANGUAGE, OTHER, ...) stopped it early.
+_GEMINI_WHOLE = frozenset({"STOP", "FINISH_REASON_UNSPECIFIED"})
+
+
+def _gemini_cut_off(finish: Any) -> _CutOff | None:
+    if not isinstance(finish, str) or finish in _GEMINI_WHOLE:
+        return None
+    return _CutOff("max_tokens" if finish == "MAX_TOKENS" else "stopped", f"finishReason {finish}")
+
+
 # -------------------------------------------------------------------------- Anthropic
+
+# The stop reasons of a partial answer; end_turn and stop_sequence (and tool stops, unused
+# here) end a whole one.
+_ANTHROPIC_CUT: dict[str, _CutKind] = {
+    "max_tokens": "max_tokens",
+    "model_context_window_exceeded": "context_window",
+    "refusal": "stopped",  # its safety classifiers ended the answer, maybe mid-sentence
+}
 
 ANTHROPIC_VERSION = "2023-06-01"
 
@@ -539,7 +589,7 @@ def anthropic_complete_fn(
             text,
             _int_or_none(usage.get("input_tokens")),
             _int_or_none(usage.get("output_tokens")),
-            cut_off="stop_reason max_tokens" if stop == "max_tokens" else None,
+            cut_off=_cut_off_by(_ANTHROPIC_CUT, "stop_reason", stop),
         )
 
     return HTTPCompleteFn(provider, name, build, parse, policy or RetryPolicy())
@@ -548,6 +598,10 @@ def anthropic_complete_fn(
 # -------------------------------------------------------------- OpenAI-compatible
 
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+# The finish reasons of a partial answer. Servers differ in the others (stop, eos, tool_calls,
+# none at all), so only these two, which OpenAI documents as cutting the answer, count.
+_OPENAI_CUT: dict[str, _CutKind] = {"length": "max_tokens", "content_filter": "stopped"}
 
 
 def openai_compatible_complete_fn(
@@ -600,7 +654,7 @@ def openai_compatible_complete_fn(
             text,
             _int_or_none(usage.get("prompt_tokens")),
             _int_or_none(usage.get("completion_tokens")),
-            cut_off="finish_reason length" if finish == "length" else None,
+            cut_off=_cut_off_by(_OPENAI_CUT, "finish_reason", finish),
         )
 
     return HTTPCompleteFn(provider, name, build, parse, policy or RetryPolicy())

@@ -21,6 +21,7 @@ class Reply:
     body: Any = None  # dict -> JSON; str/bytes sent as is
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0  # before the status line
+    head_trickle_s: float = 0.0  # between pieces of the head: the status line in two, then each header line
     trickle_s: float = 0.0  # between body bytes (a server that never quite finishes)
     stall_after: int | None = None  # send this many body bytes, then stall for stall_s
     stall_s: float = 0.0
@@ -60,13 +61,19 @@ class ScriptedServer:
                     if isinstance(body, bytes)
                     else (body if isinstance(body, str) else json.dumps(body)).encode()
                 )
+                headers = {
+                    **reply.headers,
+                    "content-type": "application/json",
+                    "content-length": str(len(data)),
+                }
                 try:
-                    self.send_response(reply.status)
-                    for k, v in reply.headers.items():
-                        self.send_header(k, v)
-                    self.send_header("content-type", "application/json")
-                    self.send_header("content-length", str(len(data)))
-                    self.end_headers()
+                    if reply.head_trickle_s:
+                        self._send_head_slowly(reply, headers)
+                    else:
+                        self.send_response(reply.status)
+                        for k, v in headers.items():
+                            self.send_header(k, v)
+                        self.end_headers()
                     if reply.stall_after is not None:
                         self.wfile.write(data[: reply.stall_after])
                         self.wfile.flush()
@@ -81,6 +88,16 @@ class ScriptedServer:
                         self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (a timeout test)
+
+            def _send_head_slowly(self, reply: Reply, headers: dict[str, str]) -> None:
+                # Each piece comes well within a read timeout; the head as a whole does not.
+                status = f"{self.protocol_version} {reply.status} {self.responses[reply.status][0]}\r\n"
+                fillers = [f"x-filler-{i}: {'y' * 16}\r\n" for i in range(8)]
+                pieces = [status[:6], status[6:], *fillers, *(f"{k}: {v}\r\n" for k, v in headers.items())]
+                for piece in [*pieces, "\r\n"]:
+                    time.sleep(reply.head_trickle_s)
+                    self.wfile.write(piece.encode())
+                    self.wfile.flush()
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True

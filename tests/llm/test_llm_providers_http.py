@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -324,6 +326,57 @@ def test_server_stalling_mid_body_is_cut_off_at_the_attempt_deadline(
     assert time.perf_counter() - t0 < 1.4  # not 0.8 s + a whole read timeout (1.8 s)
 
 
+@pytest.mark.parametrize("path", ["sync", "async"])
+def test_server_sending_its_headers_slowly_is_cut_off_at_the_attempt_deadline(
+    server: ScriptedServer, path: str
+) -> None:
+    # The status line in two pieces, then a header line every 0.15 s: no read waits near the
+    # read timeout (0.6 s), the head takes ~2 s. The deadline covers the head, not just the body.
+    server.script(Reply(200, PROTOCOLS[2].ok("late"), head_trickle_s=0.15))
+    fn = PROTOCOLS[2].make(server.url, RetryPolicy(timeout_s=0.6, max_retries=0))
+    t0 = time.perf_counter()
+    with pytest.raises(LLMTimeoutError, match=r"within 0.6s"):
+        fn("q") if path == "sync" else asyncio.run(fn.acomplete("q"))
+    assert time.perf_counter() - t0 < 1.0
+
+
+def test_slow_head_within_the_deadline_is_read(server: ScriptedServer) -> None:
+    server.script(Reply(200, PROTOCOLS[2].ok("in time"), head_trickle_s=0.01))
+    assert PROTOCOLS[2].make(server.url, RetryPolicy(timeout_s=2.0, max_retries=0))("q").text == "in time"
+
+
+def test_sync_calls_from_many_threads_and_inside_an_event_loop(server: ScriptedServer) -> None:
+    # The sync path runs on the provider's own event loop thread: callers on any thread, and
+    # sync code inside a running loop, share it.
+    server.script(Reply(200, PROTOCOLS[2].ok("ok")))
+    fn = PROTOCOLS[2].make(server.url, FAST)
+    with ThreadPoolExecutor(8) as pool:
+        assert [f.result().text for f in [pool.submit(fn, "q") for _ in range(16)]] == ["ok"] * 16
+
+    async def sync_call_in_a_loop() -> str:
+        return fn("q").text
+
+    assert asyncio.run(sync_call_in_a_loop()) == "ok"
+    assert fn.calls == len(server.seen) == 17
+
+
+def test_providers_share_one_loop_thread_and_close_drops_the_pool(server: ScriptedServer) -> None:
+    # A loop thread per instance was one more thread left running by every provider never closed.
+    server.script(Reply(200, PROTOCOLS[2].ok("ok")))
+    PROTOCOLS[2].make(server.url, FAST).close()  # never called: nothing to close
+    fns = [PROTOCOLS[2].make(server.url, FAST) for _ in range(5)]
+    assert [fn("q").text for fn in fns] == ["ok"] * 5
+    assert len([t for t in threading.enumerate() if t.name == "verityrag-llm"]) == 1
+    assert all(fn._client is not None for fn in fns)
+    fns[0].close()
+    assert fns[0]._client is None
+    assert fns[1]._client is not None  # another instance's pool is its own
+    assert fns[0]("q").text == "ok"  # a later call opens a new pool
+    for fn in fns:
+        fn.close()
+        fn.close()  # twice is fine
+
+
 def test_stalled_attempt_is_retried_on_a_fresh_connection(server: ScriptedServer) -> None:
     ok = PROTOCOLS[2].ok("second try")
     server.script(Reply(200, ok, stall_after=10, stall_s=2.0), Reply(200, ok))
@@ -389,6 +442,72 @@ def test_answer_cut_off_at_max_tokens_raises_naming_the_limit(
         asyncio.run(fn.acomplete("q", max_tokens=40))
 
 
+STOPPED_EARLY = [
+    (
+        "anthropic",
+        {"content": [{"type": "text", "text": "Paris is the cap"}], "stop_reason": "refusal"},
+        "stop_reason refusal",
+    ),
+    (
+        "openai",
+        {"choices": [{"message": {"content": "Paris is the"}, "finish_reason": "content_filter"}]},
+        "finish_reason content_filter",
+    ),
+    (
+        "gemini",
+        {"candidates": [{"content": {"parts": [{"text": "Paris is"}]}, "finishReason": "SAFETY"}]},
+        "finishReason SAFETY",
+    ),
+    (
+        "gemini",
+        {"candidates": [{"content": {"parts": [{"text": "Paris is"}]}, "finishReason": "RECITATION"}]},
+        "finishReason RECITATION",
+    ),
+    ("gemini", {"candidates": [{"finishReason": "PROHIBITED_CONTENT"}]}, "finishReason PROHIBITED_CONTENT"),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "body", "reason"),
+    STOPPED_EARLY,
+    ids=[
+        "anthropic-refusal",
+        "openai-content-filter",
+        "gemini-safety",
+        "gemini-recitation",
+        "gemini-no-text",
+    ],
+)
+def test_answer_stopped_by_a_provider_filter_raises_naming_the_reason(
+    server: ScriptedServer, name: str, body: dict[str, Any], reason: str
+) -> None:
+    proto = next(p for p in PROTOCOLS if p.name == name)
+    server.script(Reply(200, body))
+    fn = proto.make(server.url, FAST)
+    with pytest.raises(LLMResponseError, match=rf"stopped the answer before its end \({reason}: "):
+        fn("q")
+    assert len(server.seen) == 1  # not retried
+    with pytest.raises(LLMResponseError, match=reason):
+        asyncio.run(fn.acomplete("q"))
+
+
+def test_anthropic_context_window_exceeded_says_shorten_the_prompt(server: ScriptedServer) -> None:
+    body = {
+        "content": [{"type": "text", "text": "Paris is the cap"}],
+        "stop_reason": "model_context_window_exceeded",
+    }
+    server.script(Reply(200, body))
+    fn = PROTOCOLS[1].make(server.url, FAST)
+    with pytest.raises(LLMResponseError) as caught:
+        fn("q", max_tokens=40)
+    message = str(caught.value)
+    assert "context window (stop_reason model_context_window_exceeded)" in message
+    assert "shorten the prompt" in message
+    assert "; raise max_tokens" not in message  # the token limit was not what cut it
+    assert "Paris is the cap" in message
+    assert len(server.seen) == 1  # not retried: the same prompt fills the window again
+
+
 def test_anthropic_json_mode_cut_off_is_an_error_not_broken_json(server: ScriptedServer) -> None:
     server.script(
         Reply(200, {"content": [{"type": "text", "text": '"a": 1, "b": "lo'}], "stop_reason": "max_tokens"})
@@ -401,11 +520,32 @@ def test_anthropic_json_mode_cut_off_is_an_error_not_broken_json(server: Scripte
     ("name", "body"),
     [
         ("gemini", {"candidates": [{"content": {"parts": [{"text": "done"}]}, "finishReason": "STOP"}]}),
+        ("gemini", {"candidates": [{"content": {"parts": [{"text": "done"}]}}]}),
+        (
+            "gemini",
+            {
+                "candidates": [
+                    {"content": {"parts": [{"text": "done"}]}, "finishReason": "FINISH_REASON_UNSPECIFIED"}
+                ]
+            },
+        ),
         ("anthropic", {"content": [{"type": "text", "text": "done"}], "stop_reason": "end_turn"}),
         ("anthropic", {"content": [{"type": "text", "text": "done"}], "stop_reason": "stop_sequence"}),
         ("openai", {"choices": [{"message": {"content": "done"}, "finish_reason": "stop"}]}),
+        # local servers name their stops freely; only length and content_filter mean a cut
+        ("openai", {"choices": [{"message": {"content": "done"}, "finish_reason": "eos_token"}]}),
+        ("openai", {"choices": [{"message": {"content": "done"}, "finish_reason": None}]}),
     ],
-    ids=["gemini-stop", "anthropic-end-turn", "anthropic-stop-sequence", "openai-stop"],
+    ids=[
+        "gemini-stop",
+        "gemini-no-reason",
+        "gemini-unspecified",
+        "anthropic-end-turn",
+        "anthropic-stop-sequence",
+        "openai-stop",
+        "openai-nonstandard-stop",
+        "openai-no-reason",
+    ],
 )
 def test_answer_that_ended_normally_is_returned(
     server: ScriptedServer, name: str, body: dict[str, Any]
