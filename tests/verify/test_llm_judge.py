@@ -223,6 +223,41 @@ def test_parse_verdict_rejects_malformed(text: str, match: str) -> None:
 
 
 @pytest.mark.unit
+@pytest.mark.parametrize(
+    ("verdict", "expected"),
+    [
+        ("Supported.", "SUPPORTED"),
+        ("NOT_SUPPORTED!", "NOT_SUPPORTED"),
+        ("supported\n", "SUPPORTED"),
+        (" Needs clarification. ", "NEEDS_CLARIFICATION"),
+        ('"NOT SUPPORTED"', "NOT_SUPPORTED"),
+        ("**Supported**", "SUPPORTED"),
+        ("`not-supported`?!", "NOT_SUPPORTED"),
+    ],
+)
+def test_verdict_with_punctuation_or_whitespace_around_it_is_read(verdict: str, expected: str) -> None:
+    assert parse_verdict(verdict_json(verdict)).verdict == expected
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    "verdict",
+    [
+        "unsupported",
+        "unsupported?",
+        "Mostly supported",
+        "supported (probably)",
+        "SUPPORTED. NOT_SUPPORTED",
+        "...",
+    ],
+)
+def test_verdict_that_is_another_word_stays_malformed(verdict: str) -> None:
+    # Punctuation around a verdict is noise; a different word is not a verdict to guess at.
+    with pytest.raises(MalformedVerdictError, match="verdict must be one of"):
+        parse_verdict(verdict_json(verdict))
+
+
+@pytest.mark.unit
 def test_supported_needs_verdict_and_groundedness() -> None:
     assert not JudgeVerdict("SUPPORTED", False, "", 90).supported
     assert JudgeVerdict("SUPPORTED", True, "", 90).support_probability == pytest.approx(0.9)

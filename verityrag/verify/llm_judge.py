@@ -10,7 +10,9 @@ The judge asks any :class:`~verityrag.generation.completion.CompleteFn` (tempera
 Parsing is strict about the schema and lenient about types and wrapping: ``"85"``,
 ``"85%"``, ``85.0`` and ``0.85`` are 85 (a non-integer in (0, 1) is a fraction, unless
 it carries a ``%``); ``"true"``, ``"yes"``, ``1`` are true; the verdict is case- and
-separator-insensitive (``"not supported"``); the object may sit in a ```json fence or
+separator-insensitive (``"not supported"``) and punctuation or whitespace around it is
+ignored (``"Supported."``); another word is not guessed at (``"unsupported"``, ``"mostly
+supported"`` are malformed); the object may sit in a ```json fence or
 among prose (the first object with the verdict keys is taken). Anything else is a
 malformed verdict.
 
@@ -140,6 +142,10 @@ _NUMBER_TEXT_RE = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 _TRUE = {"true", "yes", "1", "y"}
 _FALSE = {"false", "no", "0", "n"}
 _KEYS = ("verdict", "is_grounded", "reasoning", "confidence_score")
+# Models dress a verdict word up ("Supported.", "NOT_SUPPORTED!", "`SUPPORTED`"): what is
+# around the word is dropped, what is between words is a separator.
+_VERDICT_EDGE_RE = re.compile(r"^[\W_]+|[\W_]+$")
+_VERDICT_SEPARATOR_RE = re.compile(r"[\s\-_]+")
 
 
 def _as_bool(value: Any) -> bool:
@@ -178,8 +184,11 @@ def _as_confidence(value: Any) -> int:
 
 
 def _as_verdict(value: Any) -> VerdictName:
+    """One of VERDICTS, ignoring case, the separators between words and any punctuation or
+    whitespace around them (``"Supported."``, ``"**NOT-supported**"``); other words are not
+    guessed at (``"unsupported"``, ``"mostly supported"`` are malformed)."""
     if isinstance(value, str):
-        name = re.sub(r"[\s\-]+", "_", value.strip().upper())
+        name = _VERDICT_SEPARATOR_RE.sub("_", _VERDICT_EDGE_RE.sub("", value).upper())
         for verdict in VERDICTS:
             if name == verdict:
                 return verdict  # type: ignore[return-value]
