@@ -1,4 +1,4 @@
-"""``python -m verityrag.mcp_server`` driven by the official MCP client over stdio, as a real subprocess."""
+"""``python -m verityrag.mcp_server`` driven by the official MCP client: over stdio as a real subprocess, and in process."""
 
 from __future__ import annotations
 
@@ -10,8 +10,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp import Client
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.types import CallToolResult
+
+from verityrag.embed import HashingEmbedder
+from verityrag.index.elastic import ElasticsearchIndex
+from verityrag.index.elastic.connection import ElasticsearchConfig
+from verityrag.mcp_server import build_server
+from verityrag.pipeline import IN_MEMORY, VerityRAGPipeline
+from verityrag.serve import free_port
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 MAX_DOCS = 50  # the first 50 bundled documents: all about Super Bowl 50
@@ -152,3 +161,56 @@ async def test_restart_on_same_data_dir_keeps_ingested_doc_and_skips_corpus_load
     assert not after["abstained"]
     assert "Idris Halvane" in after["answer"]
     assert "bundled corpus not loaded" in (tmp_path / "server.log").read_text()
+
+
+# ----------------------------------------------- in process: the same server, no subprocess
+
+
+@asynccontextmanager
+async def in_process(pipeline: VerityRAGPipeline) -> AsyncIterator[Client]:
+    async with Client(build_server(pipeline)) as client:
+        yield client
+
+
+def _error_text(result: CallToolResult) -> str:
+    assert result.is_error, result.content
+    text = result.content[0]
+    assert text.type == "text"
+    return text.text
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "field"),
+    [
+        ("query", {"question": "Who designed the Zanthor lighthouse? \ud83c"}, "question"),
+        ("verify", {"answer": "Ottoline Brask \ud83c designed it.", "evidence": ["Brask did."]}, "answer"),
+    ],
+)
+async def test_lone_surrogate_is_a_tool_error_naming_the_field(
+    tool: str, arguments: dict[str, Any], field: str
+) -> None:
+    # JSON may carry "\ud83c" (an emoji cut in half): the reply echoing it could not be encoded,
+    # which the SDK reported as a bare "Error executing tool query".
+    pipeline = VerityRAGPipeline(data_dir=IN_MEMORY)
+    pipeline.ingest_document("zanthor", "Zanthor", "The Zanthor lighthouse was designed by Ottoline Brask.")
+    async with in_process(pipeline) as client:
+        message = _error_text(await client.call_tool(tool, arguments))
+    assert f"invalid input: {field}: is not valid Unicode text" in message
+
+
+async def test_backend_failure_is_a_tool_error_with_its_reason() -> None:
+    # A real Elasticsearch client against a port nothing listens on: the cluster is down.
+    embedder = HashingEmbedder()
+    config = ElasticsearchConfig(
+        url=f"http://127.0.0.1:{free_port('127.0.0.1')}", request_timeout=1, max_retries=0
+    )
+    index = ElasticsearchIndex(embedder.dim, config, vector_fingerprint=embedder.fingerprint())
+    pipeline = VerityRAGPipeline(embedder=embedder, index=index, data_dir=IN_MEMORY)
+    async with in_process(pipeline) as client:
+        query = _error_text(await client.call_tool("query", {"question": "Who won?"}))
+        ingest = _error_text(
+            await client.call_tool("ingest", {"doc_id": "a", "title": "A", "text": "Some text here."})
+        )
+    for message in (query, ingest):
+        assert "BackendUnavailableError" in message, message
+        assert "is unreachable" in message, message

@@ -15,7 +15,9 @@ missing from it), nor is an index restored from the data directory that holds ot
 than the bundled corpus: those keep the shipped gate.
 Logs go to stderr: stdout carries the protocol.
 
-Bad input is returned as an MCP tool error (``isError``) that names the field.
+Bad input is returned as an MCP tool error (``isError``) that names the field; any other
+VerityRAG failure (e.g. an Elasticsearch backend that is down) as a tool error naming the
+error and its reason, not the SDK's bare "Error executing tool".
 """
 
 from __future__ import annotations
@@ -48,8 +50,18 @@ MAX_EVIDENCE_ITEMS = 50
 # Plain functions over a pipeline, so they can be tested without the protocol.
 
 
+def _check_unicode(field: str, text: str) -> None:
+    """JSON allows a lone surrogate (``"\\ud800"``, e.g. an emoji cut in half); the reply could not be sent."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(field, f"is not valid Unicode text ({exc.reason})") from exc
+
+
 def run_query(pipeline: VerityRAGPipeline, question: str, strictness: str | None = None) -> dict[str, Any]:
     """Answer ``question`` or abstain; ``strictness`` overrides the pipeline's for this call."""
+    if isinstance(question, str):  # the pipeline names any other type
+        _check_unicode("question", question)
     settings = None
     if strictness is not None:
         settings = pipeline.settings.replace(strictness=strictness)  # validated: names the allowed levels
@@ -84,6 +96,7 @@ def run_verify(checker: GroundingChecker, answer: str, evidence: Sequence[str]) 
     """Score every claim of ``answer`` against all of ``evidence`` (each text a throwaway chunk)."""
     if not isinstance(answer, str) or not answer.strip():
         raise InvalidInputError("answer", "is empty")
+    _check_unicode("answer", answer)
     if not evidence:
         raise InvalidInputError("evidence", "is empty: give at least one evidence text")
     if len(evidence) > MAX_EVIDENCE_ITEMS:
@@ -118,8 +131,11 @@ def build_server(pipeline: VerityRAGPipeline) -> MCPServer[Any]:
         ),
     )
 
-    def tool_error(exc: InvalidInputError) -> ToolError:
-        return ToolError(f"invalid input: {exc.field}: {exc.problem}")
+    def tool_error(exc: VerityRAGError) -> ToolError:
+        # Anything but a ToolError reaches the client as a bare "Error executing tool <name>".
+        if isinstance(exc, InvalidInputError):
+            return ToolError(f"invalid input: {exc.field}: {exc.problem}")
+        return ToolError(f"{type(exc).__name__}: {exc}")
 
     @server.tool()
     def query(question: str, strictness: str | None = None) -> dict[str, Any]:
@@ -129,7 +145,7 @@ def build_server(pipeline: VerityRAGPipeline) -> MCPServer[Any]:
         """
         try:
             return run_query(pipeline, question, strictness)
-        except InvalidInputError as exc:
+        except VerityRAGError as exc:
             raise tool_error(exc) from exc
 
     @server.tool()
@@ -137,7 +153,7 @@ def build_server(pipeline: VerityRAGPipeline) -> MCPServer[Any]:
         """Add a document, or replace the one with this doc_id; searchable when this returns."""
         try:
             return run_ingest(pipeline, doc_id, title, text)
-        except InvalidInputError as exc:
+        except VerityRAGError as exc:
             raise tool_error(exc) from exc
 
     @server.tool()
@@ -145,7 +161,7 @@ def build_server(pipeline: VerityRAGPipeline) -> MCPServer[Any]:
         """Score each claim of an answer against evidence texts (0..1); overall = weakest claim."""
         try:
             return run_verify(pipeline.grounding, answer, evidence)
-        except InvalidInputError as exc:
+        except VerityRAGError as exc:
             raise tool_error(exc) from exc
 
     return server
