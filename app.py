@@ -19,7 +19,7 @@ import streamlit as st
 
 from verityrag.bundled import bundled_pipeline
 from verityrag.config import STRICTNESS_LEVELS
-from verityrag.errors import LLMError
+from verityrag.errors import InvalidInputError, LLMError, VerityRAGError
 from verityrag.generation.completion import CompleteFn
 from verityrag.llm_providers import PROVIDERS, complete_fn_for
 from verityrag.pipeline import IN_MEMORY, VerityRAGPipeline
@@ -99,7 +99,7 @@ def show_result(view: ResultView) -> None:
         with st.expander(view.unsupported_label, expanded=True):
             for claim in view.unsupported_claims:
                 st.markdown(f"- {claim}")
-    with st.expander(f"Evidence ({len(view.evidence)} chunks)"):
+    with st.expander(view.evidence_label):
         for ev in view.evidence:
             st.markdown(f"**{ev['rank']}. {ev['title']}** `{ev['chunk_id']}` score {ev['score']}")
             st.caption(ev["text"])
@@ -120,8 +120,12 @@ def ask_tab() -> None:
     typed = st.text_input("Your question", key="question", disabled=choice != CUSTOM)
     question = typed if choice == CUSTOM else choice
     cols = st.columns(2)
+    # The configured level (VERITYRAG_STRICTNESS, VERITYRAG_PROFILE) is the default, as k's is.
     strictness = cols[0].selectbox(
-        "Strictness", STRICTNESS_LEVELS, index=STRICTNESS_LEVELS.index("balanced"), key="strictness"
+        "Strictness",
+        STRICTNESS_LEVELS,
+        index=STRICTNESS_LEVELS.index(pipeline.settings.strictness),
+        key="strictness",
     )
     k = cols[1].slider("Evidence chunks (k)", 1, 10, pipeline.settings.top_k, key="k")
     provider = st.selectbox(
@@ -132,14 +136,22 @@ def ask_tab() -> None:
             st.error("Type a question first.")
             return
         settings = pipeline.settings.replace(strictness=strictness)
-        result = pipeline.query(question, k=k, settings=settings)
+        try:
+            result = pipeline.query(question, k=k, settings=settings)
+        except InvalidInputError as exc:  # e.g. a question over max_query_chars: said, not a traceback
+            st.error(f"Cannot ask this: {exc.field} {exc.problem}.")
+            return
+        except VerityRAGError as exc:  # e.g. an Elasticsearch backend that is down
+            st.error(f"The query failed: {type(exc).__name__}: {exc}")
+            return
+        view = result_view(result, max_evidence=k)
         if provider == NO_LLM:
-            show_result(result_view(result))
+            show_result(view)
             return
         left, right = st.columns(2)
         with left:
             st.markdown("**VerityRAG**")
-            show_result(result_view(result))
+            show_result(view)
         with right, st.spinner(f"Asking {provider}..."):
             show_llm(ask_llm(provider, result))
 

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from verityrag.pipeline import VerityRAGPipeline
-from verityrag.types import GroundingReport, QueryResult, TraceStep
+from verityrag.types import Chunk, ClaimSupport, GroundingReport, Hit, QueryResult, TraceStep
 from verityrag.ui.views import (
     CHECKS_OFF_TEXT,
     UNSUPPORTED_DROPPED,
@@ -88,6 +90,66 @@ def test_custom_question_must_not_be_empty(app: AppTest) -> None:
     app.text_input(key="question").input("   ").run()
     app.button(key="ask").click().run()
     assert "Type a question first." in app.error[0].value
+
+
+def test_question_over_the_length_limit_is_an_error_not_a_traceback(app: AppTest) -> None:
+    app.selectbox(key="sample").select("(type your own)").run()
+    app.text_input(key="question").input("Who did Tesla work for? " * 100).run()
+    app.button(key="ask").click().run()
+    assert not app.exception, app.exception
+    assert app.error[0].value == "Cannot ask this: question is 2,400 characters; the limit is 2,000."
+
+
+def test_evidence_lists_every_chunk_asked_for(app: AppTest) -> None:
+    app.selectbox(key="sample").select("Which company did Tesla work for in 1881?").run()
+    app.slider(key="k").set_value(8).run()
+    app.button(key="ask").click().run()
+    [evidence] = [e for e in app.expander if e.label.startswith("Evidence")]
+    assert evidence.label == "Evidence (8 chunks)"
+    assert len(evidence.markdown) == 8
+
+
+def test_claims_table_numbers_the_answer_sentence_from_one(app: AppTest) -> None:
+    app.selectbox(key="sample").select("Which company did Tesla work for in 1881?").run()
+    app.button(key="ask").click().run()
+    claims = app.table[0].value
+    assert claims["sentence"].tolist() == [1] * len(claims)  # one extractive sentence, not "0.0000"
+
+
+@pytest.fixture
+def fresh_pipeline() -> Iterator[None]:
+    """The app's pipeline is cached per process: built again here, and again by the next test."""
+    st.cache_resource.clear()
+    yield
+    st.cache_resource.clear()
+
+
+def test_strictness_defaults_to_the_configured_level(
+    monkeypatch: pytest.MonkeyPatch, fresh_pipeline: None
+) -> None:
+    monkeypatch.setenv("VERITYRAG_STRICTNESS", "strict")
+    at = AppTest.from_file(str(APP), default_timeout=180)
+    at.run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="strictness").value == "strict"
+
+
+def _hit(n: int) -> Hit:
+    return Hit(Chunk(f"d#{n}", "d", "D", f"Sentence {n}.", n, 0, 12), 1.0 / (n + 1))
+
+
+def test_view_says_when_it_shows_only_the_first_chunks() -> None:
+    result = dataclasses.replace(_llm_result(), evidence=tuple(_hit(n) for n in range(7)))
+    assert result_view(result).evidence_label == "Evidence (first 5 of 7 chunks)"
+    assert result_view(result, max_evidence=7).evidence_label == "Evidence (7 chunks)"
+
+
+def test_view_numbers_claim_sentences_from_one_and_rounds_the_signals() -> None:
+    claim = ClaimSupport("Tesla worked in Budapest.", 0.91234, {"sentence": 1.0, "lexical": 0.87654})
+    result = dataclasses.replace(_llm_result(), grounding=GroundingReport(0.91234, (claim,)))
+    assert result_view(result).claims == [
+        {"claim": "Tesla worked in Budapest.", "support": 0.912, "sentence": 2, "lexical": 0.877}
+    ]
 
 
 def test_streaming_demo_tells_the_story(app: AppTest) -> None:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from verityrag.errors import InvalidInputError
-from verityrag.types import QueryResult
+from verityrag.types import ClaimSupport, QueryResult
 from verityrag.verify.strictness import strictness_policy
 
 UNSUPPORTED_DROPPED = "Claims the verifier did not support (dropped from the answer)"
@@ -36,10 +36,18 @@ class ResultView:
     latency_ms: float
     claims: list[dict[str, Any]]
     citations: list[dict[str, Any]]
-    evidence: list[dict[str, Any]]
+    evidence: list[dict[str, Any]]  # the first max_evidence of the retrieved chunks
     trace: list[dict[str, Any]]
     unsupported_claims: list[str]
     unsupported_kept: bool  # True when a loose level kept them in the answer
+    evidence_total: int = 0  # how many chunks the query retrieved
+
+    @property
+    def evidence_label(self) -> str:
+        shown, total = len(self.evidence), max(self.evidence_total, len(self.evidence))
+        return (
+            f"Evidence ({shown} chunks)" if shown == total else f"Evidence (first {shown} of {total} chunks)"
+        )
 
     @property
     def unsupported_label(self) -> str:
@@ -81,14 +89,7 @@ def result_view(result: QueryResult, max_evidence: int = 5) -> ResultView:
         grounding=result.grounding.overall_score,
         confidence=result.confidence,
         latency_ms=result.latency_ms,
-        claims=[
-            {
-                "claim": c.claim,
-                "support": round(c.support, 3),
-                **{k: round(v, 3) for k, v in c.details.items()},
-            }
-            for c in result.grounding.claims
-        ],
+        claims=[_claim_row(c) for c in result.grounding.claims],
         citations=[
             {"doc_id": c.doc_id, "title": c.title, "chunk_id": c.chunk_id, "chars": f"{c.start}-{c.end}"}
             for c in result.citations
@@ -106,7 +107,17 @@ def result_view(result: QueryResult, max_evidence: int = 5) -> ResultView:
         trace=[{"stage": s.stage, "ms": round(s.duration_ms, 2), "details": s.details} for s in result.trace],
         unsupported_claims=list(result.unsupported_claims),
         unsupported_kept=unsupported_kept(result),
+        evidence_total=len(result.evidence),
     )
+
+
+def _claim_row(claim: ClaimSupport) -> dict[str, Any]:
+    """The claim, its support and its signals (0..1); ``sentence`` is which answer sentence, from 1."""
+    row: dict[str, Any] = {"claim": claim.claim, "support": round(claim.support, 3)}
+    for name, value in claim.details.items():
+        # The verifier records the sentence as a 0-based index, a float like its scores.
+        row[name] = int(value) + 1 if name == "sentence" else round(value, 3)
+    return row
 
 
 # Where a learned check's threshold came from (``VerityRAGPipeline.learned_checks``), in words.
