@@ -1,7 +1,8 @@
 """LLM providers: each factory returns a :class:`~verityrag.generation.completion.CompleteFn`.
 
-Remote providers speak HTTP through ``httpx``, with a per-attempt deadline (a server
-that trickles bytes or stalls mid-answer is cut off at it), retries with exponential
+Remote providers speak HTTP through ``httpx``, with a per-attempt deadline over the whole
+exchange (a server that trickles header lines or body bytes, or stalls mid-answer, is cut
+off at it), retries with exponential
 backoff that honour ``Retry-After``, and typed errors (``verityrag.errors``): a missing
 key is an ``LLMConfigError`` naming the environment variable, a 429 that outlasts the
 retries an ``LLMRateLimitError``, no answer in time an ``LLMTimeoutError``, any other
@@ -10,8 +11,11 @@ failure or a body that cannot be parsed an ``LLMResponseError``. Nothing waits f
 An answer the model stopped because it reached ``max_tokens`` (Gemini ``finishReason:
 MAX_TOKENS``, Anthropic ``stop_reason: max_tokens``, OpenAI ``finish_reason: length``) is
 partial: it raises ``LLMResponseError`` naming the stop reason and the ``max_tokens``
-that was asked for, and is not retried (the same request would be cut off again). The
-contract (:mod:`verityrag.generation.completion`) is a whole answer or an error.
+that was asked for, and is not retried (the same request would be cut off again). So is an
+answer the provider ended for another reason: a full context window (Anthropic
+``model_context_window_exceeded``: shorten the prompt), or a safety or content filter
+(Anthropic ``refusal``, OpenAI ``content_filter``, any Gemini ``finishReason`` but ``STOP``).
+The contract (:mod:`verityrag.generation.completion`) is a whole answer or an error.
 
 ============================  =========================================  ==========================
 factory                       environment                                 ``json_mode`` becomes
