@@ -148,6 +148,15 @@ def main(argv: list[str] | None = None) -> int:
         rows = load_rows(args.data)
     except DataError as exc:
         p.error(str(exc))
+    cut = round(len(rows) * (1 - args.holdout))
+    if not 0 < cut < len(rows):
+        # An empty part can neither fit nor confirm (confirm_threshold raised from inside);
+        # checked before any scoring, as the other arguments are.
+        empty = "fitting" if cut == 0 else "held-out"
+        p.error(
+            f"--holdout {args.holdout} of {len(rows)} rows leaves the {empty} part empty: "
+            "give more rows or a --holdout nearer 0.5"
+        )
     try:
         args.out.parent.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):
@@ -173,7 +182,6 @@ def main(argv: list[str] | None = None) -> int:
 
     order = list(range(len(rows)))
     random.Random(args.seed).shuffle(order)
-    cut = round(len(rows) * (1 - args.holdout))
     fit, held = [rows[i] for i in order[:cut]], [rows[i] for i in order[cut:]]
     try:
         choice = pick_threshold(

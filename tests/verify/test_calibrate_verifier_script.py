@@ -136,7 +136,8 @@ def test_null_score_and_non_object_rows_are_reported_with_line(
 
 def test_unknown_verifier_is_an_error_not_a_traceback(tmp_path: Path) -> None:
     data = tmp_path / "pairs.jsonl"
-    data.write_text(json.dumps({"premise": "a", "hypothesis": "b", "label": 1}) + "\n")
+    # Two rows: one would leave the fitting part empty, itself a usage error.
+    data.write_text((json.dumps({"premise": "a", "hypothesis": "b", "label": 1}) + "\n") * 2)
     done = run(str(data), "--verifier", "no-such-verifier", "--out", str(tmp_path / "cal.json"))
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
@@ -157,3 +158,17 @@ def test_out_that_is_a_folder_is_refused(tmp_path: Path) -> None:
     data.write_text(scored_rows())
     line = error_line(run(str(data), "--out", str(tmp_path)))
     assert f"--out {tmp_path} is a folder" in line
+
+
+@pytest.mark.parametrize(("holdout", "empty"), [("0.2", "held-out"), ("0.8", "fitting")])
+def test_holdout_leaving_a_part_empty_is_a_usage_error_not_a_traceback(
+    tmp_path: Path, holdout: str, empty: str
+) -> None:
+    # Two rows at --holdout 0.2 held none out: confirm_threshold raised from inside (a
+    # traceback); at 0.8 nothing was left to fit ("error: scores: is empty").
+    data = tmp_path / "scores.jsonl"
+    data.write_text(scored_rows(2))
+    out = tmp_path / "cal.json"
+    line = error_line(run(str(data), "--holdout", holdout, "--out", str(out)))
+    assert f"--holdout {holdout} of 2 rows leaves the {empty} part empty" in line
+    assert not out.exists()

@@ -64,7 +64,8 @@ def server() -> Iterator[FakeOpenAI]:
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             state.requests.append(body)
-            kind, value = state.replies.pop(0) if state.replies else ("content", verdict_json())
+            reply: tuple[str, Any] = state.replies.pop(0) if state.replies else ("content", verdict_json())
+            kind, value = reply
             if kind == "sleep":
                 time.sleep(value)
                 kind, value = "content", verdict_json()
@@ -453,3 +454,29 @@ def test_clamp_never_exceeds_the_budget_and_marks_every_cut(docs: list[str], bud
         # ends in the second half of the share (one overlong token is cut hard)
         follows = original[len(kept) : len(kept) + 1]
         assert follows.isspace() or " " not in kept[len(kept) // 2 :]
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("sentences", "documents", "field"),
+    [
+        ("Watt added a condenser.", EVIDENCE, "sentences"),
+        (["Watt added a condenser."], EVIDENCE[0], "documents"),
+    ],
+)
+def test_judge_given_a_bare_string_raises_naming_the_field_before_any_call(
+    sentences: Any, documents: Any, field: str
+) -> None:
+    # A string is a Sequence[str]: the judge made one paid call per character of the sentence.
+    calls: list[str] = []
+
+    def complete(prompt: str, **kwargs: Any) -> Completion:
+        calls.append(prompt)
+        return Completion(verdict_json(), "judge")
+
+    judge = LLMJudgeVerifier(complete)
+    with pytest.raises(InvalidInputError, match=field):
+        judge.verify(sentences, documents)
+    with pytest.raises(InvalidInputError, match=field):
+        asyncio.run(judge.averify(sentences, documents))
+    assert calls == []

@@ -268,6 +268,16 @@ def test_custom_code_needs_trust_env(
     assert "VERIFIER_TRUST_REMOTE_CODE=1 to allow" not in str(info.value)
 
 
+@pytest.mark.parametrize("device", ["gpu", "no-such-device:0"])
+def test_scorer_on_a_device_torch_cannot_use_raises_model_load_error_naming_it(
+    binary_model: Path, device: str
+) -> None:
+    # model.to(device) ran outside the reporting: a bare RuntimeError (or AssertionError for
+    # "cuda" on a CPU-only torch), which the API answers as an unexplained 500.
+    with pytest.raises(ModelLoadError, match=f"device {device!r}"):
+        HFSequenceClassificationScorer(binary_model, device=device).warm_up()
+
+
 @pytest.mark.unit
 @pytest.mark.parametrize(
     ("kwargs", "field"),
@@ -286,3 +296,83 @@ def test_scorer_bad_parameters_raise(kwargs: dict[str, int], field: str) -> None
 def test_nli_verifier_bad_threshold_raises() -> None:
     with pytest.raises(InvalidInputError, match="threshold"):
         NLIVerifier(HFSequenceClassificationScorer("x"), threshold=1.5)
+
+
+# ------------------------------------------------------------------ long inputs, lazy loading
+
+
+def test_scorer_hypothesis_longer_than_the_window_is_scored_in_parts_min_over_parts(
+    binary_model: Path,
+) -> None:
+    # A hypothesis over the window raised "Truncation error: Sequence to truncate too short".
+    scorer = HFSequenceClassificationScorer(binary_model, max_length=24)
+    sentence = "Watt improved the steam engine design in 1769."
+    hypothesis = " ".join([sentence] * 6)  # ~54 tokens against a 24-token window
+    scorer.warm_up()
+    parts = scorer._hypothesis_parts(hypothesis)
+    assert parts == [sentence] * 6
+    premise = "Newcomen built the first steam engine. Watt improved the design."
+    [score] = scorer.score_pairs([(premise, hypothesis)])
+    assert score == pytest.approx(scorer.score_pairs([(premise, sentence)])[0])
+    # A sentence alone over the window (no end punctuation) is cut between words; nothing dropped.
+    run_on = " ".join(["watt improved the engine"] * 12)
+    pieces = scorer._hypothesis_parts(run_on)
+    assert len(pieces) > 1
+    assert " ".join(pieces).split() == run_on.split()
+    singles = scorer.score_pairs([(premise, p) for p in pieces])
+    assert scorer.score_pairs([(premise, run_on)]) == [pytest.approx(min(singles))]
+
+
+def test_scorer_premise_sentence_longer_than_the_window_is_cut_not_truncated(binary_model: Path) -> None:
+    # One run-on sentence (a list without end punctuation) was one window, truncated to the
+    # model's length: the evidence at its end was never read.
+    scorer = HFSequenceClassificationScorer(binary_model, max_length=24)
+    premise = " ".join(["watt improved the engine design in 1769"] * 8) + " paris is capital of france"
+    hypothesis = "paris is capital"
+    scorer.warm_up()
+    windows = scorer._windows(premise, hypothesis)
+    assert len(windows) > 1
+    tok = scorer._tokenizer
+    for window in windows:
+        assert len(tok(window, hypothesis)["input_ids"]) <= scorer.max_length_
+    assert "france" in windows[-1]
+
+
+def test_scorer_warm_up_publishes_the_model_only_once_its_window_is_set(binary_model: Path) -> None:
+    # warm_up() checks _model without the lock: a second thread that saw it set went on with
+    # max_length_ still 0 (8-token windows, then a tokenizer call with max_length=0).
+    seen: list[int] = []
+
+    class Watching(HFSequenceClassificationScorer):
+        def __setattr__(self, name: str, value: object) -> None:
+            if name == "_model" and value is not None:
+                seen.append(self.max_length_)
+            super().__setattr__(name, value)
+
+    scorer = Watching(binary_model)
+    scorer.warm_up()
+    assert seen == [48]
+    assert scorer.model_version
+    assert scorer._tokenizer is not None
+
+
+def test_scorer_shared_by_threads_scores_every_call(binary_model: Path) -> None:
+    # The fast tokenizer's truncation / padding settings are one shared object that calls
+    # with other settings rewrite (windowing counts tokens untruncated, scoring truncates):
+    # threads sharing a scorer, as API workers do, raised "Unable to create tensor ...".
+    from concurrent.futures import ThreadPoolExecutor
+
+    scorer = HFSequenceClassificationScorer(binary_model, max_length=24, batch_size=2)
+    premise = (
+        "Newcomen built the first steam engine in 1769. Watt improved the design. "
+        "The engine pump water in mines. Paris is the capital of france."
+    )
+    pairs = [(premise, "watt improved the engine"), ("the steam engine", "paris")]
+    expected = scorer.score_pairs(pairs)
+
+    def work(_: int) -> list[list[float]]:
+        return [scorer.score_pairs(pairs) for _ in range(40)]
+
+    with ThreadPoolExecutor(8) as pool:
+        results = [r for rs in pool.map(work, range(8)) for r in rs]
+    assert all(r == pytest.approx(expected) for r in results)

@@ -67,3 +67,33 @@ def test_stack_errors_are_clear() -> None:
         StackedScorer([KeywordScorer()]).fit(PAIRS, [1] * len(PAIRS))
     with pytest.raises(InvalidInputError, match="2 score lists"):
         StackedScorer([KeywordScorer(), LengthScorer()]).fit_scores([[0.5] * len(PAIRS)], SUPPORTED)
+
+
+def test_out_of_fold_with_one_label_raises_naming_supported() -> None:
+    # It failed inside scikit-learn ("This solver needs samples of at least 2 classes").
+    columns = [KeywordScorer().score_pairs(PAIRS)]
+    with pytest.raises(InvalidInputError, match=r"supported.*both"):
+        StackedScorer([KeywordScorer()]).out_of_fold(columns, [1] * len(PAIRS))
+
+
+def test_out_of_fold_with_fewer_pairs_of_a_label_than_folds_raises_saying_what_to_do() -> None:
+    # It failed inside scikit-learn ("Cannot have number of splits n_splits=5 greater ...").
+    with pytest.raises(InvalidInputError, match="fewer than folds=5"):
+        StackedScorer([KeywordScorer()]).out_of_fold([[0.9, 0.1, 0.2, 0.8]], [1, 0, 0, 1], folds=5)
+    with pytest.raises(InvalidInputError, match="folds"):
+        StackedScorer([KeywordScorer()]).out_of_fold([[0.9, 0.1, 0.2, 0.8]], [1, 0, 0, 1], folds=1)
+
+
+def test_fit_scores_with_a_label_count_unlike_the_scores_raises_naming_the_column() -> None:
+    with pytest.raises(InvalidInputError, match=r"columns\[0\].*4 scores"):
+        StackedScorer([KeywordScorer()]).fit_scores([[0.9, 0.1, 0.2, 0.8]], [1, 0, 0])
+    with pytest.raises(InvalidInputError, match=r"columns\[1\]"):
+        StackedScorer([KeywordScorer(), LengthScorer()]).fit_scores([[0.9, 0.1], [0.5]], [1, 0])
+
+
+def test_stack_with_a_nan_member_score_scores_it_as_unsupported() -> None:
+    # NaN reached scikit-learn, which raised "Input X contains NaN" from predict_proba.
+    stack = StackedScorer([KeywordScorer()]).fit(PAIRS, SUPPORTED)
+    [nan_score, zero_score] = stack.combine([[float("nan"), 0.0]])
+    assert nan_score == pytest.approx(zero_score)
+    assert nan_score < 0.5

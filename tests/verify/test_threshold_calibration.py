@@ -72,7 +72,11 @@ def test_unreachable_target_raises() -> None:
 
 @pytest.mark.parametrize(
     ("scores", "labels", "match"),
-    [([0.1], [1, 0], "one label per score"), ([], [], "empty"), ([0.1], [2], "0 \\(unsupported\\)")],
+    [
+        ([0.1], [1, 0], "one label per score"),
+        ([], [], "empty"),
+        ([0.1], [2], "0 \\(unsupported\\)"),
+    ],
 )
 def test_bad_input_raises(scores: list[float], labels: list[int], match: str) -> None:
     with pytest.raises(InvalidInputError, match=match):
@@ -90,3 +94,33 @@ def test_isotonic_map_is_monotone_and_roundtrips() -> None:
     assert IsotonicCalibrator.from_dict(cal.to_dict()).transform(grid) == out
     with pytest.raises(NotFittedError):
         IsotonicCalibrator().transform([0.5])
+
+
+def test_isotonic_from_dict_with_unsorted_x_raises_instead_of_mapping_wrongly() -> None:
+    # np.interp does not check its breakpoints: this map sent 0.9 to 0.0.
+    with pytest.raises(InvalidInputError, match="strictly increasing"):
+        IsotonicCalibrator.from_dict({"x": [0.9, 0.1], "y": [1.0, 0.0]})
+
+
+@pytest.mark.parametrize(
+    ("data", "match"),
+    [
+        ({"x": [0.1]}, '"x" and "y"'),  # was KeyError: 'y'
+        ({"x": [0.1, 0.2], "y": "0.5"}, '"x" and "y"'),
+        ({"x": [0.1, "a"], "y": [0.0, 1.0]}, "numbers"),
+        ({"x": [0.1, float("nan")], "y": [0.0, 1.0]}, "finite"),
+        ({"x": [0.1, 0.2], "y": [0.8, 0.2]}, "non-decreasing"),
+        ({"x": [0.1, 0.2], "y": [0.0, 1.5]}, "within"),
+        ({"x": [], "y": []}, "non-empty"),
+    ],
+)
+def test_isotonic_from_dict_with_a_bad_map_raises_naming_it(data: dict[str, object], match: str) -> None:
+    with pytest.raises(InvalidInputError, match=match):
+        IsotonicCalibrator.from_dict(data)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bad", ["high", [0.5]])
+def test_pick_threshold_with_a_non_numeric_score_raises_naming_scores(bad: object) -> None:
+    # It was numpy's ValueError from inside np.asarray, naming no field.
+    with pytest.raises(InvalidInputError, match="scores: must be numbers"):
+        pick_threshold([0.1, bad], [1, 0], 0.9)  # type: ignore[list-item]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import pytest
@@ -155,3 +156,72 @@ def test_stack_stops_when_nothing_survives() -> None:
 def test_empty_stack_raises() -> None:
     with pytest.raises(InvalidInputError, match="at least one"):
         VerifierStack([])
+
+
+# ------------------------------------------------------------------ NaN scores and bad arguments
+
+NAN = float("nan")
+
+
+@pytest.mark.parametrize("members", [[0.9, NAN], [NAN, 0.9]])
+def test_min_ensemble_with_a_nan_member_score_rejects_whatever_its_position(members: list[float]) -> None:
+    # min([0.9, nan]) is 0.9: the broken member used to pass the sentence when it came second.
+    ensemble = EnsembleScorer([Constant(v) for v in members], "min")
+    assert ensemble.score_pairs([("premise", "hypothesis")]) == [0.0]
+    [result] = DualNLIVerifier([Constant(v) for v in members], "min").verify(["A claim."], EVIDENCE)
+    assert result.score == 0.0
+    assert not result.supported
+    assert result.details["members"] == [None if math.isnan(v) else v for v in members]  # JSON-safe trace
+
+
+@pytest.mark.parametrize("members", [[0.9, NAN], [NAN, 0.9]])
+def test_max_ensemble_with_a_nan_member_score_keeps_the_other_member(members: list[float]) -> None:
+    assert aggregate(members, "max") == 0.9
+    assert aggregate(members, "mean") == pytest.approx(0.45)
+
+
+class Scripted:
+    """Scores pair i with ``values[i]``."""
+
+    def __init__(self, values: Sequence[float]) -> None:
+        self.values = list(values)
+
+    def score_pairs(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        return self.values[: len(pairs)]
+
+
+def test_nli_verifier_nan_sentence_score_is_unsupported_zero() -> None:
+    # score(): min over sentences, where a NaN second sentence was skipped (min(0.9, nan) = 0.9).
+    verifier = NLIVerifier(Scripted([0.9, NAN]), threshold=0.5)
+    assert verifier.score(EVIDENCE[0], "Watt improved it. Pigs fly.") == 0.0
+    results = verifier.verify(["Watt improved it.", "Pigs fly."], EVIDENCE)
+    assert [r.score for r in results] == [0.9, 0.0]  # 0.0, not NaN (not valid JSON in a response)
+    assert [r.supported for r in results] == [True, False]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: NLIVerifier(WordOverlap()),
+        lambda: DualNLIVerifier([WordOverlap(), Constant(0.9)]),
+        lambda: DeterministicVerifier(),
+        lambda: VerifierStack([Recording()]),
+    ],
+)
+@pytest.mark.parametrize(
+    ("sentences", "documents", "field"),
+    [
+        ("Watt improved the steam engine.", EVIDENCE, "sentences"),
+        (["Watt improved the steam engine."], EVIDENCE[0], "documents"),
+        (["Watt improved the steam engine.", None], EVIDENCE, r"sentences\[1\]"),
+        (["Watt improved the steam engine."], [EVIDENCE[0], None], r"documents\[1\]"),
+    ],
+)
+def test_verify_with_a_bare_string_or_non_string_item_raises_naming_the_field(
+    make: object, sentences: object, documents: object, field: str
+) -> None:
+    # A bare string is a Sequence[str]: it was judged character by character (documents: the
+    # evidence became single letters), silently; a None item failed deep inside.
+    verifier = make()  # type: ignore[operator]
+    with pytest.raises(InvalidInputError, match=field):
+        verifier.verify(sentences, documents)

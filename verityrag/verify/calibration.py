@@ -75,7 +75,10 @@ class HeldOutCheck:
 
 
 def _arrays(scores: Sequence[float], labels: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-    s = np.asarray(scores, dtype=float)
+    try:
+        s = np.asarray(scores, dtype=float)
+    except (TypeError, ValueError) as exc:  # None, "high": numpy's own words name no field
+        raise InvalidInputError("scores", f"must be numbers ({exc})") from None
     y = np.asarray(labels)
     if s.shape != y.shape or s.ndim != 1:
         raise InvalidInputError(
@@ -176,8 +179,26 @@ class IsotonicCalibrator:
 
     @classmethod
     def from_dict(cls, data: dict[str, list[float]]) -> IsotonicCalibrator:
-        out = cls()
-        out.x_, out.y_ = [float(v) for v in data["x"]], [float(v) for v in data["y"]]
-        if len(out.x_) != len(out.y_) or not out.x_:
+        """The map ``to_dict`` wrote (``{"x": [...], "y": [...]}``), checked: ``np.interp``
+        does not check its breakpoints, and unsorted ones give wrong values silently."""
+        if not isinstance(data, dict) or not all(isinstance(data.get(k), list) for k in ("x", "y")):
+            raise InvalidInputError(
+                "calibration map", 'needs lists "x" and "y", as IsotonicCalibrator.to_dict() writes them'
+            )
+        try:
+            x, y = np.asarray(data["x"], dtype=float), np.asarray(data["y"], dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError("calibration map", f"x and y must hold numbers ({exc})") from None
+        if x.ndim != 1 or x.shape != y.shape or not x.size:
             raise InvalidInputError("calibration map", "x and y must be non-empty and of equal length")
+        if not (np.isfinite(x).all() and np.isfinite(y).all()):
+            raise InvalidInputError("calibration map", "x and y must be finite")
+        if (np.diff(x) <= 0).any():
+            raise InvalidInputError("calibration map.x", "must be strictly increasing (refit the map)")
+        if (np.diff(y) < 0).any() or y[0] < 0.0 or y[-1] > 1.0:
+            raise InvalidInputError(
+                "calibration map.y", "must be non-decreasing within [0, 1] (refit the map)"
+            )
+        out = cls()
+        out.x_, out.y_ = [float(v) for v in x], [float(v) for v in y]
         return out

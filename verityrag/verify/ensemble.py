@@ -1,10 +1,10 @@
 """Ensembles of pair scorers: ``EnsembleScorer`` (an NLIScorer) and ``DualNLIVerifier`` (a Verifier).
 
 ``min`` accepts a sentence only when every member does (precision), ``max`` when any
-does (recall), ``mean`` averages (optionally weighted). ``StackedScorer`` learns the
-combination instead: a logistic regression over the members' logit scores (one weight
-per member plus an intercept), fitted on labelled pairs (the RAGTruth runner fits it on
-its fitting half; there it did not beat its best member). Members are any
+does (recall), ``mean`` averages (optionally weighted); a member's NaN score counts as 0.
+``StackedScorer`` learns the combination instead: a logistic regression over the members'
+logit scores (one weight per member plus an intercept), fitted on labelled pairs (the
+RAGTruth runner fits it on its fitting half; there it did not beat its best member). Members are any
 :class:`~verityrag.verify.protocols.NLIScorer`: cross-encoders, ONNX scorers, baselines.
 """
 
@@ -25,8 +25,12 @@ AGGREGATIONS: tuple[str, ...] = get_args(Aggregation)
 
 
 def aggregate(values: Sequence[float], how: Aggregation, weights: Sequence[float] | None = None) -> float:
+    """The members' scores of one pair combined; a NaN member score counts as 0 (unsupported)."""
     if not values:
         raise InvalidInputError("values", "cannot aggregate an empty list")
+    # min() and max() keep or drop a NaN by its position (min([0.9, nan]) is 0.9, min([nan,
+    # 0.9]) is nan), so a broken member could pass a "min" ensemble: read it as no support.
+    values = [0.0 if math.isnan(v) else v for v in values]
     if how == "min":
         return min(values)
     if how == "max":
@@ -81,7 +85,8 @@ def _logits(columns: Sequence[Sequence[float]]) -> Any:
     """Members' probabilities as logits, one row per pair (clipped: a 0 or 1 is not infinite)."""
     import numpy as np
 
-    p = np.clip(np.asarray(columns, dtype=float).T, 1e-4, 1 - 1e-4)
+    # A NaN member score reads as 0 (unsupported), as in ``aggregate``; scikit-learn refuses NaN.
+    p = np.clip(np.nan_to_num(np.asarray(columns, dtype=float).T, nan=0.0), 1e-4, 1 - 1e-4)
     return np.log(p / (1 - p))
 
 
@@ -111,14 +116,26 @@ class StackedScorer:
 
         return LogisticRegression(C=self.c, max_iter=1000)
 
-    def _check_columns(self, columns: Sequence[Sequence[float]]) -> None:
+    def _check_columns(self, columns: Sequence[Sequence[float]], rows: int | None = None) -> None:
+        """One score list per member, each of ``rows`` scores (the first list's length if None)."""
         if len(columns) != len(self.scorers):
             raise InvalidInputError("columns", f"needs {len(self.scorers)} score lists, got {len(columns)}")
+        want = len(columns[0]) if rows is None else rows
+        for k, column in enumerate(columns):
+            if len(column) != want:
+                raise InvalidInputError(
+                    f"columns[{k}]", f"has {len(column)} scores; expected {want}, one per pair"
+                )
 
-    def fit_scores(self, columns: Sequence[Sequence[float]], supported: Sequence[int]) -> StackedScorer:
-        self._check_columns(columns)
+    def _check_labels(self, columns: Sequence[Sequence[float]], supported: Sequence[int]) -> None:
+        self._check_columns(columns, len(supported))
+        if not set(supported) <= {0, 1}:
+            raise InvalidInputError("supported", "labels must be 1 (supported) or 0 (unsupported)")
         if len(set(supported)) < 2:
             raise InvalidInputError("supported", "needs both supported (1) and unsupported (0) labels")
+
+    def fit_scores(self, columns: Sequence[Sequence[float]], supported: Sequence[int]) -> StackedScorer:
+        self._check_labels(columns, supported)
         self.model_ = self._new_model().fit(_logits(columns), list(supported))
         return self
 
@@ -139,7 +156,17 @@ class StackedScorer:
         import numpy as np
         from sklearn.model_selection import StratifiedKFold
 
-        self._check_columns(columns)
+        self._check_labels(columns, supported)
+        if folds < 2:
+            raise InvalidInputError("folds", f"must be >= 2, got {folds!r}")
+        fewest = min(list(supported).count(label) for label in (0, 1))
+        if fewest < folds:
+            # Every fold needs both labels to fit on: scikit-learn would fail with its own words.
+            raise InvalidInputError(
+                "supported",
+                f"the rarer label has {fewest} pairs, fewer than folds={folds}: "
+                "label more pairs or pass fewer folds",
+            )
         x, y = _logits(columns), np.asarray(supported)
         out = np.zeros(len(y))
         for train_idx, held_idx in StratifiedKFold(folds, shuffle=True, random_state=0).split(x, y):
@@ -185,5 +212,7 @@ class DualNLIVerifier(NLIVerifier):
         for i in range(len(pairs)):
             row = [c[i] for c in columns]
             scores.append(aggregate(row, ensemble.aggregation, ensemble.weights))
-            details.append({"aggregation": ensemble.aggregation, "members": [round(v, 4) for v in row]})
+            # A NaN member shows as None: it names the broken member and keeps the trace valid JSON.
+            members = [None if math.isnan(v) else round(v, 4) for v in row]
+            details.append({"aggregation": ensemble.aggregation, "members": members})
         return scores, details

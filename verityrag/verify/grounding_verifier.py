@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from verityrag.errors import InvalidInputError
 from verityrag.types import Chunk, Citation, CitedSentence
 from verityrag.verify.grounding import GroundingChecker
-from verityrag.verify.protocols import VerificationResult
+from verityrag.verify.protocols import VerificationResult, check_verify_arguments
 
 __all__ = ["GroundingVerifier"]
 
@@ -35,8 +35,7 @@ class GroundingVerifier:
         return f"GroundingVerifier(threshold={self.threshold})"
 
     def verify(self, sentences: Sequence[str], documents: Sequence[str]) -> list[VerificationResult]:
-        if isinstance(sentences, str) or isinstance(documents, str):
-            raise InvalidInputError("sentences", "sentences and documents must be sequences of strings")
+        check_verify_arguments(sentences, documents)
         chunks = {
             f"doc{i}": Chunk(f"doc{i}", f"doc{i}", "", text, i, 0, len(text))
             for i, text in enumerate(documents)

@@ -48,7 +48,7 @@ from typing import Any, Literal, get_args
 
 from verityrag.errors import InvalidInputError, LLMResponseError
 from verityrag.generation.completion import CompleteFn
-from verityrag.verify.protocols import VerificationResult
+from verityrag.verify.protocols import VerificationResult, check_verify_arguments
 
 __all__ = [
     "FAILURE_POLICIES",
@@ -363,10 +363,12 @@ class LLMJudgeVerifier:
         return parse_verdict(completion.text)
 
     def verify(self, sentences: Sequence[str], documents: Sequence[str]) -> list[VerificationResult]:
+        check_verify_arguments(sentences, documents)
         return [self._verify_one(s, documents) for s in sentences]
 
     async def averify(self, sentences: Sequence[str], documents: Sequence[str]) -> list[VerificationResult]:
         """``verify`` in worker threads, so an event loop serves other requests meanwhile."""
+        check_verify_arguments(sentences, documents)
         return list(
             await asyncio.gather(*(asyncio.to_thread(self._verify_one, s, documents) for s in sentences))
         )

@@ -13,7 +13,12 @@ together, configured by ``VERIFIER_MODEL``.
   :class:`~verityrag.errors.ModelLoadError` naming its labels.
 - Evidence longer than the model's window is scored in windows of whole sentences
   (overlapping by ``window_overlap_sentences``); a pair scores the max over its windows.
+  A sentence longer than a window is cut between words into pieces that fit.
+- A hypothesis too long to leave a useful window of evidence is split into its sentences
+  (a sentence still too long, into pieces cut between words); each part is scored as
+  above and the least supported part decides (min): every part must be supported.
 - An answer scores the minimum over its sentences: it is as supported as its weakest one.
+- A NaN score counts as 0 in :class:`NLIVerifier`. One scorer can serve many threads.
 - Nothing downloads when ``HF_HUB_OFFLINE`` / ``TRANSFORMERS_OFFLINE`` is set (or
   ``local_files_only=True``): a hub name that is not cached fails with every attempt listed.
 - Models with custom code load only with ``VERIFIER_TRUST_REMOTE_CODE=1``.
@@ -33,7 +38,7 @@ from typing import Any
 
 from verityrag.errors import InvalidInputError, ModelLoadError
 from verityrag.text.sentences import sentence_spans, split_sentences
-from verityrag.verify.protocols import NLIScorer, VerificationResult
+from verityrag.verify.protocols import NLIScorer, VerificationResult, check_verify_arguments
 
 __all__ = [
     "SUPPORT_LABEL_NAMES",
@@ -53,6 +58,11 @@ SUPPORT_LABEL_NAMES = frozenset(
 )
 # Labels that name no class (the HF defaults): a binary head of these is read as class 1.
 _GENERIC_LABEL_RE = re.compile(r"label_\d+|\d+")
+# Room kept for special tokens around a pair ([CLS] x [SEP] y [SEP]) and a margin.
+_SPECIAL_TOKENS = 4
+# Fewest evidence tokens a window should show next to the hypothesis (as the cross-encoders' 32).
+_MIN_PREMISE_TOKENS = 32
+_WORD_RE = re.compile(r"\S+")
 
 
 def _truthy(value: str | None) -> bool:
@@ -117,6 +127,10 @@ class HFSequenceClassificationScorer:
         self.trust_remote_code = trust_remote_code
         self.device = device
         self._lock = threading.Lock()
+        # A fast tokenizer keeps its truncation / padding settings on one shared object that
+        # every call with other settings rewrites: threads scoring at once got each other's
+        # settings ("Unable to create tensor ..."). Every tokenizer call holds this lock.
+        self._tokenizer_lock = threading.Lock()
         self._tokenizer: Any = None
         self._model: Any = None
         self.support_index_: int | None = None
@@ -194,9 +208,15 @@ class HFSequenceClassificationScorer:
                     reason += f" (set {TRUST_ENV}=1 to allow custom code)"
                 attempts.append((label, reason))
                 continue
-            model.eval()
-            model.to(self.device)
-            self._tokenizer, self._model, self.support_index_ = tokenizer, model, support
+            try:
+                model.eval()
+                model.to(self.device)
+            except Exception as exc:  # "cuda" on a CPU-only torch raised a bare AssertionError
+                first = str(exc).splitlines()[0] if str(exc) else ""
+                attempts.append(
+                    (f"device {self.device!r}", f"{type(exc).__name__}: {first}; pass a device torch has")
+                )
+                break
             limits = [
                 v
                 for v in (
@@ -208,6 +228,11 @@ class HFSequenceClassificationScorer:
             ]
             self.max_length_ = min(limits) if limits else 512
             self.model_version = f"{where}@{getattr(config, '_commit_hash', None) or 'local'}"
+            # ``_model`` is published last: warm_up() reads it without the lock, so another
+            # thread that sees it set must also see the window size (0 before: windows of 8
+            # tokens and a tokenizer call with max_length=0).
+            self._tokenizer, self.support_index_ = tokenizer, support
+            self._model = model
             logger.info(
                 "NLI verifier loaded %s (supported class %s, window %d tokens)",
                 where,
@@ -220,31 +245,92 @@ class HFSequenceClassificationScorer:
     # ------------------------------------------------------------------ scoring
 
     def score_pairs(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
-        """P(premise supports hypothesis) per pair; long premises: max over sentence windows."""
+        """P(premise supports hypothesis) per pair: max over the premise's windows, min over
+        the parts of a hypothesis too long for one window."""
         if not pairs:
             return []
         self.warm_up()
         rows: list[tuple[str, str]] = []
-        owner: list[int] = []
+        owner: list[tuple[int, int]] = []  # (pair, part of its hypothesis) of each row
+        parts_of: list[int] = []
         for i, (premise, hypothesis) in enumerate(pairs):
-            for window in self._windows(premise, hypothesis):
-                rows.append((window, hypothesis))
-                owner.append(i)
+            parts = self._hypothesis_parts(hypothesis)
+            parts_of.append(len(parts))
+            for j, part in enumerate(parts):
+                for window in self._windows(premise, part):
+                    rows.append((window, part))
+                    owner.append((i, j))
         probs = self._predict(rows)
-        best = [0.0] * len(pairs)
-        for i, p in zip(owner, probs, strict=True):
-            best[i] = max(best[i], p)
-        return best
+        best = [[0.0] * n for n in parts_of]
+        for (i, j), p in zip(owner, probs, strict=True):
+            best[i][j] = max(best[i][j], p)  # a NaN never replaces: that window supports nothing
+        return [min(part_scores) for part_scores in best]
+
+    def _token_count(self, text: str) -> int:
+        return len(self._encode(text, add_special_tokens=False)["input_ids"])
+
+    def _encode(self, *args: Any, **kwargs: Any) -> Any:
+        """The tokenizer's call, one thread at a time (see ``_tokenizer_lock``)."""
+        with self._tokenizer_lock:
+            return self._tokenizer(*args, **kwargs)
+
+    def _hypothesis_parts(self, hypothesis: str) -> list[str]:
+        """``hypothesis`` in parts that each leave a window of evidence: itself when it fits,
+        else its sentences, a sentence still too long cut between words. Nothing is dropped
+        (the tokenizer cannot truncate the evidence enough for an over-long hypothesis)."""
+        limit = max(1, self.max_length_ - _SPECIAL_TOKENS - min(_MIN_PREMISE_TOKENS, self.max_length_ // 4))
+        if self._token_count(hypothesis) <= limit:
+            return [hypothesis]
+        parts: list[str] = []
+        for sentence in split_sentences(hypothesis) or [hypothesis]:
+            fits = self._token_count(sentence) <= limit
+            parts += [sentence] if fits else self._pieces(sentence, limit)
+        return parts
+
+    def _pieces(self, text: str, budget: int) -> list[str]:
+        """``text`` cut between words into pieces of about ``budget`` tokens at most (each
+        word counted alone); a word over the budget by itself is cut between characters."""
+        words = _WORD_RE.findall(text)
+        if not words:
+            return [text]
+        counts = [len(ids) for ids in self._encode(words, add_special_tokens=False)["input_ids"]]
+        pieces: list[str] = []
+        current: list[str] = []
+        used = 0
+        for word, n in zip(words, counts, strict=True):
+            if current and used + n > budget:
+                pieces.append(" ".join(current))
+                current, used = [], 0
+            if n > budget:
+                step = max(1, len(word) * budget // n)
+                pieces += [word[k : k + step] for k in range(0, len(word), step)]
+                continue
+            current.append(word)
+            used += n
+        if current:
+            pieces.append(" ".join(current))
+        return pieces
 
     def _windows(self, premise: str, hypothesis: str) -> list[str]:
-        """Whole-sentence windows of ``premise`` that fit the model next to ``hypothesis``."""
-        tok = self._tokenizer
-        hyp_len = len(tok(hypothesis, add_special_tokens=False)["input_ids"])
-        budget = max(8, self.max_length_ - hyp_len - 4)  # [CLS] x [SEP] y [SEP] and a margin
-        if len(tok(premise, add_special_tokens=False)["input_ids"]) <= budget:
+        """Whole-sentence windows of ``premise`` that fit the model next to ``hypothesis`` (a
+        sentence longer than a window is cut into pieces between words)."""
+        budget = max(8, self.max_length_ - self._token_count(hypothesis) - _SPECIAL_TOKENS)
+        if self._token_count(premise) <= budget:
             return [premise]
-        sentences = split_sentences(premise)
-        lengths = [len(ids) for ids in tok(sentences, add_special_tokens=False)["input_ids"]]
+        sentences: list[str] = []
+        lengths: list[int] = []
+        whole = split_sentences(premise)
+        counts = [len(ids) for ids in self._encode(whole, add_special_tokens=False)["input_ids"]]
+        for sentence, n in zip(whole, counts, strict=True):
+            if n <= budget:
+                sentences.append(sentence)
+                lengths.append(n)
+                continue
+            # A sentence longer than a window (a list or table without end punctuation):
+            # truncating it would hide its tail from the model, so it is cut into pieces.
+            for piece in self._pieces(sentence, budget):
+                sentences.append(piece)
+                lengths.append(self._token_count(piece))
         windows: list[str] = []
         start = 0
         while start < len(sentences):
@@ -252,7 +338,7 @@ class HFSequenceClassificationScorer:
             while end < len(sentences) and (end == start or used + lengths[end] <= budget):
                 used += lengths[end]
                 end += 1
-            windows.append(" ".join(sentences[start:end]))  # a lone over-long sentence is truncated
+            windows.append(" ".join(sentences[start:end]))
             if end >= len(sentences):
                 break
             start = max(start + 1, end - self.window_overlap_sentences)
@@ -265,7 +351,7 @@ class HFSequenceClassificationScorer:
         with torch.inference_mode():
             for b in range(0, len(rows), self.batch_size):
                 batch = rows[b : b + self.batch_size]
-                enc = self._tokenizer(
+                enc = self._encode(
                     [p for p, _ in batch],
                     [h for _, h in batch],
                     truncation="only_first",
@@ -280,6 +366,12 @@ class HFSequenceClassificationScorer:
                     probs = torch.softmax(logits, dim=-1)[:, self.support_index_]
                 out.extend(float(p) for p in probs.cpu())
         return out
+
+
+def _nan_as_unsupported(score: float) -> float:
+    """A NaN score (a broken model output) as 0: ``min([0.9, nan])`` is 0.9, so a NaN would
+    otherwise pass or fail by its position, and a NaN ``score`` is not valid JSON in a response."""
+    return 0.0 if math.isnan(score) else float(score)
 
 
 class NLIVerifier:
@@ -302,6 +394,7 @@ class NLIVerifier:
         return f"{type(self).__name__}(scorer={self.scorer!r}, threshold={self.threshold})"
 
     def verify(self, sentences: Sequence[str], documents: Sequence[str]) -> list[VerificationResult]:
+        check_verify_arguments(sentences, documents)
         if not sentences:
             return []
         evidence = "\n\n".join(d for d in documents if d.strip())
@@ -311,7 +404,8 @@ class NLIVerifier:
                 for s in sentences
             ]
         t0 = time.perf_counter()
-        scores, extra = self._scores([(evidence, s) for s in sentences])
+        raw, extra = self._scores([(evidence, s) for s in sentences])
+        scores = [_nan_as_unsupported(v) for v in raw]
         per_ms = (time.perf_counter() - t0) * 1000 / len(sentences)
         return [
             VerificationResult(
@@ -334,7 +428,9 @@ class NLIVerifier:
         sentences = [answer[s:e] for s, e in sentence_spans(answer)]
         if not sentences:
             return 0.0
-        return min(self.scorer.score_pairs([(evidence, s) for s in sentences]))
+        return min(
+            _nan_as_unsupported(v) for v in self.scorer.score_pairs([(evidence, s) for s in sentences])
+        )
 
 
 class CrossEncoderNLIVerifier(NLIVerifier):

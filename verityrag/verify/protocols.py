@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from verityrag.errors import InvalidInputError
+
 
 @runtime_checkable
 class NLIScorer(Protocol):
@@ -42,3 +44,18 @@ class Verifier(Protocol):
     """Judges each sentence against the documents (evidence texts) it is checked against."""
 
     def verify(self, sentences: Sequence[str], documents: Sequence[str]) -> list[VerificationResult]: ...
+
+
+def check_verify_arguments(sentences: Sequence[str], documents: Sequence[str]) -> None:
+    """Refuse what ``verify`` cannot judge, naming the field.
+
+    A bare string is a ``Sequence[str]`` too: ``verify("A claim.", docs)`` would judge each
+    character, and ``verify(claims, "the evidence")`` would check against single letters, so
+    either silently gives wrong verdicts. A non-string item (``None``) would fail deep inside.
+    """
+    for name, value in (("sentences", sentences), ("documents", documents)):
+        if isinstance(value, str):
+            raise InvalidInputError(name, "must be a list of strings, got one string: wrap it in a list")
+        for i, item in enumerate(value):
+            if not isinstance(item, str):
+                raise InvalidInputError(f"{name}[{i}]", f"must be a string, got {type(item).__name__}")

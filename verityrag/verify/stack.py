@@ -19,7 +19,7 @@ from typing import Any
 from verityrag.errors import InvalidInputError
 from verityrag.types import Chunk, Citation, CitedSentence
 from verityrag.verify.grounding import GroundingChecker
-from verityrag.verify.protocols import VerificationResult, Verifier
+from verityrag.verify.protocols import VerificationResult, Verifier, check_verify_arguments
 
 __all__ = ["DeterministicVerifier", "StageStats", "VerifierStack"]
 
@@ -44,6 +44,7 @@ class DeterministicVerifier:
         self.min_entity_share = min_entity_share
 
     def verify(self, sentences: Sequence[str], documents: Sequence[str]) -> list[VerificationResult]:
+        check_verify_arguments(sentences, documents)
         chunks = {
             f"ev{i}": Chunk(f"ev{i}", f"ev{i}", "", text, i, 0, len(text))
             for i, text in enumerate(documents)
@@ -124,6 +125,7 @@ class VerifierStack:
         self, sentences: Sequence[str], documents: Sequence[str]
     ) -> tuple[list[VerificationResult], list[StageStats]]:
         """Final results per sentence, and the stats of every stage that ran."""
+        check_verify_arguments(sentences, documents)
         final: list[VerificationResult | None] = [None] * len(sentences)
         path: list[list[str]] = [[] for _ in sentences]
         alive = list(range(len(sentences)))
