@@ -414,3 +414,48 @@ def test_metadata_is_kept_without_a_store() -> None:
     again = pipeline.get_document("m")
     assert again is not None
     assert again.metadata == {}
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("metadata", ["a string", 5, ["not", "pairs"]])
+def test_as_document_mapping_with_non_dict_metadata_names_metadata_field(metadata: Any) -> None:
+    # dict() of it raised a bare ValueError or TypeError from inside as_document.
+    with pytest.raises(InvalidInputError, match="must be a dict") as info:
+        VerityRAGPipeline(data_dir="").ingest_documents(
+            [{"doc_id": "m", "text": "Some text here.", "metadata": metadata}]
+        )
+    assert info.value.field == "metadata"
+
+
+@pytest.mark.unit
+def test_metadata_not_json_shaped_reads_back_the_same_in_memory_stored_and_restarted(tmp_path: Path) -> None:
+    # In memory get_document returned the caller's objects ({1: (2, 3)}), a store returned them
+    # as JSON reads them ({'1': [2, 3]}): the same document read back differently by where it lived.
+    sent = {1: (2, 3), "nested": {"tags": ("a", "b")}}
+    expected = {"1": [2, 3], "nested": {"tags": ["a", "b"]}}
+    in_memory = VerityRAGPipeline(data_dir="")
+    stored = VerityRAGPipeline(data_dir=tmp_path)
+    for pipeline in (in_memory, stored):
+        pipeline.ingest_document("m", "M", "Some text here.", metadata=sent)  # type: ignore[arg-type]
+        doc = pipeline.get_document("m")
+        assert doc is not None
+        assert doc.metadata == expected
+    sent["nested"]["tags"] = ("changed",)  # type: ignore[index]
+    assert in_memory.get_document("m").metadata == expected  # type: ignore[union-attr]
+    assert stored.store is not None
+    stored.store.close()
+    restarted = VerityRAGPipeline(data_dir=tmp_path).get_document("m")
+    assert restarted is not None
+    assert restarted.metadata == expected
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("batch_size", [0, -1, 2.5])
+def test_ingest_documents_batch_size_below_one_raises_naming_it_and_writes_nothing(batch_size: Any) -> None:
+    # -1 made range() empty: nothing was written, yet the count of documents came back; 0 was
+    # range()'s bare ValueError.
+    pipeline = VerityRAGPipeline(data_dir="")
+    with pytest.raises(InvalidInputError, match="must be an integer >= 1") as info:
+        pipeline.ingest_documents([("a", "A", "Alpha text.")], batch_size=batch_size)
+    assert info.value.field == "batch_size"
+    assert pipeline.index.n_documents == 0

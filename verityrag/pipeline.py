@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -76,7 +77,14 @@ def as_document(item: DocumentLike) -> Document:
         missing = [k for k in ("doc_id", "text") if k not in item]
         if missing:
             raise InvalidInputError(missing[0], "is required")
-        return Document(item["doc_id"], item.get("title", ""), item["text"], dict(item.get("metadata") or {}))
+        metadata = item.get("metadata")
+        if metadata is None:
+            metadata = {}
+        elif isinstance(metadata, Mapping):
+            metadata = dict(metadata)
+        # Anything else goes to Document as it is, which names the field: dict() of a string or
+        # a number raised a bare ValueError or TypeError.
+        return Document(item["doc_id"], item.get("title", ""), item["text"], metadata)
     if isinstance(item, tuple) and len(item) == 3:
         return Document(*item)
     raise InvalidInputError("document", f"expected a Document, mapping or 3-tuple, got {type(item).__name__}")
@@ -180,7 +188,13 @@ class VerityRAGPipeline:
         )
 
     # ----------------------------------------------------------------- ingest
-    def _validate(self, doc: Document) -> Document:
+    def validate_document(self, doc: Document) -> Document:
+        """The checks ingest runs on a document; returns it as it is stored.
+
+        Its metadata comes back as JSON reads it (tuples as lists, keys as strings): what the
+        store keeps and a restart returns. Without this an in-memory pipeline returned the
+        caller's own objects, ``{1: (2, 3)}``, where a stored one returned ``{'1': [2, 3]}``.
+        """
         limit = self.settings.max_document_chars
         if len(doc.text) > limit:
             raise InvalidInputError(
@@ -192,10 +206,11 @@ class VerityRAGPipeline:
             except UnicodeEncodeError as exc:
                 raise InvalidInputError(field, f"is not valid Unicode text ({exc.reason})") from exc
         try:  # stored and served as JSON: what cannot be written must not be accepted
-            json.dumps(doc.metadata, ensure_ascii=False, allow_nan=False).encode("utf-8")
+            dumped = json.dumps(doc.metadata, ensure_ascii=False, allow_nan=False)
+            dumped.encode("utf-8")
         except (TypeError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
             raise InvalidInputError("metadata", f"must be JSON with valid Unicode text ({exc})") from exc
-        return doc
+        return dataclasses.replace(doc, metadata=json.loads(dumped))
 
     def _chunk(self, doc: Document) -> list[Chunk]:
         spans = chunk_spans(
@@ -239,7 +254,7 @@ class VerityRAGPipeline:
         self, doc_id: str, title: str, text: str, metadata: dict[str, Any] | None = None
     ) -> IngestResult:
         """Add or replace one document. Searchable (and persisted) when this returns."""
-        doc = self._validate(Document(doc_id, title, text, metadata or {}))
+        doc = self.validate_document(Document(doc_id, title, text, metadata or {}))
         replaced = self.index.has_document(doc.doc_id)
         prepared = self._prepare([doc])
         self._commit(prepared)
@@ -253,7 +268,10 @@ class VerityRAGPipeline:
         Returns the number of documents ingested. A progress bar shows above a
         few hundred documents (``progress=None``) or when asked for.
         """
-        docs = [self._validate(as_document(item)) for item in documents]
+        # A negative batch size made range() empty: nothing written, yet the count came back.
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise InvalidInputError("batch_size", f"must be an integer >= 1, got {batch_size!r}")
+        docs = [self.validate_document(as_document(item)) for item in documents]
         check_unique_ids((d.doc_id for d in docs), "documents")  # the API's body names it so too
         show = len(docs) > 300 if progress is None else progress
         bar = _progress(total=len(docs), desc="ingest", unit="doc", disable=not show)

@@ -174,6 +174,27 @@ def test_ingest_batch_with_one_bad_document_writes_nothing_and_names_it(client: 
     assert client.get("/documents/api-batch-ok").status_code == 404
 
 
+@pytest.mark.parametrize(
+    ("bad", "field"),
+    [
+        (
+            '{"doc_id": "api-batch-nan", "text": "Fine text.", "metadata": {"x": NaN}}',
+            "documents[1].metadata",
+        ),
+        ('{"doc_id": "api-batch-sur", "text": "Fine text.", "title": "\\ud800"}', "documents[1].title"),
+    ],
+)
+def test_ingest_batch_with_bad_title_or_metadata_names_the_document_and_writes_nothing(
+    client: httpx.Client, bad: str, field: str
+) -> None:
+    # The batch's own checks named only doc_id and text; the pipeline's title and metadata
+    # checks then named the bare field ("metadata"), not which of the documents it was.
+    body = '{"documents": [' + json.dumps(_doc("api-batch-fine")) + ", " + bad + "]}"
+    response = client.post("/documents", content=body, headers={"content-type": "application/json"})
+    assert _error(response, 422)["field"] == field
+    assert client.get("/documents/api-batch-fine").status_code == 404
+
+
 def test_ingest_batch_with_a_repeated_doc_id_names_both_positions_and_writes_nothing(
     client: httpx.Client,
 ) -> None:

@@ -15,6 +15,7 @@ from rank_bm25 import BM25Okapi
 
 from verityrag import Settings, VerityRAGPipeline
 from verityrag.index.live import IndexSnapshot, LiveIndex
+from verityrag.types import Chunk
 
 pytestmark = pytest.mark.unit
 
@@ -222,3 +223,53 @@ def test_bm25_scores_writes_after_compaction_match_rank_bm25(add_texts: Callable
     assert {c.doc_id for c in index.live_chunks()} == expected_ids
     assert index.chunks_of("doc1001")[0].text == "replaced w3x text"
     assert_bm25_matches(index, [["w3x", "w5y"], ["common", "w3x"], ["brand"]])
+
+
+def test_search_lexical_ties_at_kth_place_keep_earliest_chunks(make_chunk: Callable[..., Chunk]) -> None:
+    # 1,000 chunks score the same; two at slots 500 and 999 score higher. argpartition gave the
+    # remaining places to tied chunks by its pivots, so a restart or a compaction (the same live
+    # chunks at renumbered slots) changed which of them made the top k.
+    texts = ["okapi okapi river" if i in (500, 999) else "okapi river" for i in range(1000)]
+    texts += ["plain filler text"] * 2000  # keeps okapi in under half the chunks: positive IDF
+    index = LiveIndex(dim=4)
+    index.apply(
+        [
+            (f"d{i:04d}", [make_chunk(f"d{i:04d}", t)], np.ones((1, 4), np.float32))
+            for i, t in enumerate(texts)
+        ]
+    )
+    hits = index.search_lexical("okapi", 5)
+    assert [h.chunk.doc_id for h in hits] == ["d0500", "d0999", "d0000", "d0001", "d0002"]
+    assert hits[0].score == hits[1].score > hits[2].score == hits[4].score
+
+
+def test_bulk_add_to_existing_term_appends_in_place_and_old_snapshot_unchanged(
+    make_chunk: Callable[..., Chunk],
+) -> None:
+    # A batch of >= 64 chunks (bulk ingest, or one long document) copied the whole postings of
+    # every term it touched: O(corpus) per batch. Buffers with room are appended to, as the
+    # per-chunk path does; a reader only reads the length its snapshot published.
+    index = LiveIndex(dim=4)
+    state = {"n": 0}
+
+    def add(n_chunks: int) -> None:
+        first = state["n"]
+        state["n"] += n_chunks
+        index.apply(
+            [
+                (f"d{i:04d}", [make_chunk(f"d{i:04d}", f"okapi w{i}")], np.ones((1, 4), np.float32))
+                for i in range(first, first + n_chunks)
+            ]
+        )
+
+    add(200)
+    add(64)  # 264 postings: grown to twice 200
+    before = index.snapshot()
+    buffer = before.segment.postings["okapi"][0]
+    hits_before = index.search_lexical("okapi w5", 3, snapshot=before)
+    add(64)  # 328 fit in the 400 slots already there
+    assert index.snapshot().segment.postings["okapi"][0] is buffer
+    assert index.document_frequency("okapi") == 328
+    assert index.document_frequency("okapi", before) == 264
+    assert index.search_lexical("okapi w5", 3, snapshot=before) == hits_before
+    assert_bm25_matches(index, [["okapi", "w300"], ["w5"]])

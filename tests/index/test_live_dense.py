@@ -240,3 +240,22 @@ def test_search_dense_hnsw_falls_back_to_the_exact_scan(
     for vector in list(vectors.values())[::7]:
         got = [(h.chunk.chunk_id, round(h.score, 5)) for h in index.search_dense(vector, 4)]
         assert got == [(h.chunk.chunk_id, round(h.score, 5)) for h in exact.search_dense(vector, 4)]
+
+
+def test_search_dense_ties_at_kth_place_keep_earliest_chunks(make_chunk: Callable[..., Chunk]) -> None:
+    # As for BM25: which tied chunks fill the last places must not depend on slot numbers,
+    # which a restart or a compaction renumbers.
+    tied = np.zeros(DIM, np.float32)
+    tied[0] = 1.0
+    closer = np.zeros(DIM, np.float32)
+    closer[:2] = (1.0, 0.1)
+    closer /= np.linalg.norm(closer)
+    index = LiveIndex(dim=DIM)
+    index.apply(
+        [
+            (f"d{i:04d}", [make_chunk(f"d{i:04d}", "x")], (closer if i in (500, 999) else tied)[None, :])
+            for i in range(1000)
+        ]
+    )
+    hits = index.search_dense(closer, 5)
+    assert [h.chunk.doc_id for h in hits] == ["d0500", "d0999", "d0000", "d0001", "d0002"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -180,3 +181,36 @@ def test_data_folder_that_is_a_file_is_a_storage_error(tmp_path: Path) -> None:
     a_file.write_text("")
     with pytest.raises(StorageError, match="is a file: give a folder"):
         SQLiteDocumentStore(a_file / "verityrag.sqlite3")
+
+
+def test_write_while_another_process_holds_the_lock_raises_storage_error_saying_locked(
+    tmp_path: Path,
+) -> None:
+    # BEGIN IMMEDIATE timed out, then ROLLBACK of no transaction raised its own bare sqlite3
+    # error ("cannot rollback - no transaction is active"), hiding that the store was locked.
+    store = SQLiteDocumentStore(tmp_path / "s.db")
+    store.put_many([_item("a", "ant crawl")])
+    store._conn.execute("PRAGMA busy_timeout=50")  # not the default 5 s wait
+    other = sqlite3.connect(tmp_path / "s.db", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process writing
+    writes: dict[str, Callable[[], object]] = {
+        "put_many": lambda: store.put_many([_item("b", "bee buzz")]),
+        "delete": lambda: store.delete("a"),
+        "set_meta": lambda: store.set_meta("k", "v"),
+        "replace_vectors": lambda: store.replace_vectors({}, meta={"k": "v"}),
+    }
+    for name, write in writes.items():
+        with pytest.raises(StorageError, match=r"database is locked.*another process") as err:
+            write()
+        assert isinstance(err.value.__cause__, sqlite3.OperationalError), name
+    other.execute("ROLLBACK")
+    store.put_many([_item("b", "bee buzz")])  # usable again once the lock is gone
+    assert store.count() == 2
+
+
+def test_stored_vectors_of_another_dimension_raise_storage_error(tmp_path: Path) -> None:
+    store = SQLiteDocumentStore(tmp_path / "s.db")
+    store.put_many([_item("a", "ant crawl", dim=4)])
+    # The shape was checked after the reshape, which raised a bare ValueError first.
+    with pytest.raises(StorageError, match="'a' are 32 bytes for 2 chunks, not 8-d float32 vectors"):
+        list(store.iter_documents(dim=8))

@@ -235,6 +235,23 @@ def test_source_that_raises_is_recorded_and_queue_still_served(pipeline: VerityR
     assert [(f.doc_id, str(f.error)) for f in stream.failures] == [("<source>", "feed went away")]
 
 
+def test_source_yielding_a_non_document_records_it_and_ingests_the_rest(pipeline: VerityRAGPipeline) -> None:
+    # Its failure was recorded by reading item.doc_id, which raised again (AttributeError) out
+    # of the source loop: every document after a dict in the source was lost.
+    source = [_doc(0), {"doc_id": "stream-x", "text": "A mapping."}, _doc(2)]
+    stream = LiveDocumentStream(pipeline, source=iter(source)).start()  # type: ignore[arg-type]
+    stream.stop()
+    assert stream.join(timeout=5)
+    assert stream.ingested == 2
+    assert _found(pipeline, 0)
+    assert _found(pipeline, 2)
+    (failure,) = stream.failures
+    assert (failure.doc_id, failure.stage) == ("<source>", "source")
+    assert isinstance(failure.error, InvalidInputError)
+    assert failure.error.field == "source[1]"
+    assert "expected a Document, got dict" in str(failure.error)
+
+
 def _stop_within(stream: LiveDocumentStream, timeout: float = 5.0) -> None:
     """``stop()`` then ``join()``, failing (not hanging) if either blocks."""
     stopper = threading.Thread(target=stream.stop, daemon=True)

@@ -406,15 +406,11 @@ def _fields(obj: object, *names: str) -> dict[str, Any]:
 
 def _ingest_batch(p: VerityRAGPipeline, body: DocumentBatchIn) -> list[IngestedDocument]:
     docs: list[Document] = []
-    limit = p.settings.max_document_chars
     for i, d in enumerate(body.documents):
         # Checked here only to name the document at fault; the pipeline checks the same again.
+        # All of its checks: a bad title or metadata was named bare ("metadata"), not documents[i].
         try:
-            docs.append(Document(d.doc_id, d.title, d.text, d.metadata))
-            if len(d.text) > limit:
-                raise InvalidInputError(
-                    "text", f"is {len(d.text):,} characters; the limit is {limit:,} (max_document_chars)"
-                )
+            docs.append(p.validate_document(Document(d.doc_id, d.title, d.text, d.metadata)))
         except InvalidInputError as exc:
             raise InvalidInputError(f"documents[{i}].{exc.field}", exc.problem) from exc
     replaced = [p.index.has_document(d.doc_id) for d in docs]

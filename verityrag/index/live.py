@@ -110,6 +110,28 @@ def _holds(snap: IndexSnapshot, slot: int, chunk_id: str) -> bool:
     return snap.is_visible(slot) and snap.chunk(slot).chunk_id == chunk_id
 
 
+def _top_k(scores: npt.NDArray[np.floating[Any]], k: int) -> list[int]:
+    """Positions of the ``k`` highest scores, highest first, ties in position order.
+
+    Ties at the k-th place go to the earliest positions too: ``argpartition`` picks among them
+    by its pivots, which depend on where the dead slots sit, so after a restart or a compaction
+    (same live chunks, renumbered slots) the k-th hit among equal scores changed.
+    """
+    n = len(scores)
+    if n > k:
+        part = np.partition(scores, n - k)
+        if np.isnan(part[n - k :]).any():  # NaN sorts above every number: rank it below them
+            scores = np.where(np.isnan(scores), -np.inf, scores)
+            part = np.partition(scores, n - k)
+        kth = part[n - k]  # the k-th highest score
+        above = np.flatnonzero(scores > kth)
+        tied = np.flatnonzero(scores == kth)[: k - len(above)]
+        top = np.concatenate([above, tied])
+    else:
+        top = np.arange(n)
+    return sorted(top.tolist(), key=lambda i: (-scores[i], i))
+
+
 def _slots_held(snap: IndexSnapshot) -> dict[str, int]:
     """Chunk id -> slot as ``snap`` holds them: a scan, for when the newest map is ahead of it."""
     return {snap.chunk(int(s)).chunk_id: int(s) for s in snap.live_slots()}
@@ -346,10 +368,8 @@ class LiveIndex:
         if len(touched) == 0 or k <= 0:
             return []
         cand = scores[touched]
-        top = np.argpartition(-cand, k - 1)[:k] if len(touched) > k else np.arange(len(touched))
-        # Stable order for ties: higher score first, then earlier slot.
-        order = sorted(top, key=lambda i: (-cand[i], touched[i]))
-        return [Scored(snap.chunk(int(touched[i])), float(cand[i])) for i in order]
+        # touched is ascending, so an earlier position is an earlier slot.
+        return [Scored(snap.chunk(int(touched[i])), float(cand[i])) for i in _top_k(cand, k)]
 
     def search_dense(
         self, vector: npt.ArrayLike, k: int = 10, snapshot: IndexSnapshot | None = None
@@ -374,10 +394,7 @@ class LiveIndex:
             sims = query @ snap.vectors[:, : snap.n_slots]
         if snap.n_dead:
             sims[snap.died[: snap.n_slots] <= snap.version] = -np.inf
-        k = min(k, snap.n_live)
-        top = np.argpartition(-sims, k - 1)[:k] if len(sims) > k else np.arange(len(sims))
-        order = sorted(top, key=lambda i: (-sims[i], i))
-        return [Scored(snap.chunk(int(i)), float(sims[i])) for i in order]
+        return [Scored(snap.chunk(int(i)), float(sims[i])) for i in _top_k(sims, min(k, snap.n_live))]
 
     def cosines(
         self, vector: npt.ArrayLike, chunk_ids: Sequence[str], snapshot: IndexSnapshot | None = None
@@ -498,12 +515,16 @@ class LiveIndex:
                 continue
             sbuf, tbuf, n = entry
             total = n + end - start
-            # New buffers: readers of the old entry keep theirs untouched.
-            new_s = np.empty(max(total, 2 * n), dtype=np.int32)
-            new_t = np.empty(max(total, 2 * n), dtype=np.float32)
-            new_s[:n], new_t[:n] = sbuf[:n], tbuf[:n]
-            new_s[n:total], new_t[n:total] = slot_arr[start:end], tf_arr[start:end]
-            postings[term] = (new_s, new_t, total)
+            if total > len(sbuf):
+                # Grown by doubling into new buffers: copying the term's whole postings on every
+                # batch made a bulk batch (or a 64-chunk document) cost O(corpus), not O(batch).
+                new_s = np.empty(max(total, 2 * n), dtype=np.int32)
+                new_t = np.empty(max(total, 2 * n), dtype=np.float32)
+                new_s[:n], new_t[:n] = sbuf[:n], tbuf[:n]
+                sbuf, tbuf = new_s, new_t
+            # Written past n only, as _add_postings does: readers of the old entry read [:n].
+            sbuf[n:total], tbuf[n:total] = slot_arr[start:end], tf_arr[start:end]
+            postings[term] = (sbuf, tbuf, total)
 
     def _append(
         self,

@@ -13,6 +13,7 @@ import json
 import sqlite3
 import threading
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -100,15 +101,40 @@ class SQLiteDocumentStore:
         with self._lock:
             self._conn.close()
 
+    @contextmanager
+    def _connection(self, action: str) -> Iterator[sqlite3.Connection]:
+        """The connection under the lock; a SQLite failure is a StorageError saying what failed."""
+        with self._lock:
+            try:
+                yield self._conn
+            except sqlite3.Error as exc:
+                raise StorageError(_failure(action, self.path, exc)) from exc
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction: committed when the block ends, rolled back if it raises."""
+        with self._connection("writing to") as conn:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                # BEGIN itself fails while another process holds the write lock past the busy
+                # timeout: nothing to roll back then, and ROLLBACK's own error ("no transaction
+                # is active") replaced the reason, as a bare sqlite3 error.
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+
     # ------------------------------------------------------------------- meta
     def get_meta(self, key: str) -> str | None:
-        with self._lock:
-            row = self._conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        with self._connection("reading") as conn:
+            row = conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         return None if row is None else str(row[0])
 
     def set_meta(self, key: str, value: str) -> None:
-        with self._lock:
-            self._conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
+        with self._connection("writing to") as conn:
+            conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
 
     # ----------------------------------------------------------------- writes
     def put_many(
@@ -118,43 +144,34 @@ class SQLiteDocumentStore:
     ) -> None:
         """Insert or replace documents with their chunks, vectors and (optionally) analyzed
         term counts per chunk, in one transaction."""
-        with self._lock:
-            conn = self._conn
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-                (seq,) = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM documents").fetchone()
-                for i, (doc, chunks, vectors) in enumerate(items):
-                    terms: list[tuple[str | None, bytes | None]] = (
-                        [(None, None)] * len(chunks)
-                        if term_counts is None
-                        else [_encode_terms(tc) for tc in term_counts[i]]
-                    )
-                    seq += 1
-                    conn.execute("DELETE FROM documents WHERE doc_id=?", (doc.doc_id,))
-                    conn.execute(
-                        "INSERT INTO documents(doc_id, title, text, metadata, seq) VALUES (?,?,?,?,?)",
-                        (doc.doc_id, doc.title, doc.text, json.dumps(doc.metadata), seq),
-                    )
-                    conn.executemany(
-                        "INSERT INTO chunks(chunk_id, doc_id, position, start, end, vector, terms, tfs)"
-                        " VALUES (?,?,?,?,?,?,?,?)",
-                        [
-                            (c.chunk_id, doc.doc_id, c.position, c.start, c.end, vec.tobytes(), *t)
-                            for c, vec, t in zip(
-                                chunks, np.asarray(vectors, dtype=np.float32), terms, strict=True
-                            )
-                        ],
-                    )
-                conn.execute("COMMIT")
-            except BaseException as exc:
-                conn.execute("ROLLBACK")
-                if isinstance(exc, sqlite3.Error):
-                    raise StorageError(f"writing to {self.path} failed: {exc}") from exc
-                raise
+        with self._transaction() as conn:
+            (seq,) = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM documents").fetchone()
+            for i, (doc, chunks, vectors) in enumerate(items):
+                terms: list[tuple[str | None, bytes | None]] = (
+                    [(None, None)] * len(chunks)
+                    if term_counts is None
+                    else [_encode_terms(tc) for tc in term_counts[i]]
+                )
+                seq += 1
+                conn.execute("DELETE FROM documents WHERE doc_id=?", (doc.doc_id,))
+                conn.execute(
+                    "INSERT INTO documents(doc_id, title, text, metadata, seq) VALUES (?,?,?,?,?)",
+                    (doc.doc_id, doc.title, doc.text, json.dumps(doc.metadata), seq),
+                )
+                conn.executemany(
+                    "INSERT INTO chunks(chunk_id, doc_id, position, start, end, vector, terms, tfs)"
+                    " VALUES (?,?,?,?,?,?,?,?)",
+                    [
+                        (c.chunk_id, doc.doc_id, c.position, c.start, c.end, vec.tobytes(), *t)
+                        for c, vec, t in zip(
+                            chunks, np.asarray(vectors, dtype=np.float32), terms, strict=True
+                        )
+                    ],
+                )
 
     def delete(self, doc_id: str) -> bool:
-        with self._lock:
-            cur = self._conn.execute("DELETE FROM documents WHERE doc_id=?", (doc_id,))
+        with self._connection("writing to") as conn:
+            cur = conn.execute("DELETE FROM documents WHERE doc_id=?", (doc_id,))
         return cur.rowcount > 0
 
     def replace_vectors(
@@ -165,35 +182,28 @@ class SQLiteDocumentStore:
     ) -> None:
         """Overwrite stored vectors (after the embedder changed) and term counts (after the
         analyzer changed), with ``meta`` in the same transaction."""
-        with self._lock:
-            conn = self._conn
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                conn.executemany(
-                    "UPDATE chunks SET vector=? WHERE chunk_id=?",
-                    [(v.astype(np.float32).tobytes(), cid) for cid, v in vectors_by_chunk.items()],
-                )
-                conn.executemany(
-                    "UPDATE chunks SET terms=?, tfs=? WHERE chunk_id=?",
-                    [(*_encode_terms(tc), cid) for cid, tc in (term_counts_by_chunk or {}).items()],
-                )
-                conn.executemany(
-                    "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", list((meta or {}).items())
-                )
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+        with self._transaction() as conn:
+            conn.executemany(
+                "UPDATE chunks SET vector=? WHERE chunk_id=?",
+                [(v.astype(np.float32).tobytes(), cid) for cid, v in vectors_by_chunk.items()],
+            )
+            conn.executemany(
+                "UPDATE chunks SET terms=?, tfs=? WHERE chunk_id=?",
+                [(*_encode_terms(tc), cid) for cid, tc in (term_counts_by_chunk or {}).items()],
+            )
+            conn.executemany(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", list((meta or {}).items())
+            )
 
     # ------------------------------------------------------------------ reads
     def count(self) -> int:
-        with self._lock:
-            (n,) = self._conn.execute("SELECT COUNT(*) FROM documents").fetchone()
+        with self._connection("reading") as conn:
+            (n,) = conn.execute("SELECT COUNT(*) FROM documents").fetchone()
         return int(n)
 
     def get(self, doc_id: str) -> Document | None:
-        with self._lock:
-            row = self._conn.execute(
+        with self._connection("reading") as conn:
+            row = conn.execute(
                 "SELECT doc_id, title, text, metadata FROM documents WHERE doc_id=?", (doc_id,)
             ).fetchone()
         if row is None:
@@ -202,11 +212,9 @@ class SQLiteDocumentStore:
 
     def iter_documents(self, dim: int, batch_size: int = 2000) -> Iterator[StoredDocument]:
         """Every document in ingest order with its chunks and vectors (for restore)."""
-        with self._lock:
-            docs = self._conn.execute(
-                "SELECT doc_id, title, text, metadata FROM documents ORDER BY seq"
-            ).fetchall()
-            rows = self._conn.execute(
+        with self._connection("reading") as conn:
+            docs = conn.execute("SELECT doc_id, title, text, metadata FROM documents ORDER BY seq").fetchall()
+            rows = conn.execute(
                 "SELECT c.doc_id, c.chunk_id, c.position, c.start, c.end, c.vector, c.terms, c.tfs"
                 " FROM chunks c JOIN documents d ON d.doc_id = c.doc_id ORDER BY d.seq, c.position"
             ).fetchall()
@@ -218,13 +226,24 @@ class SQLiteDocumentStore:
             entries = by_doc.get(doc_id, [])
             chunks = [Chunk(cid, doc_id, title, text[s:e], pos, s, e) for cid, pos, s, e, *_ in entries]
             blob = b"".join(entry[4] for entry in entries)
+            # Checked before the reshape, which raised a bare ValueError ("cannot reshape array").
+            if len(blob) != len(entries) * dim * 4:
+                raise StorageError(
+                    f"stored vectors of {doc_id!r} are {len(blob)} bytes for {len(entries)} chunks,"
+                    f" not {dim}-d float32 vectors"
+                )
             vectors = np.frombuffer(blob, dtype=np.float32).reshape(len(entries), dim)
-            if vectors.size and vectors.shape[1] != dim:
-                raise StorageError(f"stored vectors of {doc_id!r} do not have dimension {dim}")
             counts = None
             if all(entry[5] is not None and entry[6] is not None for entry in entries):
                 counts = [_decode_terms(entry[0], entry[5], entry[6]) for entry in entries]  # type: ignore[arg-type]
             yield StoredDocument(doc, chunks, vectors, counts)
+
+
+def _failure(action: str, path: Path, exc: sqlite3.Error) -> str:
+    message = f"{action} {path} failed: {exc}"
+    if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+        message += " (another process is writing to it: give each process its own data folder)"
+    return message
 
 
 def _encode_terms(counts: Mapping[str, int]) -> tuple[str, bytes]:

@@ -30,7 +30,8 @@ class _Ingests(Protocol):
 @dataclass(frozen=True, slots=True)
 class IngestFailure:
     """What failed, on which document: ``stage`` is ``"ingest"`` (the document was not
-    ingested), ``"source"`` (the source iterator raised; ``doc_id`` is ``"<source>"``), or
+    ingested), ``"source"`` (the source iterator raised, or yielded something that is not a
+    ``Document``, which is skipped; ``doc_id`` is ``"<source>"``), or
     the callback that raised, ``"on_ingested"`` (the document *was* ingested) or ``"on_error"``."""
 
     doc_id: str
@@ -182,7 +183,17 @@ class LiveDocumentStream:
     def _serve(self) -> None:
         if self.source is not None:
             try:
-                for doc in self.source:
+                for i, doc in enumerate(self.source):
+                    if not isinstance(doc, Document):
+                        # Recorded and skipped: reading doc.doc_id in the failure path raised out
+                        # of _ingest, so one dict in the source ended it, losing what came after.
+                        error = InvalidInputError(
+                            f"source[{i}]", f"expected a Document, got {type(doc).__name__}"
+                        )
+                        logger.warning("stream: %s", error)
+                        with self._lock:
+                            self.failures.append(IngestFailure("<source>", error, "source"))
+                        continue
                     self._ingest(doc)
             except Exception as exc:  # the source itself failed
                 logger.error("stream: source failed: %s", exc)
