@@ -8,7 +8,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -471,6 +471,10 @@ class VerityRAGPipeline:
         Sentences of the corpus, each reduced to a random part of its words, are
         the queries; the chunks that hold the sentence are the positives.
         """
+        if isinstance(n_queries, bool) or not isinstance(n_queries, int) or n_queries < 1:
+            # random.sample raised "Sample larger than population or is negative" for a negative
+            # count, and 0 trained nothing, warning that the corpus was too small.
+            raise InvalidInputError("n_queries", f"must be an integer >= 1, got {n_queries!r}")
         started = time.perf_counter()
         snap = self.index.snapshot()
         chunks = self.index.live_chunks(snap)
@@ -518,6 +522,11 @@ class VerityRAGPipeline:
         labelled = list(questions)
         if not labelled:
             raise InvalidInputError("questions", "need at least one labelled question")
+        _check_labelled(labelled, self.settings.max_query_chars)
+        if len(self.index) == 0:
+            # Every question would find nothing and be labelled wrong: "need both correct and
+            # incorrect examples" said nothing of the cause.
+            raise InvalidInputError("corpus", "is empty: ingest documents before calibrate()")
         reranker_check = self._check_reranker(labelled)
         controller = self._controller(self.settings, with_gate=False)
         snap = self.index.snapshot()
@@ -547,7 +556,7 @@ class VerityRAGPipeline:
             # abstention target), both measured out of fold.
             neg = np.asarray(must_abstain)
             _, single = gate.best_operating_point(gate.oof_probabilities_, np.asarray(correct), neg)
-            probs, looped_correct = self._looped_oof(labelled, features, correct, must_abstain, snap)
+            probs, looped_correct = self._looped_oof(labelled, features, correct, snap)
             looped_threshold, looped = gate.best_operating_point(probs, looped_correct, neg)
             self.reformulate = looped > single
             summary["reformulation"] = {
@@ -593,7 +602,6 @@ class VerityRAGPipeline:
         labelled: Sequence[tuple[str, Sequence[str]]],
         features: Sequence[Sequence[float]],
         correct: Sequence[bool],
-        must_abstain: Sequence[bool],
         snap: SnapshotView,
         folds: int = 5,
     ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
@@ -602,7 +610,6 @@ class VerityRAGPipeline:
 
         y = np.asarray(correct, dtype=np.int32)
         x = np.asarray(features, dtype=np.float64)
-        neg = np.asarray(must_abstain, dtype=bool)
         probs = np.zeros(len(y))
         looped_correct = np.zeros(len(y), dtype=bool)
         n_folds = min(folds, int(np.bincount(y, minlength=2).min()))
@@ -610,8 +617,12 @@ class VerityRAGPipeline:
             return self._gate.predict_proba(x) if self._gate else probs, y.astype(bool)
         splitter = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=0)
         for train_idx, test_idx in splitter.split(x, y):
+            # Only the fold gate's probabilities are read (the threshold is chosen on all folds
+            # below), so it needs no unanswerable question of its own: with fit(), a training part
+            # without one (a single unanswerable question, or few of them in one fold: the split
+            # stratifies on correct) was refused and calibrate failed.
             fold_gate = SufficiencyGate(abstention_target=self.settings.abstention_target)
-            fold_gate.fit(x[train_idx], y[train_idx], neg[train_idx])
+            fold_gate._fit_probabilities(x[train_idx], y[train_idx])
             looped = self._controller(self.settings, with_gate=False)
             looped.gate = fold_gate
             for i in test_idx:
@@ -682,15 +693,42 @@ class VerityRAGPipeline:
         s = settings or self.settings
         if k is not None:
             s = s.replace(top_k=k)
-        if not isinstance(question, str):
-            raise InvalidInputError("question", f"must be a string, got {type(question).__name__}")
-        if not question.strip():
-            raise InvalidInputError("question", "is empty")
-        if len(question) > s.max_query_chars:
-            raise InvalidInputError(
-                "question", f"is {len(question):,} characters; the limit is {s.max_query_chars:,}"
-            )
+        _check_question("question", question, s.max_query_chars)
         return self._controller(s).run(question, on_stage=on_stage)
+
+
+def _check_question(field: str, question: object, max_chars: int) -> None:
+    """The checks ``query`` runs on a question, naming ``field``."""
+    if not isinstance(question, str):
+        raise InvalidInputError(field, f"must be a string, got {type(question).__name__}")
+    if not question.strip():
+        raise InvalidInputError(field, "is empty")
+    if len(question) > max_chars:
+        raise InvalidInputError(field, f"is {len(question):,} characters; the limit is {max_chars:,}")
+
+
+def _check_labelled(labelled: Sequence[object], max_chars: int) -> None:
+    """Each item is ``(question, gold answers)``: a question ``query`` accepts and a list of strings.
+
+    A bare string as the answers is a ``Sequence[str]`` too: its characters were matched as the
+    gold answers ("1", "7", "7", "6" for "1776", never whole tokens of the evidence), so the question
+    was labelled wrong and calibrate fitted the gate on wrong labels or failed far from the cause.
+    """
+    for i, item in enumerate(labelled):
+        if not isinstance(item, Sequence) or isinstance(item, str) or len(item) != 2:
+            raise InvalidInputError(f"questions[{i}]", "must be a (question, answers) pair")
+        question, answers = item
+        _check_question(f"questions[{i}].question", question, max_chars)
+        if isinstance(answers, str | bytes) or not isinstance(answers, Sequence | Set):
+            raise InvalidInputError(
+                f"questions[{i}].answers",
+                f"must be a list of answer strings ([] if the corpus cannot answer), got {type(answers).__name__}",
+            )
+        bad = next((a for a in answers if not isinstance(a, str)), None)
+        if bad is not None:
+            raise InvalidInputError(
+                f"questions[{i}].answers", f"must hold strings only, got {type(bad).__name__}"
+            )
 
 
 def _gold_in(hits: Sequence[Hit], answers: Sequence[str]) -> bool:

@@ -633,3 +633,58 @@ def test_train_reranker_empty_pipeline_raises_naming_corpus() -> None:
     with pytest.raises(InvalidInputError, match=r"corpus: is empty.*train_reranker") as err:
         VerityRAGPipeline(settings=Settings()).train_reranker()
     assert err.value.field == "corpus"
+
+
+def test_query_k_over_candidates_keeps_k_chunks(pipeline: VerityRAGPipeline) -> None:
+    # The evidence was cut to Settings.candidates (20): k=30 returned 20 chunks.
+    settings = pipeline.settings.replace(candidates=4)
+    result = pipeline.query(EASY[0], k=8, settings=settings)
+    assert len(result.evidence) == 8
+
+
+def test_calibrate_one_unanswerable_question_fits_the_gate(
+    documents: list[dict[str, str]], calibration_questions: list[tuple[str, list[str]]]
+) -> None:
+    # The reformulation check's fold gates were fitted with fit(), which refuses a training part
+    # without an unanswerable question: calibrate failed saying none was given.
+    p = VerityRAGPipeline(settings=Settings())
+    p.ingest_documents(documents)
+    answerable = [item for item in calibration_questions if item[1]]
+    summary = p.calibrate([*answerable, (UNRELATED, [])])
+    assert summary["must_abstain"] == 1
+    assert "reformulation" in summary
+    assert p.gate.threshold_ == summary["threshold"]
+
+
+@pytest.mark.parametrize(
+    ("item", "field"),
+    [
+        (("When was Tesla born?", "1856"), "questions[1].answers"),
+        (("When was Tesla born?", ["1856", 1856]), "questions[1].answers"),
+        (("When was Tesla born?",), "questions[1]"),
+        (("   ", ["1856"]), "questions[1].question"),
+        ((None, ["1856"]), "questions[1].question"),
+        (("x" * 2_001, ["1856"]), "questions[1].question"),
+    ],
+)
+def test_calibrate_bad_labelled_question_raises_naming_it(
+    pipeline: VerityRAGPipeline, item: tuple[Any, ...], field: str
+) -> None:
+    # A bare string as the answers matched its characters ("1", "8"...) as gold answers.
+    with pytest.raises(InvalidInputError) as err:
+        pipeline.calibrate([(EASY[0], ["Pokémon"]), item])
+    assert err.value.field == field
+
+
+def test_calibrate_empty_corpus_raises_naming_corpus() -> None:
+    # Every question found nothing: "need both correct and incorrect examples" hid the cause.
+    with pytest.raises(InvalidInputError, match=r"corpus: is empty.*calibrate") as err:
+        VerityRAGPipeline(settings=Settings()).calibrate([(EASY[0], ["Pokémon"]), (UNRELATED, [])])
+    assert err.value.field == "corpus"
+
+
+@pytest.mark.parametrize("n_queries", [0, -5, 2.5])
+def test_train_reranker_bad_n_queries_raises_naming_it(pipeline: VerityRAGPipeline, n_queries: Any) -> None:
+    with pytest.raises(InvalidInputError) as err:
+        pipeline.train_reranker(n_queries=n_queries)
+    assert err.value.field == "n_queries"

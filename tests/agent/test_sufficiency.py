@@ -230,6 +230,51 @@ def test_fit_few_examples_calibrates_in_sample(caplog: pytest.LogCaptureFixture)
     assert ((gate.predict_proba(x) >= 0) & (gate.predict_proba(x) <= 1)).all()
 
 
+@pytest.mark.parametrize(("cut", "field"), [("correct", "correct"), ("must_abstain", "must_abstain")])
+def test_fit_lengths_disagree_raises_naming_field(separable: Arrays, cut: str, field: str) -> None:
+    # They were an IndexError or scikit-learn's "inconsistent numbers of samples".
+    x, correct, must_abstain = separable
+    arrays = {"correct": correct, "must_abstain": must_abstain}
+    arrays[cut] = arrays[cut][:-1]
+    with pytest.raises(InvalidInputError, match=f"{len(x) - 1} .* {len(x)} examples") as err:
+        SufficiencyGate().fit(x, arrays["correct"], arrays["must_abstain"])
+    assert err.value.field == field
+
+
+def test_fit_labels_not_binary_raises_naming_correct(separable: Arrays) -> None:
+    x, correct, must_abstain = separable
+    with pytest.raises(InvalidInputError, match="0/1") as err:
+        SufficiencyGate().fit(x, correct.astype(int) * 2, must_abstain)
+    assert err.value.field == "correct"
+
+
+@pytest.mark.parametrize("target", [1.5, -0.1])
+def test_fit_abstention_target_out_of_range_raises(separable: Arrays, target: float) -> None:
+    # 1.5 fitted a gate whose threshold is above every probability, silently.
+    with pytest.raises(InvalidInputError, match=r"within \[0, 1\]") as err:
+        SufficiencyGate(abstention_target=target).fit(*separable)
+    assert err.value.field == "abstention_target"
+
+
+def test_fit_too_few_examples_to_split_warns_gate_refuses_everything(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # 12 questions: no tree can split (min_child_samples=10), every probability is the same, and
+    # the rule refuses them all. The gate then refuses every question; it said nothing.
+    x = _grid(np.linspace(-1.0, 1.0, 12))
+    correct = x[:, 0] > 0.3
+    must_abstain = x[:, 0] < -0.3
+    gate = SufficiencyGate().fit(x, correct, must_abstain)
+    assert not (gate.predict_proba(x) >= gate.threshold_).any()
+    assert "answers none of the 12 calibration questions" in caplog.text
+    assert "2 x min_child_samples = 20" in caplog.text
+
+
+def test_fit_separable_gate_does_not_warn(separable: Arrays, caplog: pytest.LogCaptureFixture) -> None:
+    SufficiencyGate().fit(*separable)
+    assert "answers none" not in caplog.text
+
+
 # ------------------------------------------------------------------- persistence
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from verityrag.embed.hashing import HashingEmbedder
+from verityrag.errors import InvalidInputError
 from verityrag.index.live import LiveIndex
 from verityrag.retrieval.hybrid import HybridRetriever
 
@@ -56,3 +57,10 @@ def test_search_on_old_snapshot_does_not_see_later_docs(index: LiveIndex, add_te
 def test_retriever_unknown_fusion_raises(index: LiveIndex) -> None:
     with pytest.raises(ValueError, match="rrf, weighted"):
         HybridRetriever(index, HashingEmbedder(), fusion="max")  # type: ignore[arg-type]
+
+
+def test_search_negative_k_raises_naming_k(index: LiveIndex) -> None:
+    # [:k] with k=-1 returned every candidate but the last.
+    with pytest.raises(InvalidInputError) as err:
+        HybridRetriever(index, HashingEmbedder()).search("steam engine", k=-1)
+    assert err.value.field == "k"

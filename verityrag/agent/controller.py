@@ -213,7 +213,8 @@ class AgentController:
     def _attempt(self, q: QueryTerms, query: str, strategy: str, snap: SnapshotView) -> Attempt:
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
-        hits = self.retriever.search(query, self.candidates, snap)
+        # At least top_k: with k over the candidate count the evidence was cut to the candidates.
+        hits = self.retriever.search(query, max(self.candidates, self.top_k), snap)
         t1 = time.perf_counter()
         timings["retrieve"] = (t1 - t0) * 1000
         if self.reranker is not None and self.reranker.is_fitted and hits:
@@ -227,7 +228,9 @@ class AgentController:
         t3 = time.perf_counter()
         timings["select"] = (t3 - t2) * 1000
         features = gate_features(q, top, sentences, self.cache, self.index.analyzer.analyze)
-        probability = self.gate.decide(features).probability if top and self.gate is not None else 0.0
+        # The probability alone: the loop compares it with the threshold it is given (the fold
+        # gates of calibrate's out-of-fold loop check score without a threshold of their own).
+        probability = float(self.gate.predict_proba([features])[0]) if top and self.gate is not None else 0.0
         timings["gate"] = (time.perf_counter() - t3) * 1000
         return Attempt(query, strategy, top, sentences, probability, features, timings)
 

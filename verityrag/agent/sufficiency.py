@@ -132,20 +132,20 @@ class SufficiencyGate:
         The threshold rule needs to know which wrong answers are answers to
         unanswerable questions (the abstention target is about those).
         """
-        from sklearn.isotonic import IsotonicRegression
-        from sklearn.model_selection import StratifiedKFold
-
         if self.threshold_rule not in THRESHOLD_RULES:
             raise InvalidInputError(
                 "threshold_rule", f"{self.threshold_rule!r} is not one of {', '.join(THRESHOLD_RULES)}"
             )
-        x = np.asarray(features, dtype=np.float64)
-        y = np.asarray(correct, dtype=np.int32)
-        neg = np.asarray(must_abstain, dtype=bool)
-        if x.ndim != 2 or x.shape[1] != len(GATE_FEATURES):
-            raise InvalidInputError("features", f"need shape (n, {len(GATE_FEATURES)}), got {x.shape}")
-        if len(set(y.tolist())) < 2:
-            raise InvalidInputError("correct", "need both correct and incorrect examples to fit the gate")
+        if not 0.0 <= self.abstention_target <= 1.0:
+            # Above 1 no threshold meets it but the one above every probability: a gate that
+            # refuses everything, fitted without a word.
+            raise InvalidInputError(
+                "abstention_target", f"must be within [0, 1], got {self.abstention_target!r}"
+            )
+        x, y = self._check_xy(features, correct)
+        neg = np.asarray(must_abstain, dtype=bool).reshape(-1)
+        if len(neg) != len(y):
+            raise InvalidInputError("must_abstain", f"has {len(neg)} values for {len(y)} examples")
         if not neg.any():
             # With none, every threshold meets the abstention target (and abstention counts as
             # perfect in the balanced rule), so either rule picks 0: a gate that never refuses.
@@ -153,6 +153,58 @@ class SufficiencyGate:
                 "must_abstain",
                 "need some questions the corpus cannot answer (answers []): the abstention threshold is set on them",
             )
+        calibrated = self._fit_probabilities(x, y)
+        self.threshold_ = self.choose_threshold(calibrated, y.astype(bool), neg)
+        if not (calibrated >= self.threshold_).any():
+            # The rule's answer when the out-of-fold probabilities cannot tell the questions to
+            # answer from those to refuse: legitimate, but it makes a gate that refuses everything.
+            logger.warning(
+                "sufficiency gate: its threshold %.3f answers none of the %d calibration questions, so "
+                "it will refuse every question (the out-of-fold probabilities do not separate them at "
+                "abstention_target=%s; a tree needs at least 2 x min_child_samples = %d examples to "
+                "split at all): calibrate with more labelled questions",
+                self.threshold_,
+                len(y),
+                self.abstention_target,
+                2 * self.min_child_samples,
+            )
+        self.fit_summary_: dict[str, Any] = {
+            "examples": len(y),
+            "positives": int(y.sum()),
+            "must_abstain": int(neg.sum()),
+            "threshold": self.threshold_,
+            "rule": self.threshold_rule,
+            "abstention_target": self.abstention_target,
+            "oof_brier": float(np.mean((calibrated - y) ** 2)),
+        }
+        logger.info("sufficiency gate fitted: %s", self.fit_summary_)
+        return self
+
+    def _check_xy(
+        self, features: npt.ArrayLike, correct: npt.ArrayLike
+    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int32]]:
+        x = np.asarray(features, dtype=np.float64)
+        labels = np.asarray(correct).reshape(-1)
+        if x.ndim != 2 or x.shape[1] != len(GATE_FEATURES):
+            raise InvalidInputError("features", f"need shape (n, {len(GATE_FEATURES)}), got {x.shape}")
+        if len(labels) != len(x):
+            raise InvalidInputError("correct", f"has {len(labels)} labels for {len(x)} examples")
+        if not np.isin(labels, (0, 1)).all():
+            raise InvalidInputError("correct", "labels must be 0/1 or booleans")
+        y = labels.astype(np.int32)
+        if len(set(y.tolist())) < 2:
+            raise InvalidInputError("correct", "need both correct and incorrect examples to fit the gate")
+        return x, y
+
+    def _fit_probabilities(
+        self, x: npt.NDArray[np.float64], y: npt.NDArray[np.int32]
+    ) -> npt.NDArray[np.float64]:
+        """Fit the booster and its isotonic calibration (no threshold); returns the calibrated
+        out-of-fold probabilities. Alone it makes a gate that scores but does not decide: what an
+        out-of-fold evaluation of the gate needs (its threshold is chosen on all the folds)."""
+        from sklearn.isotonic import IsotonicRegression
+        from sklearn.model_selection import StratifiedKFold
+
         folds = min(self.cv, int(np.bincount(y).min()))
         oof = np.zeros(len(y))
         if folds >= 2:
@@ -169,21 +221,10 @@ class SufficiencyGate:
             logger.warning("sufficiency gate: too few examples for cross-validation; calibrating in-sample")
             oof = self._train(x, y).predict(x, num_threads=1)
         self.isotonic_ = IsotonicRegression(out_of_bounds="clip", y_min=0.0, y_max=1.0).fit(oof, y)
-        calibrated = self.isotonic_.predict(oof)
+        calibrated: npt.NDArray[np.float64] = self.isotonic_.predict(oof)
         self.oof_probabilities_ = calibrated
         self.booster_: Any = self._train(x, y)
-        self.threshold_ = self.choose_threshold(calibrated, y.astype(bool), neg)
-        self.fit_summary_: dict[str, Any] = {
-            "examples": len(y),
-            "positives": int(y.sum()),
-            "must_abstain": int(neg.sum()),
-            "threshold": self.threshold_,
-            "rule": self.threshold_rule,
-            "abstention_target": self.abstention_target,
-            "oof_brier": float(np.mean((calibrated - y) ** 2)),
-        }
-        logger.info("sufficiency gate fitted: %s", self.fit_summary_)
-        return self
+        return calibrated
 
     def choose_threshold(
         self, probs: npt.NDArray[np.float64], correct: npt.NDArray[np.bool_], neg: npt.NDArray[np.bool_]

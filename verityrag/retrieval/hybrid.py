@@ -7,6 +7,7 @@ import logging
 import numpy as np
 
 from verityrag.embed.base import Embedder
+from verityrag.errors import InvalidInputError
 from verityrag.index.protocol import AnyIndex, SnapshotView
 from verityrag.retrieval.fusion import FusionMode, check_fusion_mode, rrf, weighted
 from verityrag.types import Chunk, Hit
@@ -34,6 +35,8 @@ class HybridRetriever:
         self.dense_weight = dense_weight
 
     def search(self, query: str, k: int = 10, snapshot: SnapshotView | None = None) -> list[Hit]:
+        if k < 0:  # the slice [:k] below returned all candidates but the last -k
+            raise InvalidInputError("k", f"must be >= 0, got {k}")
         snap = snapshot or self.index.snapshot()
         n = max(k, self.candidates)
         lexical = self.index.search_lexical(query, n, snap)
