@@ -60,7 +60,7 @@ from verityrag.errors import (
     LLMTimeoutError,
     ModelLoadError,
 )
-from verityrag.generation.completion import CompleteFn, Completion
+from verityrag.generation.completion import CompleteFn, Completion, valid_unicode
 
 __all__ = [
     "PROVIDERS",
@@ -299,7 +299,7 @@ class HTTPCompleteFn:
         if parsed.cut_off is not None:
             raise LLMResponseError(self.provider, _cut_off_problem(parsed.cut_off, parsed.text, max_tokens))
         return Completion(
-            text=parsed.text,
+            text=valid_unicode(parsed.text),
             model=str(payload.get("model") or self.model),
             prompt_tokens=parsed.prompt_tokens,
             completion_tokens=parsed.completion_tokens,

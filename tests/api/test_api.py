@@ -230,6 +230,20 @@ def test_invalid_json_body_is_422_naming_body(client: httpx.Client) -> None:
     assert _error(response, 422)["field"] == "body"
 
 
+@pytest.mark.parametrize("path", ["/query", "/chat/stream", "/documents"])
+def test_json_body_without_json_content_type_is_422_naming_the_header(
+    client: httpx.Client, path: str
+) -> None:
+    # What `curl -d '{...}'` sends: the body is JSON, the Content-Type form-urlencoded. The error
+    # said "Input should be a valid dictionary or object to extract fields from".
+    body = json.dumps({"question": ANSWERABLE} if path != "/documents" else _doc("api-form")).encode()
+    response = client.post(path, content=body, headers={"content-type": "application/x-www-form-urlencoded"})
+    error = _error(response, 422)
+    assert error["field"] == "body"
+    assert "Content-Type: application/json" in error["message"]
+    assert "application/x-www-form-urlencoded" in error["message"]
+
+
 def test_delete_document_then_get_and_delete_are_404(client: httpx.Client) -> None:
     client.post("/documents", json=_doc("api-delete"))
     assert client.delete("/documents/api-delete").json() == {"doc_id": "api-delete", "deleted": True}
@@ -310,6 +324,14 @@ def test_query_bad_input_is_422_naming_field(anonymous: httpx.Client, payload: o
     if field == "strictness":
         assert "paranoid" in error["message"]
         assert "strict" in error["message"]
+
+
+@pytest.mark.parametrize("path", ["/query", "/chat/stream"])
+def test_query_blank_question_is_422_in_words_not_a_regex(anonymous: httpx.Client, path: str) -> None:
+    # pydantic's message quoted the spec's pattern: "question: String should match pattern '\\S'".
+    error = _error(anonymous.post(path, json={"question": " \n\t "}), 422)
+    assert error["field"] == "question"
+    assert error["message"] == "question: must contain a character other than whitespace"
 
 
 def test_query_when_model_fails_is_503_with_reason(

@@ -138,6 +138,20 @@ def test_refusal_is_recognised() -> None:
     assert answer.sentences == ()
 
 
+def test_refusal_after_an_answer_label_is_recognised() -> None:
+    fn = Scripted(f"Answer: {REFUSAL}")
+    answer = LLMGenerator(fn).generate("Who won in 1950?", HITS)
+    assert answer.refused
+    assert answer.sentences == ()
+
+
+def test_generate_completion_with_a_lone_surrogate_gives_valid_unicode_sentences() -> None:
+    # Any complete_fn, not only the bundled providers: the answer is what the API serialises.
+    answer = LLMGenerator(Scripted("The tower is in Paris \ud83c [1].")).generate("Where?", HITS)
+    assert [s.text for s in answer.sentences] == ["The tower is in Paris \ufffd."]
+    answer.raw_text.encode("utf-8")
+
+
 def test_temperature_override_reaches_complete_fn() -> None:
     fn = Scripted("a [1].")
     LLMGenerator(fn, temperature=0.0, max_tokens=33).generate("q?", HITS, temperature=0.9)
@@ -150,6 +164,9 @@ def test_temperature_override_reaches_complete_fn() -> None:
     [
         (lambda: LLMGenerator(Scripted("x"), style="chat"), "style"),  # type: ignore[arg-type]
         (lambda: LLMGenerator(Scripted("x"), max_evidence=0), "max_evidence"),
+        (lambda: LLMGenerator(Scripted("x"), max_chunk_chars=0), "max_chunk_chars"),
+        (lambda: LLMGenerator(Scripted("x"), max_sentences=0), "max_sentences"),
+        (lambda: LLMGenerator(Scripted("x"), max_sentences=-1), "max_sentences"),
         (lambda: LLMGenerator(Scripted("x")).generate("", HITS), "question"),
         (lambda: LLMGenerator(Scripted("x")).generate("q?", []), "hits"),
     ],
@@ -193,6 +210,29 @@ def test_parse_lines_are_split_into_sentences_as_before() -> None:
         ("Fuji is in Japan.", ("d2#0",)),
         ("The Nile flows north.", ("d3#0",)),
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "first"),
+    [
+        (
+            "The tower was completed in 1889.[1] Fuji is highest.[2]",
+            ("The tower was completed in 1889.", ("d1#0",)),
+        ),
+        ("The tower is in Paris.[1][3] Fuji is highest.[2]", ("The tower is in Paris.", ("d1#0", "d3#0"))),
+        (
+            'It is called "the Iron Lady."[1] Fuji is highest.[2]',
+            ('It is called "the Iron Lady."', ("d1#0",)),
+        ),
+    ],
+    ids=["one-each", "two-first", "quote"],
+)
+def test_parse_markers_glued_after_full_stops_each_sentence_keeps_its_own(
+    text: str, first: tuple[str, tuple[str, ...]]
+) -> None:
+    # Wikipedia-style "1889.[1] Fuji": no space after the full stop, so the splitter saw one
+    # sentence citing both passages, and each claim was checked against the other's passage too.
+    assert _parse(text) == ([first, ("Fuji is highest.", ("d2#0",))], [])
 
 
 def test_parse_markers_alone_on_a_line_belong_to_the_line_before() -> None:

@@ -95,6 +95,18 @@ def test_provider_success_returns_text_and_token_counts(server: ScriptedServer, 
     assert [s.path for s in server.seen] == [proto.path]
 
 
+@pytest.mark.parametrize("proto", PROTOCOLS, ids=IDS)
+def test_provider_answer_with_half_an_emoji_returns_valid_unicode(
+    server: ScriptedServer, proto: Protocol
+) -> None:
+    # The body escapes a lone high surrogate ("\\ud83c"): json.loads keeps it, and the text could not
+    # be encoded as UTF-8 (the API's answer to it was a 500). A whole pair stays the emoji.
+    server.script(Reply(200, proto.ok("Paris \ud83c is the capital \U0001f389 [1].")))
+    out = proto.make(server.url, FAST)("Where?")
+    assert out.text == "Paris \ufffd is the capital \U0001f389 [1]."
+    out.text.encode("utf-8")
+
+
 def test_gemini_request_carries_key_system_and_json_mime(server: ScriptedServer) -> None:
     server.script(Reply(200, PROTOCOLS[0].ok("{}")))
     PROTOCOLS[0].make(server.url, FAST)("q", system="sys", max_tokens=9, temperature=0.3, json_mode=True)

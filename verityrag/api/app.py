@@ -39,6 +39,7 @@ from verityrag.api.metrics import CONTENT_TYPE, ApiMetrics
 from verityrag.api.middleware import BodySizeLimitMiddleware, RequestMetricsMiddleware
 from verityrag.api.models import (
     INGEST_EXAMPLES,
+    PATTERN_RULES,
     UNION_TAGS,
     CitationOut,
     ClaimOut,
@@ -485,7 +486,7 @@ def _allowed_methods(request: Request) -> list[str]:
 
 def _install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
-    async def on_validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+    async def on_validation(request: Request, exc: RequestValidationError) -> JSONResponse:
         errors = exc.errors()
         first: dict[str, Any] = (
             dict(errors[0]) if errors else {"loc": (), "msg": "invalid request", "type": ""}
@@ -494,9 +495,18 @@ def _install_error_handlers(app: FastAPI) -> None:
         if first.get("type") == "json_invalid":
             ctx = first.get("ctx") or {}
             field, problem = "body", f"is not valid JSON ({ctx.get('error', first['msg'])})"
+        elif isinstance(first.get("input"), bytes):
+            # FastAPI parses a body as JSON only under a JSON Content-Type and passes any other as
+            # bytes, which failed as "Input should be a valid dictionary": `curl -d '{...}'` sends
+            # application/x-www-form-urlencoded.
+            field = "body"
+            sent = request.headers.get("content-type", "none")
+            problem = f"must be JSON sent with Content-Type: application/json (the request's was {sent})"
         else:
             field = _field_path(first.get("loc", ()))
-            problem = str(first["msg"])
+            pattern = str((first.get("ctx") or {}).get("pattern", ""))
+            rule = PATTERN_RULES.get(pattern) if first.get("type") == "string_pattern_mismatch" else None
+            problem = rule or str(first["msg"])
         more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
         return _error(422, field, f"{field}: {problem}{more}")
 

@@ -13,6 +13,13 @@ from verityrag.types import DOC_ID_PATTERN, DOC_ID_RULE
 # a text needs a letter or digit, a question a non-space character.
 HAS_WORD_CHARACTER = r"[^\W_]"
 HAS_NON_SPACE = r"\S"
+# What a 422 says when a field does not match its pattern: pydantic's message quotes the regex
+# ("question: String should match pattern '\S'" for a blank question).
+PATTERN_RULES: dict[str, str] = {
+    HAS_NON_SPACE: "must contain a character other than whitespace",
+    HAS_WORD_CHARACTER: "must contain a letter or digit",
+    DOC_ID_PATTERN: f"is invalid: use {DOC_ID_RULE}",
+}
 
 
 def _json_integer(value: object) -> object:

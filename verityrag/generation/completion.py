@@ -4,7 +4,8 @@ Every provider in ``verityrag.llm_providers`` returns a ``CompleteFn``; the LLM 
 and the LLM-prompt verifier take one. Failures raise ``verityrag.errors.LLMError``
 subclasses, never hang (providers apply a timeout) and never return partial garbage: a
 remote provider's answer that the model stopped at ``max_tokens`` raises
-``LLMResponseError`` naming the limit, so a ``Completion`` is always a whole answer.
+``LLMResponseError`` naming the limit, so a ``Completion`` is always a whole answer, in
+valid Unicode (:func:`valid_unicode`).
 (The offline base model stops at ``max_tokens`` by design: its answers are cut to
 whole sentences by the caller.)
 """
@@ -13,6 +14,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Protocol
+
+
+def valid_unicode(text: str) -> str:
+    """``text`` with each lone surrogate as U+FFFD (a split pair joined).
+
+    A provider's JSON may escape half of an emoji (``"\\ud83c"``), which ``json.loads`` keeps as a
+    lone surrogate; a string holding one cannot be encoded as UTF-8, so ``POST /query`` answered
+    an answer or trace holding one with a 500.
+    """
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
 @dataclass(frozen=True, slots=True)

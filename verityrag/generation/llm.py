@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Literal, get_args
 
 from verityrag.errors import InvalidInputError
-from verityrag.generation.completion import CompleteFn, Completion
+from verityrag.generation.completion import CompleteFn, Completion, valid_unicode
 from verityrag.text.sentences import split_sentences
 from verityrag.types import Citation, CitedSentence, Hit
 
@@ -52,6 +52,9 @@ _SPACE_BEFORE_PUNCT_RE = re.compile(r"\s+([.,;:!?])")
 _ANSWER_LABEL_RE = re.compile(r"^\s*(?:answer|a)\s*:\s*", re.IGNORECASE)
 # A list marker at the start of a line: "- ", "* ", "• ", "1. ", "2) ".
 _LIST_MARKER_RE = re.compile(r"^\s*(?:[-*\u2022]|\d{1,3}[.)])\s+")
+# Markers glued to the sentence end ("...in 1889.[1] It is..."; closing quotes or brackets may
+# come between): the splitter sees no boundary there, so they are moved before the punctuation.
+_GLUED_MARKERS_RE = re.compile(r"([.!?]+[\"'\u201d\u2019)]*)((?:\[\d+(?:\s*[,;\-\u2013]\s*\d+)*\])+)")
 
 _INSTRUCT_SYSTEM = (
     "You answer questions using only the numbered evidence passages you are given. "
@@ -140,9 +143,9 @@ def parse_cited_sentences(
     Returns the sentences, the valid numbers each cites, and the invalid numbers seen.
     Every non-empty line is a sentence boundary (a list marker ``- ``, ``* ``, ``• ``,
     ``1. ``, ``2) `` at its start is dropped), and each line is split into sentences.
-    Markers at the start of a sentence belong to the sentence before it (``... big. [1] It``),
-    except at the start of a line; a line of markers alone belongs to the sentence before
-    it. ``According to [n], X`` is read as ``X [n]``.
+    Markers at the start of a sentence belong to the sentence before it (``... big. [1] It``,
+    also glued to its full stop: ``... big.[1] It``), except at the start of a line; a line of
+    markers alone belongs to the sentence before it. ``According to [n], X`` is read as ``X [n]``.
     """
     body = _ANSWER_LABEL_RE.sub("", text.strip())
     # (sentence, starts a line); "According to [2], the bridge..." -> "the bridge... [2]"
@@ -150,6 +153,7 @@ def parse_cited_sentences(
     parts: list[tuple[str, bool]] = []
     for line in body.splitlines():
         line = " ".join(_LIST_MARKER_RE.sub("", line).split())
+        line = _GLUED_MARKERS_RE.sub(r"\2\1", line)
         for j, raw in enumerate(split_sentences(line)):
             m = _ACCORDING_TO_RE.match(raw)
             if m:
@@ -203,7 +207,9 @@ def _citation(hit: Hit) -> Citation:
 
 
 def _is_refusal(text: str) -> bool:
-    norm = " ".join(text.lower().split()).strip(" \"'.")
+    # After the "Answer:" label the parser drops too: "Answer: I cannot answer..." was parsed as
+    # an uncited sentence, rejected max_attempts times, a grounding abstention, not a refusal.
+    norm = " ".join(_ANSWER_LABEL_RE.sub("", text).lower().split()).strip(" \"'.")
     return norm.startswith(REFUSAL.lower().rstrip("."))
 
 
@@ -233,6 +239,12 @@ class LLMGenerator:
             raise InvalidInputError("max_evidence", f"must be >= 1, got {max_evidence!r}")
         if max_tokens < 1:
             raise InvalidInputError("max_tokens", f"must be >= 1, got {max_tokens!r}")
+        # Both silently broke every answer: 0 characters showed the model no evidence, and
+        # max_sentences=0 kept no sentence (every attempt rejected), -1 dropped the last one.
+        if max_chunk_chars < 1:
+            raise InvalidInputError("max_chunk_chars", f"must be >= 1, got {max_chunk_chars!r}")
+        if max_sentences is not None and max_sentences < 1:
+            raise InvalidInputError("max_sentences", f"must be >= 1 or None, got {max_sentences!r}")
         self.complete_fn = complete_fn
         self.style: PromptStyle = style
         self.max_evidence = max_evidence
@@ -301,7 +313,7 @@ class LLMGenerator:
             max_tokens=self.max_tokens,
         )
         latency_ms = (time.perf_counter() - started) * 1000
-        raw = completion.text
+        raw = valid_unicode(completion.text)  # any complete_fn's, not only ours
         if self.style == "base":
             raw = _BASE_ANSWER_PREFIX + raw  # the prefix was part of the prompt
         if _is_refusal(raw):

@@ -1,0 +1,105 @@
+"""LLM answers over the REST API: a real uvicorn server in front of a pipeline whose LLM is the
+scripted HTTP server of tests/llm (OpenAI-compatible protocol), both on loopback."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from verityrag import VerityRAGPipeline
+from verityrag.api import create_app
+from verityrag.generation import LLMGenerator
+from verityrag.llm_providers import RetryPolicy, openai_compatible_complete_fn
+
+pytestmark = pytest.mark.integration
+
+ANSWERABLE = "Which team did the Denver Broncos defeat in Super Bowl 50?"
+# Passage [3] for this question over the first 60 documents is squad-super-bowl-50-000#0,
+# which says "... Denver Broncos defeated the ... Carolina Panthers 24–10 ...".
+GROUNDED = "The Denver Broncos defeated the Carolina Panthers 24–10 [3]."
+Serve = Callable[[FastAPI], AbstractContextManager[str]]  # the ``serve`` fixture (conftest.py)
+FAST = RetryPolicy(timeout_s=5.0, max_retries=0)
+
+
+def _llm_http_server() -> ModuleType:
+    """tests/llm/llm_http_server.py (on sys.path only for the tests in that folder)."""
+    if "llm_http_server" in sys.modules:
+        return sys.modules["llm_http_server"]
+    path = Path(__file__).resolve().parents[1] / "llm" / "llm_http_server.py"
+    spec = importlib.util.spec_from_file_location("llm_http_server", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["llm_http_server"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+LLM = _llm_http_server()
+
+
+def _openai_answer(text: str) -> Any:
+    body = {"choices": [{"message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]}
+    return LLM.Reply(200, body)
+
+
+@pytest.fixture
+def llm_server() -> Iterator[Any]:
+    srv = LLM.ScriptedServer()
+    srv.thread.start()
+    try:
+        yield srv
+    finally:
+        srv.httpd.shutdown()
+        srv.httpd.server_close()
+
+
+def _pipeline(squad_docs: list[dict[str, str]], generator: Any) -> VerityRAGPipeline:
+    pipeline = VerityRAGPipeline(generator=generator)
+    pipeline.ingest_documents(squad_docs, progress=False)
+    return pipeline
+
+
+def _stream(client: httpx.Client, payload: dict[str, Any]) -> list[tuple[str, Any]]:
+    events: list[tuple[str, Any]] = []
+    with client.stream("POST", "/chat/stream", json=payload) as response:
+        assert response.status_code == 200, response.read()
+        event = ""
+        for line in response.iter_lines():
+            if line.startswith("event:"):
+                event = line.removeprefix("event:").strip()
+            elif line.startswith("data:"):
+                events.append((event, json.loads(line.removeprefix("data:"))))
+    return events
+
+
+def test_llm_answer_with_half_an_emoji_is_answered_not_a_500(
+    squad_docs: list[dict[str, str]], serve: Serve, llm_server: Any
+) -> None:
+    # The provider's JSON escapes a lone surrogate ("\ud83c"): the answer could not be encoded as
+    # UTF-8, so POST /query was a 500 ("internal error (PydanticSerializationError)").
+    llm_server.script(_openai_answer(GROUNDED.replace(" [3]", " \ud83c [3]")))
+    fn = openai_compatible_complete_fn(base_url=llm_server.url, model="m", policy=FAST)
+    with (
+        serve(create_app(_pipeline(squad_docs, LLMGenerator(fn)), api_key="")) as url,
+        httpx.Client(base_url=url, timeout=30) as client,
+    ):
+        response = client.post("/query", json={"question": ANSWERABLE})
+        assert response.status_code == 200, response.text
+        body = response.json()
+        assert body["abstained"] is False, body
+        assert "\ufffd" in body["answer"]
+        assert [c["chunk_id"] for c in body["citations"]] == ["squad-super-bowl-50-000#0"]
+        events = _stream(client, {"question": ANSWERABLE})
+    assert events[-1][0] == "report"
+    assert events[-1][1]["answer"] == body["answer"]
