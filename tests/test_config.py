@@ -83,6 +83,55 @@ def test_settings_out_of_range_value_raises_naming_field(field: str, value: floa
     assert err.value.field == field
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("top_k", "5", r"top_k: must be an integer, got '5' \(str\)"),
+        ("top_k", 5.0, "top_k: must be an integer"),
+        ("top_k", True, "top_k: must be an integer, got True"),
+        ("verify", "no", r"verify: must be true or false, got 'no'"),  # was truthy: verification on
+        ("verify", 0, "verify: must be true or false"),
+        ("dense_weight", "0.2", "dense_weight: must be a number"),
+        ("guard_threshold", "0.5", "guard_threshold: must be a number or None"),
+        ("strictness", 3, "strictness: must be a string"),
+    ],
+)
+def test_settings_value_of_the_wrong_type_raises_naming_the_field(
+    field: str, value: object, message: str
+) -> None:
+    # A bare TypeError from the first comparison before, or silently the wrong setting.
+    with pytest.raises(InvalidInputError, match=message):
+        Settings(**{field: value})
+    with pytest.raises(InvalidInputError, match=message):
+        Settings().replace(**{field: value})
+
+
+def test_settings_numbers_of_the_other_kind_are_taken_as_plain_ones() -> None:
+    import json
+
+    import numpy as np
+
+    s = Settings(dense_weight=1, guard_threshold=None, reader_threshold=np.float32(0.5), top_k=np.int64(7))
+    assert (s.dense_weight, s.reader_threshold, s.top_k) == (1.0, 0.5, 7)
+    assert (type(s.dense_weight), type(s.reader_threshold), type(s.top_k)) == (float, float, int)
+    json.dumps(dataclasses.asdict(s))  # numpy's numbers are not JSON-able
+
+
+def test_every_settings_field_has_its_type_checked() -> None:
+    import typing
+
+    from verityrag.config import _ADMITS
+
+    hints = typing.get_type_hints(Settings)
+    for f in dataclasses.fields(Settings):
+        if str(f.type) in _ADMITS:
+            continue
+        # Anything else must be a Literal of strings, which the check reads as "a string".
+        args = typing.get_args(hints[f.name])
+        assert typing.get_origin(hints[f.name]) is typing.Literal, f.name
+        assert all(isinstance(a, str) for a in args), f.name
+
+
 def test_settings_are_frozen() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         Settings().top_k = 3  # type: ignore[misc]

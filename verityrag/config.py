@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import numbers
 import os
 import warnings
 from collections.abc import Mapping
@@ -45,6 +46,34 @@ class UnknownEnvVarWarning(UserWarning):
 def _field_env_var(name: str) -> str:
     """The variable ``Settings.from_env`` reads for field ``name``."""
     return f"{ENV_PREFIX}PROFILE" if name == "profile_name" else f"{ENV_PREFIX}{name.upper()}"
+
+
+# What each annotation of Settings admits (``from __future__`` keeps them as strings), and the
+# plain type a value is stored as (numpy's numbers pass, stored as int / float so settings stay
+# JSON-able). A bool is an int to isinstance, so it is refused where a number is meant, and
+# only a real bool is taken as one: ``verify="no"`` was truthy, so it meant verification on.
+_ADMITS: dict[str, tuple[type, type | None, str]] = {
+    "int": (numbers.Integral, int, "an integer"),
+    "float": (numbers.Real, float, "a number"),
+    "float | None": (numbers.Real, float, "a number or None"),
+    "bool": (bool, None, "true or false"),
+}
+
+
+def _check_types(settings: Settings) -> None:
+    """Refuse a value of the wrong type, naming the field (``top_k="5"`` was a bare TypeError
+    from the first comparison; the environment path converts before it gets here)."""
+    for f in dataclasses.fields(settings):
+        value = getattr(settings, f.name)
+        annotation = str(f.type)
+        if annotation == "float | None" and value is None:
+            continue
+        # The rest name Literals of strings: _check_choice names the allowed values.
+        admits, plain, kind = _ADMITS.get(annotation, (str, None, "a string"))
+        if (isinstance(value, bool) and admits is not bool) or not isinstance(value, admits):
+            raise InvalidInputError(f.name, f"must be {kind}, got {value!r} ({type(value).__name__})")
+        if plain is not None and type(value) is not plain:
+            object.__setattr__(settings, f.name, plain(value))
 
 
 @dataclass(frozen=True)
@@ -93,6 +122,7 @@ class Settings:
     reader_threshold: float | None = None
 
     def __post_init__(self) -> None:
+        _check_types(self)
         _check_choice("profile_name", self.profile_name, PROFILES)
         _check_choice("fusion", self.fusion, FUSION_MODES)
         _check_choice("dense_backend", self.dense_backend, DENSE_BACKENDS)
