@@ -459,3 +459,56 @@ def test_ingest_documents_batch_size_below_one_raises_naming_it_and_writes_nothi
         pipeline.ingest_documents([("a", "A", "Alpha text.")], batch_size=batch_size)
     assert info.value.field == "batch_size"
     assert pipeline.index.n_documents == 0
+
+
+def test_restart_with_a_stored_id_the_current_rules_refuse_keeps_the_document(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import sqlite3
+
+    # Stores written before the id rules were tightened may hold "a/../b" or "abc\n": the
+    # pipeline refused to start on them (InvalidInputError from the restore).
+    first = VerityRAGPipeline(data_dir=tmp_path, settings=_settings())
+    first.ingest_document("a-b", "Zanthor", "The Zanthor lighthouse was designed by Ottoline Brask.")
+    first.ingest_document("keep", "Harbour", "Another document, about the harbour and its boats.")
+    assert first.store is not None
+    path = first.store.path
+    first.store.close()
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA foreign_keys=OFF")
+    conn.execute("UPDATE documents SET doc_id='a/../b' WHERE doc_id='a-b'")
+    conn.execute(
+        "UPDATE chunks SET doc_id='a/../b', chunk_id=replace(chunk_id, 'a-b', 'a/../b') WHERE doc_id='a-b'"
+    )
+    conn.commit()
+    conn.close()
+    with caplog.at_level("WARNING", logger="verityrag.pipeline"):
+        again = VerityRAGPipeline(data_dir=tmp_path, settings=_settings())
+    assert "1 stored document(s) have ids today's rules refuse (first: 'a/../b')" in caplog.text
+    assert again.index.n_documents == 2
+    assert [h.chunk.doc_id for h in again.index.search_lexical("Zanthor lighthouse", 1)] == ["a/../b"]
+    doc = again.get_document("a/../b")
+    assert doc is not None
+    assert doc.text.startswith("The Zanthor lighthouse")
+    assert again.delete_document("a/../b")
+    assert again.index.n_documents == 1
+    with pytest.raises(InvalidInputError, match="doc_id"):  # new input still follows the rules
+        Document("a/../b", "T", "text")
+
+
+def test_as_stored_keeps_the_other_checks() -> None:
+    with pytest.raises(InvalidInputError, match="text"):
+        Document.as_stored("a/../b", "T", "   ", {})
+    with pytest.raises(InvalidInputError, match="metadata"):
+        Document.as_stored("a/../b", "T", "text", [])  # type: ignore[arg-type]
+    assert Document.as_stored("abc\n", "T", "text", {"k": 1}) == Document.as_stored(
+        "abc\n", "T", "text", {"k": 1}
+    )
+    assert Document.as_stored("ok", "T", "text", {}) == Document("ok", "T", "text")
+
+
+def test_query_with_a_lone_surrogate_raises_naming_the_question(pipeline: VerityRAGPipeline) -> None:
+    # The API and the MCP server refused it already; a library caller got a result that could
+    # not be serialised (json.dumps(..., ensure_ascii=False).encode() fails on it).
+    with pytest.raises(InvalidInputError, match=r"question: is not valid Unicode text"):
+        pipeline.query("Who designed the lighthouse? \ud83c")

@@ -49,7 +49,7 @@ from verityrag.retrieval.reranker import (
 from verityrag.text.analyzer import DEFAULT_ANALYZER, Analyzer
 from verityrag.text.chunking import chunk_spans
 from verityrag.text.sentences import sentence_spans
-from verityrag.types import Chunk, Document, Hit, QueryResult, TraceStep
+from verityrag.types import Chunk, Document, Hit, QueryResult, TraceStep, is_valid_doc_id
 from verityrag.verify.grounding import GroundingChecker
 
 logger = logging.getLogger(__name__)
@@ -377,6 +377,15 @@ class VerityRAGPipeline:
                 vectors = self.embedder.encode([c.text for c in stored.chunks])
                 new_vectors.update(zip((c.chunk_id for c in stored.chunks), vectors, strict=True))
             batch.append((stored.document.doc_id, stored.chunks, vectors))
+        legacy = [doc_id for doc_id, _, _ in batch if not is_valid_doc_id(doc_id)]
+        if legacy:
+            logger.warning(
+                "%d stored document(s) have ids today's rules refuse (first: %r): kept and "
+                "searchable; delete_document removes them, the REST API cannot address them; "
+                "re-ingest them under valid ids",
+                len(legacy),
+                legacy[0],
+            )
         meta = {
             "embedder": fingerprint,
             "embedder_dim": str(self.embedder.dim),
@@ -705,6 +714,10 @@ def _check_question(field: str, question: object, max_chars: int) -> None:
         raise InvalidInputError(field, "is empty")
     if len(question) > max_chars:
         raise InvalidInputError(field, f"is {len(question):,} characters; the limit is {max_chars:,}")
+    try:  # a lone surrogate (half an emoji) passed, and the result could not be serialised
+        question.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(field, f"is not valid Unicode text ({exc.reason})") from exc
 
 
 def _check_labelled(labelled: Sequence[object], max_chars: int) -> None:

@@ -27,6 +27,15 @@ def validate_doc_id(doc_id: object) -> str:
     return doc_id
 
 
+def is_valid_doc_id(doc_id: object) -> bool:
+    """Whether ``validate_doc_id`` accepts ``doc_id``."""
+    try:
+        validate_doc_id(doc_id)
+    except InvalidInputError:
+        return False
+    return True
+
+
 @dataclass(frozen=True, slots=True)
 class Document:
     """A document as ingested. ``text`` must hold at least one word character."""
@@ -46,6 +55,26 @@ class Document:
             raise InvalidInputError("text", "is empty or has no word characters")
         if not isinstance(self.metadata, dict):
             raise InvalidInputError("metadata", "must be a dict")
+
+    @classmethod
+    def as_stored(cls, doc_id: str, title: str, text: str, metadata: dict[str, Any]) -> Document:
+        """A document read back from a store, under the id it was stored with.
+
+        The id rules were tightened after stores were written (a final newline, a ``.`` or
+        ``..`` segment are refused since session 18), and an acknowledged document must
+        survive an upgrade: a store holding one made the pipeline fail to start. Such a
+        document keeps its id; every other check still runs.
+        """
+        try:
+            return cls(doc_id, title, text, metadata)
+        except InvalidInputError as exc:
+            if exc.field != "doc_id" or not isinstance(doc_id, str):
+                raise
+        checked = cls("legacy-id", title, text, metadata)  # every other check, on a valid id
+        doc = object.__new__(cls)
+        for name in cls.__slots__:
+            object.__setattr__(doc, name, doc_id if name == "doc_id" else getattr(checked, name))
+        return doc
 
 
 @dataclass(frozen=True, slots=True)

@@ -208,7 +208,7 @@ class SQLiteDocumentStore:
             ).fetchone()
         if row is None:
             return None
-        return Document(row[0], row[1], row[2], json.loads(row[3]))
+        return Document.as_stored(row[0], row[1], row[2], json.loads(row[3]))
 
     def iter_documents(self, dim: int, batch_size: int = 2000) -> Iterator[StoredDocument]:
         """Every document in ingest order with its chunks and vectors (for restore)."""
@@ -222,7 +222,7 @@ class SQLiteDocumentStore:
         for doc_id, chunk_id, position, start, end, blob, terms, tfs in rows:
             by_doc.setdefault(doc_id, []).append((chunk_id, position, start, end, blob, terms, tfs))
         for doc_id, title, text, metadata in docs:
-            doc = Document(doc_id, title, text, json.loads(metadata))
+            doc = Document.as_stored(doc_id, title, text, json.loads(metadata))
             entries = by_doc.get(doc_id, [])
             chunks = [Chunk(cid, doc_id, title, text[s:e], pos, s, e) for cid, pos, s, e, *_ in entries]
             blob = b"".join(entry[4] for entry in entries)
