@@ -103,3 +103,32 @@ def test_llm_answer_with_half_an_emoji_is_answered_not_a_500(
         events = _stream(client, {"question": ANSWERABLE})
     assert events[-1][0] == "report"
     assert events[-1][1]["answer"] == body["answer"]
+
+
+def test_stream_sends_keep_alive_comments_while_the_llm_is_slow(
+    squad_docs: list[dict[str, str]], serve: Serve, llm_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from verityrag.api import streaming
+
+    # Nothing was sent between the last stage before the LLM call and the answer: a proxy that
+    # cuts connections idle for 60 s (nginx's default) cut a stream waiting on a slow provider.
+    monkeypatch.setattr(streaming, "HEARTBEAT_S", 0.1)
+    slow = _openai_answer(GROUNDED)
+    slow.delay_s = 0.8
+    llm_server.script(slow)
+    fn = openai_compatible_complete_fn(base_url=llm_server.url, model="m", policy=FAST)
+    with (
+        serve(create_app(_pipeline(squad_docs, LLMGenerator(fn)), api_key="")) as url,
+        httpx.Client(base_url=url, timeout=30) as client,
+        client.stream("POST", "/chat/stream", json={"question": ANSWERABLE}) as response,
+    ):
+        assert response.status_code == 200
+        lines = list(response.iter_lines())
+    keep_alive = [i for i, line in enumerate(lines) if line == ": keep-alive"]
+    assert len(keep_alive) >= 3, lines
+    events = [line.removeprefix("event:").strip() for line in lines if line.startswith("event:")]
+    assert events[-2:] == ["sentence", "report"]
+    assert lines.index("event: stage") < keep_alive[0] < lines.index("event: report")
+    report = json.loads(lines[lines.index("event: report") + 1].removeprefix("data:"))
+    assert report["abstained"] is False
+    assert report["answer"] == "The Denver Broncos defeated the Carolina Panthers 24–10."

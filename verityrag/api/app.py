@@ -35,6 +35,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
 from verityrag import __version__
+from verityrag.api import streaming
 from verityrag.api.metrics import CONTENT_TYPE, ApiMetrics
 from verityrag.api.middleware import BodySizeLimitMiddleware, RequestMetricsMiddleware
 from verityrag.api.models import (
@@ -334,7 +335,8 @@ def create_app(
         Stages are sent live, as the agent records them. Input is checked before the first
         byte, so a bad input or an unavailable model gets the same 4xx/503 JSON error as
         `POST /query`, not a stream; a failure after the stream began ends it with one
-        `error` event (`message`).
+        `error` event (`message`). While the query is quiet (a slow LLM call), a `: keep-alive`
+        comment line goes out every 15 s; SSE clients ignore comments.
         """
         loop = asyncio.get_running_loop()
         # Stages from the worker thread, in order; None once the query has ended.
@@ -354,7 +356,15 @@ def create_app(
             step = first
             while step is not None:
                 yield sse_event("stage", _step_out(step).model_dump(mode="json"))
-                step = await stages.get()
+                # One get() waited on across heartbeats (cancelling it on each timeout could drop
+                # a stage that arrived at that moment); a keep-alive comment each quiet spell.
+                getter = asyncio.ensure_future(stages.get())
+                try:
+                    while not (await asyncio.wait({getter}, timeout=streaming.HEARTBEAT_S))[0]:
+                        yield streaming.KEEP_ALIVE
+                finally:
+                    getter.cancel()  # the client went away: stop waiting for the worker
+                step = getter.result()
             try:
                 result = task.result()
             except Exception as exc:

@@ -4,7 +4,10 @@ Formatting only. The order is fixed: one ``stage`` event per trace step (the end
 sends these live, as the agent records them), then (when answered) one ``sentence`` event
 per answer sentence the request's strictness kept (``support``: its weakest claim's), then one ``report`` event whose data is exactly
 ``POST /query``'s response body; or, when the query fails after the stream began, one
-``error`` event instead of the sentences and report.
+``error`` event instead of the sentences and report. While the query is quiet (an LLM call
+can take minutes with its retries), a comment line (``: keep-alive``) goes out every
+``HEARTBEAT_S`` seconds: SSE clients ignore comments, and proxies that cut a connection
+idle for a minute (nginx's default ``proxy_read_timeout`` is 60 s) see traffic.
 """
 
 from __future__ import annotations
@@ -38,6 +41,11 @@ EXAMPLE = (
     '"start": 53, "end": 84}]}\n\n'
     'event: report\ndata: {"question": "Who improved the steam engine?", "answer": "...", ...}\n\n'
 )
+
+
+#: Seconds of quiet before a keep-alive comment (well under common 60 s proxy idle timeouts).
+HEARTBEAT_S = 15.0
+KEEP_ALIVE = ": keep-alive\n\n"
 
 
 def sse_event(event: str, data: Any) -> str:
