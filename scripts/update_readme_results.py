@@ -49,12 +49,15 @@ def eval_section() -> str:
         ]
         lines.append(f"| {cat.replace('_', ' ')} | " + " | ".join(counts) + " |")
     lines.append("")
+    # Each column's own run: one sentence when they agree, one per column when they differ
+    # (a partial sample or another seed in the second report must not pass under the first's).
+    runs = {name: _run_description(r) for name, r in reports.items()}
+    if len(set(runs.values())) == 1:
+        described = f"Test split: {runs[names[0]]}"
+    else:
+        described = " ".join(f"Test split, {name}: {run}" for name, run in runs.items())
     lines.append(
-        f"Test split: {first['test']['questions']} questions ("
-        + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in sorted(first["test"]["by_kind"].items()))
-        + f"); corpus {first['corpus']['documents']} documents / {first['corpus']['chunks']} chunks; "
-        f"seed {first['seed']}; thresholds chosen on the calibration split only."
-        + (" **Partial sample.**" if first["partial_sample"] else "")
+        described
         + (
             " Brackets: 95% Wilson interval of each rate (its sampling error over these questions)."
             if "intervals_95" in first["metrics"]
@@ -62,6 +65,17 @@ def eval_section() -> str:
         )
     )
     return "\n".join(lines)
+
+
+def _run_description(report: dict[str, Any]) -> str:
+    """What one report's figures were measured on: questions, corpus, seed, partial sample."""
+    return (
+        f"{report['test']['questions']} questions ("
+        + ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in sorted(report["test"]["by_kind"].items()))
+        + f"); corpus {report['corpus']['documents']} documents / {report['corpus']['chunks']} chunks; "
+        f"seed {report['seed']}; thresholds chosen on the calibration split only."
+        + (" **Partial sample.**" if report["partial_sample"] else "")
+    )
 
 
 def _benchmark(path: Path, script: str) -> tuple[dict[str, Any], Any, str] | None:

@@ -53,3 +53,19 @@ def test_headline_rows_print_the_interval_and_tolerate_old_reports() -> None:
     assert rows["correct abstention: held out"].startswith("95.0% (")
     del m["intervals_95"]
     assert dict(headline_rows({"metrics": m}))["coverage (answered share of answerable)"] == "75.0%"
+
+
+def test_accuracy_of_all_answers_counts_answers_to_unanswerable_questions_as_wrong() -> None:
+    # "accuracy of answered" is over answerable questions only (24 / 30 here); the one answer to a
+    # held-out question is wrong too, and a reader of "accuracy" expects it counted.
+    m = summarise(_outcomes())
+    assert m["accuracy_of_answered"] == pytest.approx(24 / 30)
+    assert m["accuracy_of_all_answers"] == pytest.approx(24 / 31)
+    assert m["intervals_95"]["accuracy_of_all_answers"] == pytest.approx(wilson_interval(24, 31))
+    rows = dict(headline_rows({"metrics": m}))
+    assert rows["accuracy of answered (answerable questions)"].startswith("80.0% (")
+    assert rows["accuracy of all answers (to any question; one to an unanswerable is wrong)"].startswith(
+        "77.4% ("
+    )
+    del m["accuracy_of_all_answers"]  # a report from before it existed still renders
+    assert "accuracy of all answers" not in " ".join(dict(headline_rows({"metrics": m})))

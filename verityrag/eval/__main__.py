@@ -109,10 +109,19 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(
             f"--out {args.out} is a folder: give a file path such as {args.out / 'eval_report.json'}"
         )
+    if not (args.ragtruth or args.real_llm) and args.out.suffix == ".md":
+        parser.error(f"--out {args.out} is the JSON report's path: the Markdown one goes beside it as .md")
     try:  # before the run, not after minutes of it
         args.out.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         parser.error(f"--out {args.out}: cannot create its folder ({exc.strerror})")
+    # The plots are written before the JSON: a bad folder found after the run lost the report.
+    plots_dir: Path = args.plots_dir or args.out.parent / "docs" / "eval"
+    if not (args.ragtruth or args.real_llm or args.no_plots):
+        try:
+            plots_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            parser.error(f"--plots-dir {plots_dir}: cannot create the folder ({exc.strerror})")
     if args.ragtruth:
         from verityrag.eval.ragtruth import main_from_args
 
@@ -130,7 +139,6 @@ def main(argv: list[str] | None = None) -> int:
     out: Path = args.out
     plots: dict[str, str] = {}
     if not args.no_plots:
-        plots_dir = args.plots_dir or out.parent / "docs" / "eval"
         plots = write_plots(report, plots_dir, relative_to=out.parent)
     report["plots"] = plots
     write_json(report, out)

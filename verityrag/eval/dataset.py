@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -86,7 +87,13 @@ def load_questions(path: Path) -> list[EvalQuestion]:
             answers = d.get("answers")
             if not isinstance(answers, list) or not all(isinstance(a, str) for a in answers):
                 raise InvalidInputError("answers", "must be a list of strings ([] = unanswerable)")
+            if d.get("kind") is not None and not isinstance(d["kind"], str):
+                raise InvalidInputError("kind", "must be a string")
             kind = d.get("kind") or (ANSWERABLE if answers else "unanswerable")
+            if kind == ANSWERABLE and not answers:  # counted neither as answerable nor to abstain on
+                raise InvalidInputError("answers", f"kind {kind!r} needs at least one answer")
+            if kind in KINDS_THAT_MUST_ABSTAIN and answers:
+                raise InvalidInputError("answers", f"kind {kind!r} must have none ([])")
             out.append(EvalQuestion(str(d["id"]), _text_field(d, "question"), tuple(answers), kind))
         except InvalidInputError as exc:
             raise InvalidInputError("questions", f"{path}:{lineno}: {exc}") from exc
@@ -94,15 +101,27 @@ def load_questions(path: Path) -> list[EvalQuestion]:
 
 
 def stratified_sample(questions: Sequence[EvalQuestion], n: int, seed: int) -> list[EvalQuestion]:
-    """``n`` questions keeping each kind's share (at least one of each kind), chosen by ``seed``."""
+    """``n`` questions keeping each kind's share (at least one of each kind), chosen by ``seed``.
+
+    Shares are apportioned by largest remainder (ties to the kind seen first), so exactly
+    ``n`` questions come back unless ``n`` is below the number of kinds. Rounding each share
+    on its own gave 11 for n = 10 and 99 for n = 100 on the bundled test split.
+    """
     if n >= len(questions):
         return list(questions)
     rng = random.Random(seed)
     by_kind: dict[str, list[EvalQuestion]] = {}
     for q in questions:
         by_kind.setdefault(q.kind, []).append(q)
+    groups = list(by_kind.values())
+    quotas = [n * len(items) / len(questions) for items in groups]
+    shares = [max(1, math.floor(q)) for q in quotas]
+    kinds = range(len(groups))
+    while sum(shares) < n:  # the kind furthest below its quota (max() keeps the first of a tie)
+        shares[max(kinds, key=lambda i: quotas[i] - shares[i])] += 1
+    while sum(shares) > n and max(shares) > 1:  # a kind raised to one: take from the furthest above
+        shares[max((i for i in kinds if shares[i] > 1), key=lambda i: shares[i] - quotas[i])] -= 1
     picked: list[EvalQuestion] = []
-    for items in by_kind.values():
-        share = max(1, round(n * len(items) / len(questions)))
+    for items, share in zip(groups, shares, strict=True):
         picked.extend(rng.sample(items, min(share, len(items))))
     return picked

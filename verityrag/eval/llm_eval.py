@@ -331,8 +331,10 @@ def headline(report: dict[str, Any]) -> list[tuple[str, str]]:
         ("test questions", str(report["test"]["questions"])),
         ("coverage (answerable answered)", f"{m['coverage']:.1%}"),
         ("answered and correct", f"{m['answered_and_correct']:.1%}"),
-        ("accuracy of answered", f"{m['accuracy_of_answered']:.1%}"),
+        ("accuracy of answered (answerable questions)", f"{m['accuracy_of_answered']:.1%}"),
     ]
+    if "accuracy_of_all_answers" in m:  # reports before session 20 have none
+        rows.append(("accuracy of all answers (to any question)", f"{m['accuracy_of_all_answers']:.1%}"))
     rows += [(f"correct abstention ({k})", f"{v:.1%}") for k, v in m["correct_abstention"].items()]
     rows += [
         ("questions reaching the LLM", str(llm["reached_llm"])),

@@ -39,7 +39,19 @@ def headline_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
             "answered-and-correct (share of answerable)",
             _pct_ci(m["answered_and_correct"], ci.get("answered_and_correct")),
         ),
-        ("accuracy of answered", _pct_ci(m["accuracy_of_answered"], ci.get("accuracy_of_answered"))),
+        (
+            "accuracy of answered (answerable questions)",
+            _pct_ci(m["accuracy_of_answered"], ci.get("accuracy_of_answered")),
+        ),
+    ]
+    if "accuracy_of_all_answers" in m:  # reports before session 20 have none
+        rows.append(
+            (
+                "accuracy of all answers (to any question; one to an unanswerable is wrong)",
+                _pct_ci(m["accuracy_of_all_answers"], ci.get("accuracy_of_all_answers")),
+            )
+        )
+    rows += [
         ("SQuAD F1 of answers (answerable, abstain = 0)", f"{100 * m['f1_answerable']:.1f}"),
     ]
     for kind, value in sorted(m["correct_abstention"].items()):

@@ -16,7 +16,6 @@ from verityrag.config import Settings
 from verityrag.embed.base import Embedder
 from verityrag.errors import InvalidInputError
 from verityrag.eval.dataset import (
-    ANSWERABLE,
     DEFAULT_DATA_DIR,
     EvalQuestion,
     load_corpus,
@@ -162,6 +161,22 @@ def _progress(items: Sequence[Any], desc: str, enabled: bool) -> Any:
     return tqdm(items, desc=desc, unit="q", disable=not enabled)
 
 
+def sample_splits(
+    test: Sequence[EvalQuestion], calibration: Sequence[EvalQuestion], n: int | None, seed: int
+) -> tuple[list[EvalQuestion], list[EvalQuestion], bool]:
+    """``--max-test-questions``: both splits sampled to ``n`` by kind, and whether either shrank.
+
+    The flag covers the calibration split too: a short external ``--questions`` file is kept
+    whole while the gates are fitted on a sample, and that run is not the full one either.
+    """
+    if n is None:
+        return list(test), list(calibration), False
+    sampled_test = stratified_sample(test, n, seed)
+    sampled_calibration = stratified_sample(calibration, n, seed)
+    partial = len(sampled_test) < len(test) or len(sampled_calibration) < len(calibration)
+    return sampled_test, sampled_calibration, partial
+
+
 def run_eval(options: EvalOptions) -> dict[str, Any]:
     started = time.perf_counter()
     corpus = load_corpus(options.data_dir / "corpus.jsonl")
@@ -170,10 +185,7 @@ def run_eval(options: EvalOptions) -> dict[str, Any]:
     test = load_questions(test_path)
     if not test:
         raise InvalidInputError("questions", f"{test_path} holds no questions")
-    partial = options.max_test_questions is not None and options.max_test_questions < len(test)
-    if options.max_test_questions is not None:
-        test = stratified_sample(test, options.max_test_questions, options.seed)
-        calibration = stratified_sample(calibration, options.max_test_questions, options.seed)
+    test, calibration, partial = sample_splits(test, calibration, options.max_test_questions, options.seed)
 
     gates_on = options.answerability or options.guard or options.reader
     if gates_on:  # fail at startup, naming missing files and the command
@@ -251,11 +263,15 @@ def summarise(outcomes: Sequence[QuestionOutcome]) -> dict[str, Any]:
     answerable = [o for o in outcomes if o.answerable]
     answered = [o for o in answerable if o.answered]
     correct = sum(o.correct for o in answerable)  # only answered questions can be correct
-    kinds = sorted({o.kind for o in outcomes})
+    # Every answer given, to any question: an answer to a question the corpus cannot answer is
+    # wrong, and "accuracy of answered" (answerable questions only) leaves those out.
+    answers_given = sum(o.answered for o in outcomes)
+    # Correct abstention is a rate over the questions that have no answer, by kind: an external
+    # file's own kind for answerable questions ("factoid") is not a kind to abstain on.
+    must_abstain = [o for o in outcomes if not o.answerable]
     abstained = {  # kind -> (abstained, questions)
-        kind: (sum(not o.answered for o in outcomes if o.kind == kind), _count(outcomes, kind))
-        for kind in kinds
-        if kind != ANSWERABLE
+        kind: (sum(not o.answered for o in must_abstain if o.kind == kind), _count(must_abstain, kind))
+        for kind in sorted({o.kind for o in must_abstain})
     }
     abstention = {kind: rate(k, n) for kind, (k, n) in abstained.items()}
     reasons: dict[str, Counter[str]] = {}
@@ -271,6 +287,7 @@ def summarise(outcomes: Sequence[QuestionOutcome]) -> dict[str, Any]:
         "coverage": wilson_interval(len(answered), len(answerable)),
         "answered_and_correct": wilson_interval(correct, len(answerable)),
         "accuracy_of_answered": wilson_interval(correct, len(answered)),
+        "accuracy_of_all_answers": wilson_interval(correct, answers_given),
         "correct_abstention": {kind: wilson_interval(k, n) for kind, (k, n) in abstained.items()},
     }
     return {
@@ -278,6 +295,7 @@ def summarise(outcomes: Sequence[QuestionOutcome]) -> dict[str, Any]:
         "coverage": rate(len(answered), len(answerable)),
         "answered_and_correct": rate(correct, len(answerable)),
         "accuracy_of_answered": rate(correct, len(answered)),
+        "accuracy_of_all_answers": rate(correct, answers_given),
         "f1_answerable": rate(sum(o.f1 for o in answerable), len(answerable)),
         "f1_answered": rate(sum(o.f1 for o in answered), len(answered)),
         "correct_abstention": abstention,
