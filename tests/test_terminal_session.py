@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from verityrag import VerityRAGPipeline
 from verityrag.__main__ import SAMPLES, main
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -45,3 +46,23 @@ def test_missing_corpus_is_an_error_not_a_traceback(
     err = capsys.readouterr().err
     assert err.startswith("error: corpus: ")
     assert "does not exist" in err
+
+
+@pytest.mark.unit
+def test_ctrl_c_at_the_prompt_ends_the_session_without_a_traceback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def interrupted(prompt: str = "") -> str:
+        raise KeyboardInterrupt
+
+    # An empty pipeline instead of the bundled one: the session loop is what is tested.
+    monkeypatch.setattr("verityrag.__main__.bundled_pipeline", lambda *a, **k: VerityRAGPipeline())
+    monkeypatch.setattr("sys.stdin.isatty", lambda: True)
+    monkeypatch.setattr("builtins.input", interrupted)
+    try:
+        code = main([])
+    except KeyboardInterrupt:  # raised here it would stop the whole test run
+        pytest.fail("Ctrl-C at the prompt escaped main() as a KeyboardInterrupt")
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "Ask a question" in out

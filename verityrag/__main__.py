@@ -54,7 +54,12 @@ def ask(pipeline: VerityRAGPipeline, question: str) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m verityrag", description=__doc__.split("\n")[0])
-    parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=DEFAULT_DATA_DIR,
+        help="the bundled corpus: corpus.jsonl and questions/ (default: the repository's data/)",
+    )
     parser.add_argument("--store", type=Path, default=None, help="persist the index in this folder")
     parser.add_argument("question", nargs="*", help="ask these questions and exit")
     args = parser.parse_args(argv)
@@ -87,7 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     while True:
         try:
             q = input("\nQ: ").strip()
-        except EOFError:
+        except (EOFError, KeyboardInterrupt):  # Ctrl-D or Ctrl-C ends the session, no traceback
+            print()
             break
         if not q or q == ":quit":
             break

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import os
 import signal
 import socket
@@ -85,6 +86,7 @@ def ui_command(host: str, port: int) -> list[str]:
         f"--server.address={host}",
         f"--server.port={port}",
         "--browser.gatherUsageStats=false",
+        "--logger.level=warning",  # not its info line "Uvicorn server started on ...:8501" among our URLs
     ]
 
 
@@ -157,6 +159,20 @@ def check_query(api_url: str) -> int:
     return 0 if not body["abstained"] else 1
 
 
+def port_problem(host: str, port: int) -> str | None:
+    """Why ``host:port`` cannot be bound (probed as uvicorn and Streamlit bind: SO_REUSEADDR), or None."""
+    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return "is already in use (pick another; 0 picks a free one)"
+            return f"cannot be bound ({exc.strerror})"
+    return None
+
+
 def port_number(text: str) -> int:
     """An argparse type: a TCP port, 0 (a free one) to 65535."""
     try:
@@ -171,8 +187,12 @@ def port_number(text: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m verityrag.serve", description=__doc__.split("\n")[0])
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default loopback)")
-    parser.add_argument("--api-port", type=port_number, default=8000, help="0 picks a free port")
-    parser.add_argument("--ui-port", type=port_number, default=8501, help="0 picks a free port")
+    parser.add_argument(
+        "--api-port", type=port_number, default=8000, help="the API's port (default 8000; 0 picks a free one)"
+    )
+    parser.add_argument(
+        "--ui-port", type=port_number, default=8501, help="the app's port (default 8501; 0 picks a free one)"
+    )
     parser.add_argument("--data-dir", type=Path, default=None, help="persist the API's index here")
     parser.add_argument("--startup-timeout", type=float, default=180.0, metavar="S")
     parser.add_argument("--check", action="store_true", help="ask one question, then stop both")
@@ -187,6 +207,14 @@ def main(argv: list[str] | None = None) -> int:
         checks = ", ".join(requested_checks(Settings.from_env()))
     except VerityRAGError as exc:
         parser.error(str(exc))
+    # A taken port showed only once the API had loaded and calibrated the corpus (~15 s), as
+    # uvicorn's "address already in use" and "API exited with code 3": say so now, naming the flag.
+    if args.api_port and args.api_port == args.ui_port:
+        parser.error(f"--api-port and --ui-port are both {args.api_port}: give them different ports")
+    for flag, port in (("--api-port", args.api_port), ("--ui-port", args.ui_port)):
+        problem = port_problem(args.host, port) if port else None
+        if problem:
+            parser.error(f"{flag} {port}: {args.host}:{port} {problem}")
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt

@@ -8,6 +8,7 @@ their own ids and clean up after themselves.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import socket
 import subprocess
@@ -424,6 +425,20 @@ def test_unusable_data_dir_gives_503_with_reason(
         assert health.json()["status"] == "unavailable"
         assert health.json()["reason"]
         _error(httpx.post(f"{url}/query", json={"question": ANSWERABLE}), 503)
+
+
+def test_unusable_data_dir_is_logged_in_one_line_without_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, serve: Serve, caplog: pytest.LogCaptureFixture
+) -> None:
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("not a directory")
+    monkeypatch.setenv("VERITYRAG_DATA_DIR", str(not_a_dir))
+    with caplog.at_level(logging.ERROR, logger="verityrag.api.app"), serve(create_app(api_key="")) as url:
+        assert httpx.get(f"{url}/health").status_code == 503
+    failures = [r for r in caplog.records if r.getMessage().startswith("could not create the pipeline")]
+    assert failures
+    assert all(r.exc_info is None for r in failures)  # a VerityRAGError says it all: no 30-line traceback
+    assert "StorageError: the data folder" in failures[0].getMessage()
 
 
 def test_uvicorn_entry_point_reads_data_dir_and_key_from_env(

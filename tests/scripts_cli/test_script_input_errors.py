@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -86,3 +87,36 @@ def test_guard_ragtruth_missing_folder_is_named(tmp_path: Path) -> None:
         run("guard_ragtruth.py", "--folder", str(folder), "--results", str(tmp_path / "r.json"))
     )
     assert f"--folder {folder}: no such folder" in line
+
+
+def test_api_server_run_directly_says_it_is_a_helper() -> None:
+    done = run("api_server.py", "--help")
+    assert done.returncode == 1  # it exited 0 with no output at all
+    assert "Not a command" in done.stderr
+    assert "python -m verityrag.serve" in done.stderr
+
+
+@pytest.mark.timeout(120)
+def test_load_check_sigterm_stops_its_api_server(tmp_path: Path) -> None:
+    cmd = [sys.executable, str(SCRIPTS / "concurrent_load_check.py"), "--calls", "1000000", "--seconds", "90"]
+    env = {**os.environ, "TMPDIR": str(tmp_path)}  # where its temporary data dir goes
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    server_pid = 0
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:  # the server is up and the traffic has started
+            if line.startswith("server http"):
+                break
+        server_pid = int(subprocess.check_output(["pgrep", "-P", str(proc.pid)], text=True).split()[0])
+        proc.terminate()  # SIGTERM to the script only, as `kill PID` sends
+        proc.wait(60)
+        deadline = time.monotonic() + 20
+        while Path(f"/proc/{server_pid}").exists() and time.monotonic() < deadline:
+            time.sleep(0.2)  # reaped by the script, so its /proc entry goes
+        assert not Path(f"/proc/{server_pid}").exists(), "the API server outlived the script"
+        assert not list(tmp_path.glob("verityrag-load-*")), "the temporary data dir was left behind"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        if server_pid and Path(f"/proc/{server_pid}").exists():
+            os.kill(server_pid, signal.SIGKILL)  # do not leave it running when the test fails

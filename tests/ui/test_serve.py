@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +22,7 @@ def test_serve_check_starts_both_and_answers() -> None:
     assert "Streamlit app: http://127.0.0.1:" in done.stdout
     assert "-> answered:" in done.stdout
     assert "Budapest" in done.stdout
+    assert "Uvicorn server started" not in done.stderr  # Streamlit's info line, the app's port as "Uvicorn"
 
 
 def test_serve_rejects_bad_port() -> None:
@@ -51,6 +53,30 @@ def test_serve_refuses_bad_options_before_starting_anything(
         main(argv)
     assert stopped.value.code == 2
     assert expected in capsys.readouterr().err
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("flag", ["--api-port", "--ui-port"])
+def test_serve_port_in_use_is_refused_before_starting_anything(
+    flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        other = "--ui-port" if flag == "--api-port" else "--api-port"
+        with pytest.raises(SystemExit) as stopped:  # not ~15 s later, as uvicorn's bind error
+            main([flag, str(port), other, "0"])
+    assert stopped.value.code == 2
+    assert f"{flag} {port}: 127.0.0.1:{port} is already in use" in capsys.readouterr().err
+
+
+@pytest.mark.unit
+def test_serve_same_port_for_both_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(["--api-port", "8123", "--ui-port", "8123"])
+    assert stopped.value.code == 2
+    assert "--api-port and --ui-port are both 8123" in capsys.readouterr().err
 
 
 @pytest.mark.unit

@@ -128,7 +128,10 @@ class PipelineHolder:
                     self.failure = None
                 except Exception as exc:
                     self.failure = f"{type(exc).__name__}: {exc}"
-                    logger.exception("could not create the pipeline")
+                    if isinstance(exc, VerityRAGError):  # says what is missing and how to fix it
+                        logger.error("could not create the pipeline: %s", self.failure)
+                    else:  # unforeseen: the traceback is the report
+                        logger.exception("could not create the pipeline")
                     raise ApiError(503, None, f"the pipeline is unavailable ({self.failure})") from exc
         return self.pipeline
 
