@@ -10,6 +10,7 @@ import pytest
 
 from verityrag.embed.base import Embedder
 from verityrag.embed.hashing import HashingEmbedder
+from verityrag.errors import InvalidInputError
 
 TEXTS = [
     "The steam engine converts heat into mechanical work.",
@@ -102,3 +103,10 @@ def test_fingerprint_other_dim_or_ngrams_changes_fingerprint() -> None:
 def test_hashing_embedder_bad_parameters_raise(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         HashingEmbedder(**kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.unit
+def test_encode_single_string_raises_naming_texts() -> None:
+    # A str is a Sequence[str]: it was encoded as one row per character.
+    with pytest.raises(InvalidInputError, match="texts: expected a sequence of strings, got one str"):
+        HashingEmbedder().encode("steam engine")

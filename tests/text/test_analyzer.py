@@ -86,3 +86,20 @@ def test_default_stopwords_keep_question_bearing_words() -> None:
 def test_fingerprint_stemming_changes_fingerprint() -> None:
     assert Analyzer(stem=True).fingerprint() != Analyzer(stem=False).fingerprint()
     assert Analyzer().fingerprint() == DEFAULT_ANALYZER.fingerprint()
+
+
+def test_analyze_custom_stopwords_with_capitals_or_accents_removes_them() -> None:
+    # Tokens are case- and accent-folded; the stopwords were not, so these never matched.
+    analyzer = Analyzer(stopwords={"The", "über", "FÜR"}, stem=False)
+    assert analyzer.analyze("The cat über alles für dich") == ["cat", "alles", "dich"]
+    assert analyzer.stopwords == {"the", "uber", "fur"}
+
+
+def test_fingerprint_other_stopwords_of_same_size_changes_fingerprint() -> None:
+    # A store built with one list must be recounted under another, even of the same size.
+    swapped = (ENGLISH_STOPWORDS - {"not"}) | {"cat"}
+    assert len(swapped) == len(ENGLISH_STOPWORDS)
+    assert Analyzer(stopwords=swapped).fingerprint() != DEFAULT_ANALYZER.fingerprint()
+    assert Analyzer(stopwords=set(swapped)).fingerprint() == Analyzer(stopwords=sorted(swapped)).fingerprint()
+    # The default list keeps the fingerprint existing stores and models recorded.
+    assert Analyzer(stopwords=sorted(ENGLISH_STOPWORDS)).fingerprint() == "analyzer:v2:stem=1:stop=152"

@@ -11,6 +11,7 @@ from functools import lru_cache
 import numpy as np
 
 from verityrag.embed.base import FloatMatrix, l2_normalise
+from verityrag.errors import InvalidInputError
 from verityrag.text.analyzer import DEFAULT_ANALYZER, Analyzer
 
 
@@ -63,6 +64,9 @@ class HashingEmbedder:
         return feats
 
     def encode(self, texts: Sequence[str]) -> FloatMatrix:
+        # A str is a Sequence[str] too: encoded, it gave one row per character.
+        if isinstance(texts, str):
+            raise InvalidInputError("texts", "expected a sequence of strings, got one str")
         out = np.zeros((len(texts), self._dim), dtype=np.float32)
         dim = self._dim
         for row, text in enumerate(texts):

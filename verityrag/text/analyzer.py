@@ -6,6 +6,7 @@ agree on what a term is, so they all call :class:`Analyzer`.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import unicodedata
 from collections.abc import Callable, Iterable
@@ -51,7 +52,9 @@ class Analyzer:
         stopwords: Iterable[str] = ENGLISH_STOPWORDS,
         stem: bool = True,
     ) -> None:
-        self.stopwords = frozenset(stopwords)
+        # Folded as tokens are, or "The" or "über" in a custom list would never match a
+        # token ("the", "uber") and so never be removed.
+        self.stopwords = frozenset(_fold(word) for word in stopwords)
         self.stem = stem
 
     def tokenize(self, text: str) -> list[str]:
@@ -66,8 +69,17 @@ class Analyzer:
         return [stem(tok) for tok in tokens]
 
     def fingerprint(self) -> str:
-        """Identifies the analyzer's behaviour, so a store built with another one is detected."""
-        return f"analyzer:v2:stem={int(self.stem)}:stop={len(self.stopwords)}"
+        """Identifies the analyzer's behaviour, so a store built with another one is detected.
+
+        The count alone cannot tell two stopword lists of one size apart (one word swapped
+        for another), so any list but the default one adds a digest of its words. The
+        default list keeps the bare form, which existing stores and models recorded.
+        """
+        base = f"analyzer:v2:stem={int(self.stem)}:stop={len(self.stopwords)}"
+        if self.stopwords == ENGLISH_STOPWORDS:
+            return base
+        digest = hashlib.sha256("\n".join(sorted(self.stopwords)).encode("utf-8")).hexdigest()
+        return f"{base}:{digest[:12]}"
 
     def __repr__(self) -> str:
         return f"Analyzer(stem={self.stem}, stopwords={len(self.stopwords)})"

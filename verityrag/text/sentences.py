@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import re
 
+# What may open a sentence before its first letter. The same set is stripped from the
+# front of a word before it is looked up as an abbreviation ('\u201cDr. Smith', '[Fig. 3]').
+_OPENERS = "\"'\u201c\u2018\u201e\u00ab(["
 # A boundary is end punctuation (optionally closed by a quote or bracket), then
 # whitespace, then something that can start a sentence: a capital, a digit or a letter of a
 # script without case ("Đuka", "Él", "١٩٤٥", "שלום"); checked in sentence_spans (re has no \p{Lu}).
 _BOUNDARY_RE = re.compile(
-    r"""[.!?]["'\u201d\u2019\u00bb)\]]*\s+(?=["'\u201c\u2018\u201e\u00ab(\[]?([^\W_]))"""
+    r"""[.!?]["'\u201d\u2019\u00bb)\]]*\s+(?=[""" + re.escape(_OPENERS) + r"""]?([^\W_]))"""
 )
 _ABBREVIATIONS = frozenset(
     """mr mrs ms dr prof sr jr st mt ft vs etc inc ltd co corp vol fig approx
@@ -24,9 +27,14 @@ def _ends_with_abbreviation(text: str, end: int) -> bool:
     start = end
     while start > 0 and not text[start - 1].isspace():
         start -= 1
-    word = text[start:end].lower().lstrip("(\"'")
+    # Every opener the boundary accepts, not only ASCII ones: '\u201cDr.' is still "dr".
+    word = text[start:end].lower().lstrip(_OPENERS)
     if word in _NUMBER_ABBREVIATIONS:  # "No. 5", not "He said no. Then..."
-        return text[end + 1 :].lstrip()[:1].isdigit()
+        # Scanned in place: slicing off the rest of the text made every "no." O(len(text)).
+        nxt = end + 1
+        while nxt < len(text) and text[nxt].isspace():
+            nxt += 1
+        return nxt < len(text) and text[nxt].isdigit()
     if word in _ABBREVIATIONS:
         return True
     # A single capital letter ("J. R. R. Tolkien") is an initial, not a sentence end.
