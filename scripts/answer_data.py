@@ -504,7 +504,8 @@ def main(argv: list[str] | None = None) -> int:
         r for t in split["split_b_titles"] for r in article_pairs(dev[t], "squad2-dev-split_b", 0.25, rng)
     ]
     rng.shuffle(train)
-    for name, rows in (("train", train), ("validation", validation), ("test", test)):
+    # train.jsonl.gz last: it is the Makefile's target, so it must not stand without the others.
+    for name, rows in (("validation", validation), ("test", test), ("train", train)):
         write_pairs(args.out / f"{name}.jsonl.gz", rows)
         kinds = Counter(r["kind"] for r in rows)
         words = sum(len(r["evidence"].split()) for r in rows) / max(1, len(rows))

@@ -41,6 +41,7 @@ from verityrag.crossenc.build import (  # noqa: E402
     distillation_targets,
     export_with_check,
     read_pairs,
+    require_pair_files,
     trainer_from_args,
     training_record,
 )
@@ -57,7 +58,11 @@ SQUAD_V2 = ROOT / "data" / "squad_v2.0"
 
 
 def gold_answers(args: argparse.Namespace, rows: list[dict[str, Any]]) -> list[list[str]]:
-    """The SQuAD gold answer texts of each answerable row (by article title and question), else []."""
+    """The SQuAD gold answer texts of each answerable row (by article title and question), else [].
+
+    Shortest first, ties by text: the span target is the first one found, and a set's own order
+    changed with PYTHONHASHSEED (15 training questions have two answers of one length).
+    """
     squad = SquadSources.load(args, ROOT / "data" / "corpus_manifest.json")
     articles = [*squad.train_prefix, *(squad.dev[t] for t in squad.split_a_train_titles)]
     by_question: dict[tuple[str, str], list[str]] = {}
@@ -71,7 +76,7 @@ def gold_answers(args: argparse.Namespace, rows: list[dict[str, Any]]) -> list[l
         if r["label"] != 1
         else list(r["answers"])
         if "answers" in r  # extra training pairs carry their own (scripts/reader_data.py)
-        else sorted(set(by_question.get((r["title"], r["question"]), [])), key=len)
+        else sorted(set(by_question.get((r["title"], r["question"]), [])), key=lambda a: (len(a), a))
         for r in rows
     ]
 
@@ -141,6 +146,12 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.teacher is not None and args.span:
         p.error("--teacher trains the classifier; it does not combine with --span")
+    if not 0.0 <= args.teacher_weight <= 1.0:
+        p.error(f"--teacher-weight must be within [0, 1], got {args.teacher_weight}")
+    splits = ("train",) if args.throughput else ("train", "validation", "test")
+    require_pair_files(p, [args.data / f"{s}.jsonl.gz" for s in splits], "python scripts/answer_data.py")
+    if args.extra_train is not None:
+        require_pair_files(p, [args.extra_train], "python scripts/reader_data.py")
     train = read_pairs(args.data / "train.jsonl.gz")
     if args.extra_train is not None:
         train += read_pairs(args.extra_train)

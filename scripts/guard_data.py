@@ -16,7 +16,10 @@ model learns "short = correct", so each item gives both styles with both labels:
 Evidence is trimmed to the sentences most relevant to the answer (80 words), as
 ``LearnedGuard`` trims it at run time. Items are split by position with a fixed
 seed: the last 2,000 items are the test set (never trained on), 500 before them
-validation (threshold), the rest training.
+validation (threshold), the rest training, less the training items whose knowledge passage
+is also a validation or test item's (HaluEval's near-duplicates:
+``verityrag.crossenc.build.halueval_shared_passages``). Each file is written whole under a
+temporary name and renamed, train.jsonl.gz (the Makefile's target) last.
 
     python scripts/guard_data.py          # writes guard_work/guard/data/*.jsonl.gz
 """
@@ -35,7 +38,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from verityrag.crossenc.build import halueval_knowledge, write_pairs  # noqa: E402
+from verityrag.crossenc.build import halueval_knowledge, halueval_shared_passages, write_pairs  # noqa: E402
 from verityrag.crossenc.evidence import trim_evidence  # noqa: E402
 from verityrag.guard import EVIDENCE_WORDS  # noqa: E402
 from verityrag.text.sentences import split_sentences  # noqa: E402
@@ -92,13 +95,26 @@ def main(argv: list[str] | None = None) -> int:
         "validation": items[-(TEST_ITEMS + VALIDATION_ITEMS) : -TEST_ITEMS],
         "test": items[-TEST_ITEMS:],
     }
+    shared = halueval_shared_passages(items, len(train_items))
+    built: dict[str, list[Pair]] = {}
     for name, part in splits.items():
-        rows = [r for it in part for r in item_pairs(it, part, rng)]  # swaps stay inside a split
+        # Swaps stay inside a split. The shared items' pairs are drawn and shuffled like the
+        # others, then left out, so every other pair (and the random stream) is as before.
+        tagged = [
+            (i in shared and name == "train", r)
+            for i, it in enumerate(part)
+            for r in item_pairs(it, part, rng)
+        ]
         if name == "train":
-            rng.shuffle(rows)
-        write_pairs(args.out / f"{name}.jsonl.gz", rows)
-        kinds = Counter(r["kind"] for r in rows)
-        print(f"{name}: {len(part)} items, {len(rows)} pairs {dict(kinds)}")
+            rng.shuffle(tagged)
+        built[name] = [r for skip, r in tagged if not skip]
+        kinds = Counter(r["kind"] for r in built[name])
+        left_out = (
+            f", {len(shared)} items left out (their passage is a later item's)" if name == "train" else ""
+        )
+        print(f"{name}: {len(part)} items{left_out}, {len(built[name])} pairs {dict(kinds)}")
+    for name in ("validation", "test", "train"):  # train last: the Makefile's target
+        write_pairs(args.out / f"{name}.jsonl.gz", built[name])
     return 0
 
 

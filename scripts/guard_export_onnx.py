@@ -28,9 +28,18 @@ def main(argv: list[str] | None = None) -> int:
     if not (torch_dir / "config.json").is_file():
         print(f"error: {torch_dir} has no weights; train first (make models-guard)", file=sys.stderr)
         return 2
-    from transformers import BertForSequenceClassification
+    from transformers import AutoConfig, AutoModelForSequenceClassification
 
-    model = BertForSequenceClassification.from_pretrained(str(torch_dir))
+    # The folder's own family (an MPNet gate loaded as BERT got freshly initialised weights).
+    architectures = AutoConfig.from_pretrained(str(torch_dir)).architectures or []
+    if not any(a.endswith("ForSequenceClassification") for a in architectures):
+        print(
+            f"error: {torch_dir} holds {', '.join(architectures) or 'no named architecture'}, not a one-logit "
+            "classifier (a span model is exported by answer_train.py --span, the reader by scripts/reader_build.py)",
+            file=sys.stderr,
+        )
+        return 2
+    model = AutoModelForSequenceClassification.from_pretrained(str(torch_dir))
     fp32, int8 = export_onnx(model, args.folder)
     for f in (fp32, int8):
         if f is not None:

@@ -40,6 +40,7 @@ from verityrag.crossenc.build import (  # noqa: E402
     base_model_name,
     export_with_check,
     read_pairs,
+    require_pair_files,
     trainer_from_args,
     training_record,
 )
@@ -153,8 +154,9 @@ def train_and_export(args: argparse.Namespace) -> tuple[ModelMetadata, dict[str,
         name="verity-guard",
         base_model=base_model_name(args),
         data={
-            "train": "HaluEval QA items 0-7499, six answer styles per item (scripts/guard_data.py); evidence "
-            "trimmed to the 80 words most relevant to the answer",
+            "train": "HaluEval QA items 0-7499, less those whose knowledge passage is a later item's, six "
+            "answer styles per item (scripts/guard_data.py); evidence trimmed to the 80 words most "
+            "relevant to the answer",
             "test": "HaluEval QA items 8000-9999 (never trained on)",
             "train_pairs": len(pairs),
             "gemma_answers": (
@@ -194,6 +196,10 @@ def main(argv: list[str] | None = None) -> int:
         help="no training: refit the threshold of the model in --out and re-measure it",
     )
     args = p.parse_args(argv)
+    splits = ("validation", "test") if args.refit_threshold else ("train", "validation", "test")
+    require_pair_files(p, [args.data / f"{s}.jsonl.gz" for s in splits], "python scripts/guard_data.py")
+    if args.refit_threshold and not (args.out / "metadata.json").is_file():
+        p.error(f"--refit-threshold: {args.out} holds no trained guard (metadata.json); train it first")
     if args.refit_threshold:
         meta = ModelMetadata.read(args.out)
         export_check = meta.metrics.get("export_check_64_pairs", {})

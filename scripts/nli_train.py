@@ -32,6 +32,7 @@ from verityrag.crossenc.build import (  # noqa: E402
     base_model_name,
     export_with_check,
     read_pairs,
+    require_pair_files,
     trainer_from_args,
     training_record,
 )
@@ -71,6 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-warm-start", action="store_true")
     p.add_argument("--results", type=Path, default=RESULTS)
     args = p.parse_args(argv)
+    require_pair_files(
+        p, [args.data / f"{s}.jsonl.gz" for s in ("train", "validation")], "python scripts/nli_data.py"
+    )
     warm = None if args.no_warm_start or not (args.warm_start / "torch").is_dir() else args.warm_start
     train = read_pairs(args.data / "train.jsonl.gz")[: args.max_pairs]
     trainer = trainer_from_args(args, "first", warm).fit(

@@ -3,8 +3,8 @@
 The reader (the extractive-QA answerability model, ``answer_train.py --span``) learns to find
 answers from ~7k SQuAD 2.0 questions, and its best span holds the gold answer for only 38%
 of the main eval's answered questions (ROADMAP, session 6). HaluEval QA's training items
-(0-7499, the range Verity-Guard trains on; the reader check is measured on items 7500-9999)
-add multi-hop Wikipedia questions whose answer is a span of their knowledge passage:
+(0-7499, the range Verity-Guard trains on, less the 21 whose knowledge passage is also a later
+item's; the reader check is measured on items 7500-9999) add multi-hop Wikipedia questions whose answer is a span of their knowledge passage:
 
 - ``halueval_answerable`` (1): the question and its knowledge trimmed to the question (80
   words, as at run time), kept when the gold answer is in the trimmed text as whole
@@ -34,13 +34,14 @@ import gzip
 import json
 import sys
 from collections import Counter
+from collections.abc import Set
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from verityrag.crossenc.build import halueval_knowledge, write_pairs  # noqa: E402
+from verityrag.crossenc.build import halueval_knowledge, halueval_shared_passages, write_pairs  # noqa: E402
 from verityrag.crossenc.evidence import trim_evidence  # noqa: E402
 from verityrag.reader_check import EVIDENCE_WORDS  # noqa: E402
 from verityrag.text.answers import contains_gold, normalize_answer  # noqa: E402
@@ -53,12 +54,18 @@ TRAIN_ITEMS = 7500
 
 
 def reader_pairs(
-    items: list[dict[str, Any]], unrelated_every: int, removed_every: int = 0
+    items: list[dict[str, Any]], unrelated_every: int, removed_every: int = 0, skip: Set[int] = frozenset()
 ) -> list[dict[str, Any]]:
-    """Answerable pairs with their answer, and some negatives (see the module docstring)."""
+    """Answerable pairs with their answer, and some negatives (see the module docstring).
+
+    ``skip``: items that give no pair, nor their passage to another item's unrelated negative
+    (those whose passage is a validation or test item's: ``halueval_shared_passages``).
+    """
     rows: list[dict[str, Any]] = []
     answerable = 0
     for i, item in enumerate(items):
+        if i in skip:
+            continue
         question, answer = item["question"], item["right_answer"]
         knowledge = halueval_knowledge(item["knowledge"])
         evidence = trim_evidence(question, knowledge, EVIDENCE_WORDS)
@@ -70,7 +77,7 @@ def reader_pairs(
                 if rest:
                     trimmed = trim_evidence(question, rest, EVIDENCE_WORDS)
                     rows.append(_row(question, trimmed, 0, "halueval_answer_removed", i, []))
-        if unrelated_every and i % unrelated_every == 0:
+        if unrelated_every and i % unrelated_every == 0 and (i + 1) % len(items) not in skip:
             other = halueval_knowledge(items[(i + 1) % len(items)]["knowledge"])
             rows.append(
                 _row(question, trim_evidence(question, other, EVIDENCE_WORDS), 0, "halueval_unrelated", i, [])
@@ -125,11 +132,17 @@ def main(argv: list[str] | None = None) -> int:
             f"--items must be in 1..{TRAIN_ITEMS}: later items are the reader check's validation and test"
         )
     with gzip.open(args.halueval, "rt", encoding="utf-8") as f:
-        items = [json.loads(line) for line in f if line.strip()][: args.items]
-    rows = reader_pairs(items, args.unrelated_every, args.removed_every)
+        every = [json.loads(line) for line in f if line.strip()]
+    items = every[: args.items]
+    shared = halueval_shared_passages(every, TRAIN_ITEMS)
+    rows = reader_pairs(items, args.unrelated_every, args.removed_every, skip=shared)
     write_pairs(args.out, rows)
     kinds = Counter(r["kind"] for r in rows)
-    print(f"{len(items)} items -> {len(rows)} pairs {dict(kinds)}; written {args.out}")
+    left_out = len([i for i in shared if i < len(items)])
+    print(
+        f"{len(items)} items ({left_out} left out: their passage is a validation or test item's) -> "
+        f"{len(rows)} pairs {dict(kinds)}; written {args.out}"
+    )
     return 0
 
 

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from verityrag.crossenc.encoding import LongSide
+from verityrag.crossenc.encoding import MIN_WINDOW_TOKENS, LongSide
 from verityrag.crossenc.export import QUANTIZATION, export_onnx
 from verityrag.crossenc.model_folder import ONNX_FP32_FILE, ONNX_INT8_FILE
 from verityrag.crossenc.scorer import OnnxCrossEncoder
@@ -29,20 +29,46 @@ from verityrag.errors import InvalidInputError
 T = TypeVar("T", bound=CrossEncoderTrainer)
 
 
+def _at_least(kind: type[int] | type[float], low: float, strict: bool = False) -> Any:
+    """An argparse ``type``: a number of ``kind`` >= ``low`` (> with ``strict``), else a usage error."""
+
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            what = "an integer" if kind is int else "a number"
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+        if not (value > low if strict else value >= low) or value != value:  # NaN
+            raise argparse.ArgumentTypeError(f"must be {'>' if strict else '>='} {low:g}, got {text}")
+        return value
+
+    return parse
+
+
 def add_training_arguments(parser: argparse.ArgumentParser, data: Path, out: Path, lr: float) -> None:
-    """The options every train script takes (data and output folders, schedule, time budget)."""
+    """The options every train script takes (data and output folders, schedule, time budget).
+
+    Numbers out of range are usage errors here, before any data is read or model loaded (a
+    ``--max-minutes 0`` meant no budget at all, a ``--max-pairs -5`` every pair but the last 5).
+    """
+    positive = _at_least(int, 1)
     parser.add_argument("--data", type=Path, default=data)
     parser.add_argument("--out", type=Path, default=out)
-    parser.add_argument("--max-pairs", type=int, default=None, help="first N (shuffled) training pairs")
-    parser.add_argument("--max-minutes", type=float, default=None, help="stop training early after this long")
-    parser.add_argument("--epochs", type=int, default=1)
-    parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--lr", type=float, default=lr)
-    parser.add_argument("--max-length", type=int, default=256)
+    parser.add_argument("--max-pairs", type=positive, default=None, help="first N (shuffled) training pairs")
+    parser.add_argument(
+        "--max-minutes",
+        type=_at_least(float, 0, strict=True),
+        default=None,
+        help="stop training early after this long",
+    )
+    parser.add_argument("--epochs", type=positive, default=1)
+    parser.add_argument("--batch-size", type=positive, default=16)
+    parser.add_argument("--lr", type=_at_least(float, 0, strict=True), default=lr)
+    parser.add_argument("--max-length", type=_at_least(int, MIN_WINDOW_TOKENS + 8), default=256)
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument(
         "--resume-at-pair",
-        type=int,
+        type=_at_least(int, 0),
         default=0,
         metavar="N",
         help="with --warm-start from a run stopped early after N pairs (same data, seed, batch size): "
@@ -57,7 +83,7 @@ def add_training_arguments(parser: argparse.ArgumentParser, data: Path, out: Pat
     )
     parser.add_argument(
         "--keep-layers",
-        type=int,
+        type=positive,
         default=None,
         metavar="N",
         help="train only the first N encoder layers of the base or warm start (a smaller, faster model)",
@@ -88,7 +114,7 @@ def trainer_from_args(
         batch_size=args.batch_size,
         learning_rate=args.lr,
         seed=args.seed,
-        max_seconds=args.max_minutes * 60 if args.max_minutes else None,
+        max_seconds=args.max_minutes * 60 if args.max_minutes is not None else None,
         warm_start=warm_start,
         base_model=args.base_model,
         resume_at_pair=args.resume_at_pair,
@@ -115,6 +141,19 @@ def halueval_knowledge(knowledge: str) -> str:
     """A HaluEval knowledge passage with its paragraphs apart: HaluEval joins them without a
     space ("...century.First for Women"), which would hide a sentence boundary."""
     return _RUN_TOGETHER.sub(r"\1. \2", knowledge)
+
+
+def halueval_shared_passages(items: Sequence[dict[str, Any]], held_out_from: int) -> set[int]:
+    """Indices of the ``items`` before ``held_out_from`` whose knowledge passage is also one of a
+    later (validation or test) item's.
+
+    HaluEval QA holds near-duplicates: 21 of items 0-7499 share their passage with a later item,
+    some with the same answer to a reworded question (items 1488 and 8143: "What 1945-born actor
+    starred in Tulips?", "Gabe Kaplan"), so 22 of the guard's test pairs were training pairs
+    verbatim. Splitting by position keeps them on both sides; training skips these items.
+    """
+    held_out = {" ".join(it["knowledge"].split()) for it in items[held_out_from:]}
+    return {i for i, it in enumerate(items[:held_out_from]) if " ".join(it["knowledge"].split()) in held_out}
 
 
 #: The two dev ``split_a`` articles every SQuAD-built model picks its threshold on.
@@ -165,6 +204,14 @@ class SquadSources:
         return out
 
 
+def require_pair_files(parser: argparse.ArgumentParser, paths: Sequence[Path], build_command: str) -> None:
+    """A usage error naming the first of ``paths`` that is missing and the command that writes it
+    (a fresh clone has no pairs yet: that was a FileNotFoundError traceback)."""
+    for path in paths:
+        if not path.is_file():
+            parser.error(f"{path} is missing: build the pairs first with `{build_command}`")
+
+
 def read_pairs(path: Path) -> list[dict[str, Any]]:
     """Rows of a ``*.jsonl.gz`` pair file written by :func:`write_pairs`."""
     with gzip.open(path, "rt", encoding="utf-8") as f:
@@ -172,10 +219,14 @@ def read_pairs(path: Path) -> list[dict[str, Any]]:
 
 
 def write_pairs(path: Path, rows: Sequence[dict[str, Any]]) -> None:
+    """Write ``rows`` to ``path`` whole or not at all (a temporary file, then a rename): an
+    interrupted build leaves no half-written file that a restartable recipe would take as done."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with gzip.open(path, "wt", encoding="utf-8") as f:
+    partial = path.with_name(path.name + ".partial")
+    with gzip.open(partial, "wt", encoding="utf-8") as f:
         for r in rows:
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    partial.replace(path)
 
 
 def export_with_check(

@@ -70,9 +70,9 @@ class CrossEncoderTrainer:
     tokenizer as the base) to continue from instead of the base weights.
     ``max_seconds``: stop early when training time runs out (the schedule is not
     shortened; ``stopped_early_`` and ``pairs_seen_`` record it). ``resume_at_pair``: with
-    ``warm_start`` set to a run that stopped early after that many pairs (same data, seed
-    and batch size, so the same shuffled order), skip them and continue the learning-rate
-    schedule where it stopped; the optimizer's moments were not saved, so the rate warms up
+    ``warm_start`` set to a run that stopped early after that many pairs (its ``pairs_seen_``,
+    in whichever epoch it stopped; same data, seed and batch size, so the same shuffled
+    orders), skip them and continue the learning-rate schedule where it stopped; the optimizer's moments were not saved, so the rate warms up
     again over a quarter of the usual warm-up. ``keep_layers``: cut the loaded model to its
     first N encoder layers before training (a smaller, faster model that keeps the lower
     layers' features, e.g. 6 of a fine-tuned MPNet's 12); the saved config says N.
@@ -147,9 +147,9 @@ class CrossEncoderTrainer:
             raise InvalidInputError("pairs", "is empty")
         if self.epochs < 1 or self.batch_size < 1:
             raise InvalidInputError("epochs/batch_size", "must be >= 1")
-        if self.resume_at_pair and (self.warm_start is None or self.resume_at_pair % self.batch_size):
+        if self.resume_at_pair < 0 or (self.resume_at_pair and self.warm_start is None):
             raise InvalidInputError(
-                "resume_at_pair", "needs warm_start and a multiple of batch_size (the stopped run's pairs)"
+                "resume_at_pair", "needs warm_start and must be >= 0 (the stopped run's pairs)"
             )
         torch.set_num_threads(self.threads)
         random.seed(self.seed)
@@ -170,6 +170,17 @@ class CrossEncoderTrainer:
         if self.skipped_:
             logger.warning("training: %d pairs skipped (their short side fills the window)", self.skipped_)
         examples = [(first_windows[i], float(labels[i])) for i in range(len(pairs)) if i in first_windows]
+        epoch_steps = (len(examples) + self.batch_size - 1) // self.batch_size
+        # A stopped run's pairs_seen_ counts every epoch it went through (the last batch of an
+        # epoch may be short): whole epochs first, then whole batches of the epoch it stopped in.
+        skip_epochs, first_pair = divmod(self.resume_at_pair, len(examples)) if examples else (0, 0)
+        if self.resume_at_pair and (first_pair % self.batch_size or skip_epochs >= self.epochs):
+            raise InvalidInputError(
+                "resume_at_pair",
+                f"{self.resume_at_pair} is not where a run of {self.epochs} epoch(s) of {len(examples)} "
+                f"pairs in batches of {self.batch_size} stops early (needs warm_start and the stopped "
+                "run's pairs: whole batches, fewer than all of them)",
+            )
         self.encoder_ = encoder  # the batches pad with its padding token
         model = self._build_model()
         if self.keep_layers is not None:
@@ -179,9 +190,9 @@ class CrossEncoderTrainer:
             model.get_input_embeddings().weight.requires_grad_(False)
         trainable = [p for p in model.parameters() if p.requires_grad]
         optimizer = torch.optim.AdamW(trainable, lr=self.learning_rate, weight_decay=0.01)
-        steps = self.epochs * ((len(examples) + self.batch_size - 1) // self.batch_size)
+        steps = self.epochs * epoch_steps
         warmup = max(1, int(steps * self.warmup_fraction))
-        done = self.resume_at_pair // self.batch_size  # steps the stopped run already took
+        done = skip_epochs * epoch_steps + first_pair // self.batch_size  # steps the stopped run took
         rewarm = max(1, warmup // 4) if done else 1
 
         def rate(k: int) -> float:  # k: this run's step; s: the schedule's step
@@ -201,7 +212,9 @@ class CrossEncoderTrainer:
         for epoch in range(self.epochs):
             order = list(range(len(examples)))
             rng.shuffle(order)
-            first = self.resume_at_pair if epoch == 0 else 0
+            if epoch < skip_epochs:
+                continue  # the stopped run trained this epoch (its shuffle is drawn all the same)
+            first = first_pair if epoch == skip_epochs else 0
             for start in range(first, len(order), self.batch_size):
                 if self.max_seconds is not None and time.perf_counter() - t0 > self.max_seconds:
                     self.stopped_early_ = True
@@ -219,6 +232,12 @@ class CrossEncoderTrainer:
                 bar.update(1)
                 bar.set_postfix(loss=f"{sum(losses[-50:]) / len(losses[-50:]):.4f}")
         bar.close()
+        if not losses:  # a model that took no step must not be saved and served as trained
+            raise InvalidInputError(
+                "max_seconds",
+                f"{self.max_seconds} s ran out before the first batch (reading the pairs and loading "
+                f"the model took {time.perf_counter() - t0:.1f} s); give training more time",
+            )
         model.eval()
         self.model_ = model
         self.train_seconds_ = time.perf_counter() - t0
