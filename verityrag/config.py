@@ -34,7 +34,7 @@ OTHER_ENV_VARS: tuple[str, ...] = (
     "VERITYRAG_API_KEY",  # verityrag.api: the key write endpoints ask for
     "VERITYRAG_LOAD_BUNDLED",  # verityrag.api: start on the bundled corpus
     "VERITYRAG_MCP_MAX_DOCS",  # verityrag.mcp_server: bundled documents to load
-    "VERITYRAG_GEMMA_CACHE",  # verityrag.llm_providers: the local gemma model's folder
+    "VERITYRAG_GEMMA_CACHE",  # verityrag.llm.local_gemma: the local gemma model's folder
     "VERITYRAG_REQUIRE_BROWSER",  # tests/ui/test_app_browser.py; .ci/run sets it
 )
 

