@@ -433,7 +433,7 @@ def test_unusable_data_dir_is_logged_in_one_line_without_traceback(
     not_a_dir = tmp_path / "file"
     not_a_dir.write_text("not a directory")
     monkeypatch.setenv("VERITYRAG_DATA_DIR", str(not_a_dir))
-    with caplog.at_level(logging.ERROR, logger="verityrag.api.app"), serve(create_app(api_key="")) as url:
+    with caplog.at_level(logging.ERROR, logger="verityrag.api"), serve(create_app(api_key="")) as url:
         assert httpx.get(f"{url}/health").status_code == 503
     failures = [r for r in caplog.records if r.getMessage().startswith("could not create the pipeline")]
     assert failures

@@ -1,0 +1,96 @@
+"""What the routes get from the app (``request.app.state``, set by ``create_app``), as FastAPI dependencies.
+
+Dependencies live at module level: with postponed annotations FastAPI resolves
+``Annotated[...]`` in the defining module's namespace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+from collections.abc import Callable
+from typing import Annotated
+
+from fastapi import Depends, Request, Security
+from fastapi.security import APIKeyHeader
+from starlette.concurrency import run_in_threadpool
+
+from verityrag.api.errors import ApiError
+from verityrag.api.metrics import ApiMetrics
+from verityrag.errors import VerityRAGError
+from verityrag.pipeline import VerityRAGPipeline
+
+__all__ = [
+    "API_KEY_HEADER",
+    "HolderDep",
+    "MetricsDep",
+    "PipelineDep",
+    "PipelineHolder",
+    "require_api_key",
+]
+
+logger = logging.getLogger(__name__)
+
+API_KEY_HEADER = "X-API-Key"
+
+
+class PipelineHolder:
+    """The app's pipeline: given, or created on first need (lifespan or first request).
+
+    If creating it fails (an unreadable data dir, a store this version cannot use),
+    requests get 503 with the reason and the next request tries again.
+    """
+
+    def __init__(self, pipeline: VerityRAGPipeline | None, factory: Callable[[], VerityRAGPipeline]) -> None:
+        self.pipeline = pipeline
+        self.factory = factory
+        self.failure: str | None = None
+        self._lock = asyncio.Lock()
+
+    async def get(self) -> VerityRAGPipeline:
+        if self.pipeline is not None:
+            return self.pipeline
+        async with self._lock:
+            if self.pipeline is None:
+                try:
+                    self.pipeline = await run_in_threadpool(self.factory)
+                    self.failure = None
+                except Exception as exc:
+                    self.failure = f"{type(exc).__name__}: {exc}"
+                    if isinstance(exc, VerityRAGError):  # says what is missing and how to fix it
+                        logger.error("could not create the pipeline: %s", self.failure)
+                    else:  # unforeseen: the traceback is the report
+                        logger.exception("could not create the pipeline")
+                    raise ApiError(503, None, f"the pipeline is unavailable ({self.failure})") from exc
+        return self.pipeline
+
+
+async def _holder(request: Request) -> PipelineHolder:
+    holder: PipelineHolder = request.app.state.pipeline_holder
+    return holder
+
+
+async def _pipeline(request: Request) -> VerityRAGPipeline:
+    holder: PipelineHolder = request.app.state.pipeline_holder
+    return await holder.get()
+
+
+async def _metrics(request: Request) -> ApiMetrics:
+    metrics: ApiMetrics = request.app.state.metrics
+    return metrics
+
+
+HolderDep = Annotated[PipelineHolder, Depends(_holder)]
+PipelineDep = Annotated[VerityRAGPipeline, Depends(_pipeline)]
+MetricsDep = Annotated[ApiMetrics, Depends(_metrics)]
+
+_KEY_HEADER = APIKeyHeader(
+    name=API_KEY_HEADER, auto_error=False, description="Needed on writes if the server has a key."
+)
+
+
+async def require_api_key(request: Request, given: Annotated[str | None, Security(_KEY_HEADER)]) -> None:
+    key: str | None = request.app.state.api_key
+    if key is not None and (given is None or not hmac.compare_digest(given.encode(), key.encode())):
+        raise ApiError(401, API_KEY_HEADER, f"write endpoints need a valid {API_KEY_HEADER} header")

@@ -1,0 +1,378 @@
+"""The API's endpoints, as module-level functions that ``create_app`` registers with :func:`add_routes`.
+
+Thin by design: every endpoint calls the pipeline (in a worker thread, so the event loop
+keeps serving) and translates its result or error; no logic of its own. The pipeline, its
+holder and the metrics come from ``request.app.state`` through the dependencies in
+:mod:`verityrag.api.deps`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Annotated, Any, TypeVar
+
+from fastapi import Body, Depends, FastAPI
+from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
+from starlette.concurrency import run_in_threadpool
+
+from verityrag import __version__
+from verityrag.api import streaming
+from verityrag.api.deps import API_KEY_HEADER, HolderDep, MetricsDep, PipelineDep, require_api_key
+from verityrag.api.errors import ApiError
+from verityrag.api.metrics import CONTENT_TYPE, ApiMetrics
+from verityrag.api.models import (
+    INGEST_EXAMPLES,
+    CitationOut,
+    ClaimOut,
+    DeletedOut,
+    DocumentBatchIn,
+    DocumentIn,
+    DocumentOut,
+    DocumentsIn,
+    ErrorOut,
+    GroundingOut,
+    HealthOut,
+    IngestedDocument,
+    IngestOut,
+    QueryIn,
+    QueryOut,
+    StatsOut,
+    TraceStepOut,
+)
+from verityrag.api.streaming import EVENT_SCHEMA as STREAM_EVENT_SCHEMA
+from verityrag.api.streaming import EXAMPLE as STREAM_EXAMPLE
+from verityrag.api.streaming import MEDIA_TYPE as STREAM_MEDIA_TYPE
+from verityrag.api.streaming import query_events, sse_event
+from verityrag.errors import InvalidInputError
+from verityrag.pipeline import VerityRAGPipeline
+from verityrag.types import Document, QueryResult, TraceStep
+
+__all__ = ["RouteTable", "add_routes"]
+
+logger = logging.getLogger(__name__)
+
+_ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    422: {"model": ErrorOut, "description": "Invalid input; `error.field` names it."},
+    413: {"model": ErrorOut, "description": "Request body over the limit."},
+    503: {"model": ErrorOut, "description": "A model or backend is unavailable; `error.message` says why."},
+}
+_WRITE_RESPONSES: dict[int | str, dict[str, Any]] = {
+    **_ERROR_RESPONSES,
+    401: {
+        "model": ErrorOut,
+        "description": f"Missing or wrong `{API_KEY_HEADER}` (when the server has a key).",
+    },
+}
+_NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorOut, "description": "No such document."}}
+
+_Endpoint = TypeVar("_Endpoint", bound=Callable[..., Any])
+
+
+class RouteTable:
+    """Endpoints declared where they are defined (``@endpoints.post(path, ...)``), added to an app by ``add_to``.
+
+    Not an ``APIRouter``: from FastAPI 0.165 ``app.include_router`` keeps a router as one
+    nested route, and ``app.routes`` no longer lists the ``APIRoute`` objects that the 405
+    ``Allow`` header (:mod:`verityrag.api.errors`) and the route label of a request answered
+    before routing (:mod:`verityrag.api.middleware`) look through. ``add_to`` registers each
+    endpoint on the app itself, as ``app.get(...)`` and friends do, in declaration order.
+    """
+
+    def __init__(self) -> None:
+        self._routes: list[tuple[str, Callable[..., Any], list[str], dict[str, Any]]] = []
+
+    def route(self, path: str, methods: list[str], **options: Any) -> Callable[[_Endpoint], _Endpoint]:
+        def record(endpoint: _Endpoint) -> _Endpoint:
+            self._routes.append((path, endpoint, methods, options))
+            return endpoint
+
+        return record
+
+    def post(self, path: str, **options: Any) -> Callable[[_Endpoint], _Endpoint]:
+        return self.route(path, ["POST"], **options)
+
+    def delete(self, path: str, **options: Any) -> Callable[[_Endpoint], _Endpoint]:
+        return self.route(path, ["DELETE"], **options)
+
+    def get_with_head(self, path: str, **options: Any) -> Callable[[_Endpoint], _Endpoint]:
+        """A GET route that answers HEAD too, as Starlette's GET routes do and FastAPI's do not.
+
+        HEAD runs the same endpoint, so it gets the GET's status and headers (the server sends
+        no body), on a twin route kept out of the OpenAPI spec: listed there, HEAD would repeat
+        the GET's operationId (which must be unique) and promise a JSON body it does not send.
+        """
+
+        def register(endpoint: _Endpoint) -> _Endpoint:
+            self.route(path, ["GET"], **options)(endpoint)
+            self.route(path, ["HEAD"], include_in_schema=False, **options)(endpoint)
+            return endpoint
+
+        return register
+
+    def add_to(self, app: FastAPI) -> None:
+        for path, endpoint, methods, options in self._routes:
+            app.add_api_route(path, endpoint, methods=methods, **options)
+
+
+endpoints = RouteTable()
+
+
+def add_routes(app: FastAPI) -> None:
+    """Register every endpoint of the API on ``app``."""
+    endpoints.add_to(app)
+
+
+@endpoints.get_with_head(
+    "/health", response_model=HealthOut, responses={503: {"model": HealthOut}}, tags=["service"]
+)
+async def health(holder: HolderDep) -> Any:
+    """Liveness and readiness: 200 when the pipeline is up, 503 with the reason when not."""
+    try:
+        p = await holder.get()
+    except ApiError:
+        out = HealthOut(status="unavailable", version=__version__, documents=None, reason=holder.failure)
+        return JSONResponse(out.model_dump(), status_code=503)
+    return HealthOut(status="ok", version=__version__, documents=p.index.n_documents)
+
+
+@endpoints.post(
+    "/documents",
+    response_model=IngestOut,
+    responses=_WRITE_RESPONSES,
+    dependencies=[Depends(require_api_key)],
+    tags=["documents"],
+)
+async def ingest(
+    body: Annotated[DocumentsIn, Body(openapi_examples=INGEST_EXAMPLES)], p: PipelineDep
+) -> IngestOut:
+    """Add one document, or a batch as `{"documents": [...]}`. Re-posting a doc_id replaces it.
+
+    A batch is validated in full before anything is written; the error names the
+    document (`documents[3].text`). Searchable when the response arrives.
+    """
+    if isinstance(body, DocumentIn):
+        result = await run_in_threadpool(p.ingest_document, body.doc_id, body.title, body.text, body.metadata)
+        return IngestOut(documents=[IngestedDocument(**_fields(result, "doc_id", "n_chunks", "replaced"))])
+    return IngestOut(documents=await run_in_threadpool(_ingest_batch, p, body))
+
+
+@endpoints.get_with_head(
+    "/documents/{doc_id:path}",
+    response_model=DocumentOut,
+    responses={**_NOT_FOUND, 422: _ERROR_RESPONSES[422], 503: _ERROR_RESPONSES[503]},
+    tags=["documents"],
+)
+async def get_document(doc_id: str, p: PipelineDep) -> DocumentOut:
+    """A stored document, with the number of chunks it was split into."""
+    doc = await run_in_threadpool(p.get_document, doc_id)
+    if doc is None:
+        raise ApiError(404, "doc_id", f"no document {doc_id!r}")
+    return DocumentOut(
+        doc_id=doc.doc_id,
+        title=doc.title,
+        text=doc.text,
+        metadata=doc.metadata,
+        n_chunks=len(p.index.chunks_of(doc_id)),
+    )
+
+
+@endpoints.delete(
+    "/documents/{doc_id:path}",
+    response_model=DeletedOut,
+    responses={**_WRITE_RESPONSES, **_NOT_FOUND},
+    dependencies=[Depends(require_api_key)],
+    tags=["documents"],
+)
+async def delete_document(doc_id: str, p: PipelineDep) -> DeletedOut:
+    """Remove a document from the store and both indexes."""
+    if not await run_in_threadpool(p.delete_document, doc_id):
+        raise ApiError(404, "doc_id", f"no document {doc_id!r}")
+    return DeletedOut(doc_id=doc_id, deleted=True)
+
+
+async def run_query(
+    body: QueryIn,
+    p: VerityRAGPipeline,
+    api_metrics: ApiMetrics,
+    on_stage: Callable[[TraceStep], None] | None = None,
+) -> QueryResult:
+    """``p.query`` for ``body`` in a worker thread, with the request's overrides; recorded in ``api_metrics``."""
+    changes = {
+        name: getattr(body, name) for name in ("verify", "strictness") if getattr(body, name) is not None
+    }
+    settings = p.settings.replace(**changes) if changes else None
+    started = time.perf_counter()
+    result = await run_in_threadpool(p.query, body.question, body.k, settings, on_stage)
+    elapsed = time.perf_counter() - started
+    api_metrics.record_query(elapsed, result.abstain_reason.value if result.abstain_reason else None)
+    return result
+
+
+@endpoints.post("/query", response_model=QueryOut, responses=_ERROR_RESPONSES, tags=["query"])
+async def query(body: QueryIn, p: PipelineDep, api_metrics: MetricsDep) -> QueryOut:
+    """Answer with cited evidence, or abstain with a reason (both are 200).
+
+    `verify` and `strictness` override the pipeline's settings for this request only.
+    """
+    return _query_out(await run_query(body, p, api_metrics))
+
+
+@endpoints.post(
+    "/chat/stream",
+    response_class=StreamingResponse,
+    responses={
+        200: {
+            "description": "A Server-Sent Events stream: `stage` events, `sentence` events, a `report`.",
+            "content": {STREAM_MEDIA_TYPE: {"schema": STREAM_EVENT_SCHEMA, "example": STREAM_EXAMPLE}},
+        },
+        **_ERROR_RESPONSES,
+    },
+    tags=["query"],
+)
+async def chat_stream(body: QueryIn, p: PipelineDep, api_metrics: MetricsDep) -> StreamingResponse:
+    """The same query as `POST /query` (same body), answered as Server-Sent Events.
+
+    Events, in order: one `stage` per trace step (`stage`, `duration_ms`, `details` with
+    the step's figures); when answered, one `sentence` per answer sentence the request's
+    strictness kept (`index`, `text`, `citations`, `support`: its weakest claim's); last, one `report` whose data is
+    exactly the `POST /query` response. An abstention sends the stages, then the report
+    (`abstained`, `abstain_reason`). Each event's data is one line of JSON.
+
+    Stages are sent live, as the agent records them. Input is checked before the first
+    byte, so a bad input or an unavailable model gets the same 4xx/503 JSON error as
+    `POST /query`, not a stream; a failure after the stream began ends it with one
+    `error` event (`message`). While the query is quiet (a slow LLM call), a `: keep-alive`
+    comment line goes out every 15 s; SSE clients ignore comments.
+    """
+    loop = asyncio.get_running_loop()
+    # Stages from the worker thread, in order; None once the query has ended.
+    stages: asyncio.Queue[TraceStep | None] = asyncio.Queue()
+
+    def on_stage(step: TraceStep) -> None:
+        loop.call_soon_threadsafe(stages.put_nowait, step)
+
+    task = asyncio.ensure_future(run_query(body, p, api_metrics, on_stage))
+    # Scheduled after every stage callback the thread queued, so the sentinel comes last.
+    task.add_done_callback(lambda _: stages.put_nowait(None))
+    first = await stages.get()
+    if first is None:
+        task.result()  # ended before any stage: an input or model error, raised as JSON
+
+    async def events() -> AsyncIterator[str]:
+        step = first
+        while step is not None:
+            yield sse_event("stage", _step_out(step).model_dump(mode="json"))
+            # One get() waited on across heartbeats (cancelling it on each timeout could drop
+            # a stage that arrived at that moment); a keep-alive comment each quiet spell.
+            getter = asyncio.ensure_future(stages.get())
+            try:
+                while not (await asyncio.wait({getter}, timeout=streaming.HEARTBEAT_S))[0]:
+                    yield streaming.KEEP_ALIVE
+            finally:
+                getter.cancel()  # the client went away: stop waiting for the worker
+            step = getter.result()
+        try:
+            result = task.result()
+        except Exception as exc:
+            logger.error("query failed after its stream began", exc_info=exc)
+            yield sse_event("error", {"message": f"{type(exc).__name__}: {exc}"})
+            return
+        sentences = [
+            {"text": s.text, "citations": [_fields(c, *_CITATION_FIELDS) for c in s.citations]}
+            for s in result.sentences
+        ]
+        for event in query_events(_query_out(result), sentences, stages=False):
+            yield event
+
+    return StreamingResponse(
+        events(),
+        media_type=STREAM_MEDIA_TYPE,
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+@endpoints.get_with_head(
+    "/stats", response_model=StatsOut, responses={503: _ERROR_RESPONSES[503]}, tags=["service"]
+)
+async def stats(p: PipelineDep) -> StatsOut:
+    """Documents, chunks, index version, embedder, data dir, and the learned checks with their thresholds."""
+    return StatsOut(**p.stats())
+
+
+@endpoints.get_with_head(
+    "/metrics",
+    response_class=PlainTextResponse,
+    responses={200: {"content": {CONTENT_TYPE: {"example": "verityrag_documents 605\n"}}}},
+    tags=["service"],
+)
+async def metrics(holder: HolderDep, api_metrics: MetricsDep) -> PlainTextResponse:
+    """Prometheus text format: requests, query latency histogram, abstentions by reason, corpus gauges."""
+    p = holder.pipeline
+    documents = p.index.n_documents if p is not None else None
+    chunks = p.index.snapshot().n_live if p is not None else None
+    return PlainTextResponse(api_metrics.render(documents, chunks), media_type=CONTENT_TYPE)
+
+
+_CITATION_FIELDS = ("chunk_id", "doc_id", "title", "start", "end")
+
+
+def _fields(obj: object, *names: str) -> dict[str, Any]:
+    return {name: getattr(obj, name) for name in names}
+
+
+def _ingest_batch(p: VerityRAGPipeline, body: DocumentBatchIn) -> list[IngestedDocument]:
+    docs: list[Document] = []
+    for i, d in enumerate(body.documents):
+        # Checked here only to name the document at fault; the pipeline checks the same again.
+        # All of its checks: a bad title or metadata was named bare ("metadata"), not documents[i].
+        try:
+            docs.append(p.validate_document(Document(d.doc_id, d.title, d.text, d.metadata)))
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"documents[{i}].{exc.field}", exc.problem) from exc
+    replaced = [p.index.has_document(d.doc_id) for d in docs]
+    p.ingest_documents(docs, progress=False)
+    return [
+        IngestedDocument(doc_id=d.doc_id, n_chunks=len(p.index.chunks_of(d.doc_id)), replaced=r)
+        for d, r in zip(docs, replaced, strict=True)
+    ]
+
+
+def _plain(value: Any) -> Any:
+    """Trace details as JSON: numpy scalars to Python, non-finite floats to null."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if hasattr(value, "item") and callable(value.item) and not isinstance(value, str | bytes):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)
+
+
+def _step_out(step: TraceStep) -> TraceStepOut:
+    return TraceStepOut(stage=step.stage, duration_ms=step.duration_ms, details=_plain(step.details))
+
+
+def _query_out(result: QueryResult) -> QueryOut:
+    return QueryOut(
+        question=result.question,
+        answer=result.answer,
+        abstained=result.abstained,
+        abstain_reason=result.abstain_reason.value if result.abstain_reason else None,
+        confidence=result.confidence,
+        grounding=GroundingOut(
+            overall_score=result.grounding.overall_score,
+            claims=[ClaimOut(claim=c.claim, support=c.support) for c in result.grounding.claims],
+        ),
+        unsupported_claims=list(result.unsupported_claims),
+        citations=[CitationOut(**_fields(c, *_CITATION_FIELDS)) for c in result.citations],
+        trace=[_step_out(t) for t in result.trace],
+        latency_ms=result.latency_ms,
+    )
