@@ -1,5 +1,6 @@
 # Two commands for a fresh machine: `make run` and `make test`. Both create or
-# reuse .venv and install torch==2.13.0 (the local CPU wheel) before the rest.
+# reuse .venv and install torch==2.13.0 (the local CPU wheel) before the rest, then
+# build the bundled corpus (`make data`).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -7,7 +8,7 @@ LINTED := verityrag tests scripts data app.py
 REQS := requirements.txt requirements-dev.txt pyproject.toml
 STAMP := $(VENV)/.installed-$(shell cat $(REQS) | sha1sum | cut -c1-12)
 
-.PHONY: setup run ask browser test check lint format bench bench-checks bench-es eval models models-answerability models-answerability-mpnet models-guard models-nli models-nli-ragtruth models-reader readme-results demo bench-api schemathesis clean demo bench-api schemathesis eval-llm eval-llm-reader
+.PHONY: setup data run ask browser test check lint format bench bench-checks bench-es eval models models-answerability models-answerability-mpnet models-guard models-nli models-nli-ragtruth models-reader readme-results demo bench-api schemathesis clean demo bench-api schemathesis eval-llm eval-llm-reader
 
 $(STAMP): $(REQS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -18,7 +19,14 @@ $(STAMP): $(REQS)
 	rm -f $(VENV)/.installed-*
 	touch $@
 
-setup: $(STAMP)
+setup: $(STAMP) data
+
+# The bundled corpus and question sets, built from the datasets root (VERITYRAG_DATASETS, default
+# ../shared/data) into the git-ignored data/built/; what is missing there is fetched from its
+# official source first. Seconds, and nothing at all when data/built/ is up to date.
+data: $(STAMP)
+	@$(PY) -m verityrag.datasets fetch
+	@$(PY) data/build_corpus.py --if-stale
 
 # The API and the Streamlit app on the bundled corpus; prints their URLs.
 run: setup
@@ -240,7 +248,7 @@ eval-llm: setup
 # is measured on the same answers with scripts/reader_rescore_llm.py (seconds).
 eval-llm-reader: setup
 	$(HEAVY) $(PY) -m verityrag.eval --real-llm local --reader --no-plots --out scripts/results/llm_eval_reader_local.json
-	gzip -f scripts/results/llm_answers_local.jsonl
+	gzip -f guard_work/eval/llm_answers_local.jsonl
 
 schemathesis: setup
 	$(PY) scripts/run_schemathesis.py

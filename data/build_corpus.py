@@ -1,8 +1,9 @@
 """Build the VerityRAG evaluation corpus and question sets from real SQuAD dev data.
 
-Standard library only. Run from anywhere::
+The standard library and ``verityrag.datasets`` (where the datasets root is) only. Run from anywhere::
 
-    python data/build_corpus.py
+    python data/build_corpus.py              # read the datasets root, write data/built/
+    python data/build_corpus.py --if-stale   # the same, skipped when data/built/ is up to date (make data)
 
 Outputs (default ``data/``): ``corpus.jsonl``, ``questions/calibration.jsonl``,
 ``questions/test.jsonl`` and ``corpus_manifest.json``. The outputs depend only on
@@ -24,14 +25,22 @@ from pathlib import Path
 from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_ROOT))  # run as a file: the package beside it, installed or not
 
-# The sources are bundled gzipped (``gzip -n -9``) so a fresh clone rebuilds without ../shared;
-# the plain files under ../shared/data give the same outputs.
-DEFAULT_SQUAD_V1 = "data/squad_v1.1/dev-v1.1.json.gz"
-DEFAULT_SQUAD_V2 = "data/squad_v2.0/dev-v2.0.reconstructed.json.gz"
-DEFAULT_SPLIT = "data/squad_v2.0/answerability_split.json"
+from verityrag import datasets  # noqa: E402
+from verityrag.errors import DatasetMissingError  # noqa: E402
+
+# The sources, under the datasets root (VERITYRAG_DATASETS, default ../shared/data); gzipped
+# or plain files give the same outputs.
+DEFAULT_SQUAD_V1 = datasets.SQUAD_V1_DEV
+DEFAULT_SQUAD_V2 = datasets.SQUAD_V2_DEV
+DEFAULT_SPLIT = datasets.SQUAD_V2_SPLIT
 DEFAULT_SEED = 13
-DEFAULT_OUT_DIR = "data"
+# Built files are git-ignored: the repository holds no copy of a dataset nor files derived from one.
+DEFAULT_OUT_DIR = "data/built"
+# Written last, beside the outputs: what they were built from (``--if-stale`` compares it).
+STAMP_FILE = ".build-stamp.json"
+OUTPUT_FILES = ("corpus.jsonl", "questions/calibration.jsonl", "questions/test.jsonl", "corpus_manifest.json")
 
 # Official sha256 of SQuAD 1.1 dev; a mismatch is reported, not fatal.
 SQUAD_V1_DEV_SHA256 = "95aa6a52d5d6a735563366753ca50492a658031da74f301ac5238b03966972c9"
@@ -419,29 +428,84 @@ def build(squad_v1: Path, squad_v2: Path, split_file: Path, seed: int, out_dir: 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """Parse command-line flags."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--squad-v1", default=DEFAULT_SQUAD_V1, help="SQuAD 1.1 dev JSON")
-    parser.add_argument("--squad-v2", default=DEFAULT_SQUAD_V2, help="SQuAD 2.0 dev JSON")
-    parser.add_argument("--split", default=DEFAULT_SPLIT, help="answerability_split.json")
+    parser.add_argument(
+        "--datasets",
+        type=Path,
+        default=None,
+        help=f"datasets root (default: ${datasets.ENV_VAR} or ../shared/data)",
+    )
+    parser.add_argument(
+        "--squad-v1", default=None, help=f"SQuAD 1.1 dev JSON (default: <root>/{DEFAULT_SQUAD_V1})"
+    )
+    parser.add_argument(
+        "--squad-v2", default=None, help=f"SQuAD 2.0 dev JSON (default: <root>/{DEFAULT_SQUAD_V2})"
+    )
+    parser.add_argument(
+        "--split", default=None, help=f"answerability_split.json (default: <root>/{DEFAULT_SPLIT})"
+    )
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="sampling seed")
-    parser.add_argument("--out-dir", default=DEFAULT_OUT_DIR, help="output folder")
+    parser.add_argument("--out-dir", default=DEFAULT_OUT_DIR, help="output folder (default: data/built)")
+    parser.add_argument("--if-stale", action="store_true", help="do nothing when the outputs are up to date")
     return parser.parse_args(argv)
+
+
+def source_paths(args: argparse.Namespace) -> list[Path]:
+    """The three source files: the flags' paths, else under the datasets root (missing: an error naming it)."""
+    root = args.datasets if args.datasets is not None else datasets.datasets_root()
+    out = []
+    for flag, default in (
+        (args.squad_v1, DEFAULT_SQUAD_V1),
+        (args.squad_v2, DEFAULT_SQUAD_V2),
+        (args.split, DEFAULT_SPLIT),
+    ):
+        if flag is not None:
+            path = repo_path(flag)
+            if not path.is_file():
+                raise DatasetMissingError(
+                    str(path), str(path.parent), "check the path given on the command line"
+                )
+            out.append(path)
+        else:
+            out.append(datasets.dataset_file(default, root))
+    return out
+
+
+def build_stamp(sources: Sequence[Path], seed: int) -> Json:
+    """What the outputs depend on: each source's content digest, the seed and this script's digest."""
+    script = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+    return {"sources": [source_entry(p) for p in sources], "seed": seed, "builder_sha256": script}
+
+
+def up_to_date(out_dir: Path, stamp: Json) -> bool:
+    """Every output is there and was built from the same sources, seed and script."""
+    stamp_path = out_dir / STAMP_FILE
+    if not stamp_path.is_file() or not all((out_dir / name).is_file() for name in OUTPUT_FILES):
+        return False
+    try:
+        return bool(json.loads(stamp_path.read_text(encoding="utf-8")) == stamp)
+    except ValueError:
+        return False
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: build the corpus and print a one-line summary per output."""
     args = parse_args(argv)
-    squad_v1 = repo_path(args.squad_v1)
-    squad_v2 = repo_path(args.squad_v2)
-    split_file = repo_path(args.split)
-    for path in (squad_v1, squad_v2, split_file):
-        if not path.is_file():
-            print(f"error: source file not found: {path}", file=sys.stderr)
-            return 2
+    try:
+        squad_v1, squad_v2, split_file = source_paths(args)
+    except DatasetMissingError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     out_dir = repo_path(args.out_dir)
+    stamp = build_stamp((squad_v1, squad_v2, split_file), args.seed)
+    if args.if_stale and up_to_date(out_dir, stamp):
+        print(f"{out_dir} is up to date")
+        return 0
+    (out_dir / STAMP_FILE).unlink(missing_ok=True)  # an interrupted build is never taken as done
     manifest = build(squad_v1, squad_v2, split_file, args.seed, out_dir)
     # The manifest already holds the content digest: checking it there reads the file once.
     if manifest["sources"]["squad_v1.1_dev"]["sha256"] != SQUAD_V1_DEV_SHA256:
         print("warning: SQuAD 1.1 dev sha256 differs from the official file", file=sys.stderr)
+    write_json(out_dir / STAMP_FILE, stamp)
     print(
         f"{manifest['num_documents']} documents, {manifest['total_words']} words; "
         f"questions: {json.dumps(manifest['question_counts'], sort_keys=True)}"

@@ -54,7 +54,6 @@ from verityrag.crossenc.metrics import (  # noqa: E402
 from verityrag.crossenc.span import SpanAnswerabilityTrainer  # noqa: E402
 
 RESULTS = ROOT / "scripts" / "results" / "crossenc_answerability.json"
-SQUAD_V2 = ROOT / "data" / "squad_v2.0"
 
 
 def gold_answers(args: argparse.Namespace, rows: list[dict[str, Any]]) -> list[list[str]]:
@@ -63,7 +62,7 @@ def gold_answers(args: argparse.Namespace, rows: list[dict[str, Any]]) -> list[l
     Shortest first, ties by text: the span target is the first one found, and a set's own order
     changed with PYTHONHASHSEED (15 training questions have two answers of one length).
     """
-    squad = SquadSources.load(args, ROOT / "data" / "corpus_manifest.json")
+    squad = SquadSources.load(args, ROOT / "data" / "built" / "corpus_manifest.json")
     articles = [*squad.train_prefix, *(squad.dev[t] for t in squad.split_a_train_titles)]
     by_question: dict[tuple[str, str], list[str]] = {}
     for article in articles:
@@ -142,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         default=0.5,
         help="target = (1 - w) * label + w * teacher's P(answerable)",
     )
-    add_squad_arguments(p, SQUAD_V2)
+    add_squad_arguments(p)
     args = p.parse_args(argv)
     if args.teacher is not None and args.span:
         p.error("--teacher trains the classifier; it does not combine with --span")

@@ -1,7 +1,7 @@
 """POST /query p50 over HTTP vs ``pipeline.query`` p50 in-process, on the same questions, in one run.
 
 Builds the in-process pipeline on the bundled corpus and times ``pipeline.query`` on the
-test questions (data/questions/test.jsonl). Then starts ``uvicorn verityrag.api:app`` on a
+test questions (data/built/questions/test.jsonl). Then starts ``uvicorn verityrag.api:app`` on a
 free 127.0.0.1 port, loads the same corpus through ``POST /documents`` and times
 ``POST /query`` for the same questions: one client, sequential, keep-alive, after a
 warm-up pass. Prints both p50/p95 and the HTTP overhead (target: p50 within 5 ms).
@@ -30,8 +30,8 @@ from verityrag.pipeline import IN_MEMORY
 
 ROOT = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
-CORPUS = ROOT / "data" / "corpus.jsonl"
-QUESTIONS = ROOT / "data" / "questions" / "test.jsonl"
+CORPUS = ROOT / "data" / "built" / "corpus.jsonl"
+QUESTIONS = ROOT / "data" / "built" / "questions" / "test.jsonl"
 
 
 def _percentiles(seconds: list[float]) -> tuple[float, float]:

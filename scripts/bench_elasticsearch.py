@@ -4,8 +4,8 @@ Runs on ELASTICSEARCH_URL when set, otherwise on the noida-db **emulator** of th
 Elasticsearch 8 REST API started here on loopback (an emulator: its latencies say
 nothing about a real cluster's). Writes scripts/results/bench_elasticsearch.json:
 
-* agreement on the eval corpus (data/corpus.jsonl, 847 chunks, every question of
-  data/questions/*.jsonl): Jaccard of the BM25 top-10 with the embedded LiveIndex,
+* agreement on the eval corpus (data/built/corpus.jsonl, 847 chunks, every question of
+  data/built/questions/*.jsonl): Jaccard of the BM25 top-10 with the embedded LiveIndex,
   for the server's own BM25 on the project's analyzer output (``scoring="server"``),
   for the backend's contract scoring (``scoring="contract"``: server candidates,
   Okapi BM25 recomputed from cluster statistics), and for Elasticsearch's
@@ -45,7 +45,7 @@ from verityrag.index.live import LiveIndex  # noqa: E402
 from verityrag.pipeline import IN_MEMORY  # noqa: E402
 
 OUT = ROOT / "scripts" / "results" / "bench_elasticsearch.json"
-QUESTION_FILES = sorted((ROOT / "data" / "questions").glob("*.jsonl"))
+QUESTION_FILES = sorted((ROOT / "data" / "built" / "questions").glob("*.jsonl"))
 
 
 def jaccard(a: set[str], b: set[str]) -> float | None:
@@ -245,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 0
 
-    corpus = eval_dataset.load_corpus(ROOT / "data" / "corpus.jsonl")
+    corpus = eval_dataset.load_corpus(ROOT / "data" / "built" / "corpus.jsonl")
     questions = [q.question for f in QUESTION_FILES for q in eval_dataset.load_questions(f)]
     sizes = args.sizes or ([847] if args.quick else [847, 2500, 5000])
     emulator = None

@@ -7,7 +7,7 @@ README's index table is generated from that file). Run on a quiet machine:
     python scripts/bench_index.py --quick    # 1k and 10k chunks
 
 The large corpora are synthetic documents of ~150 words made by sampling real
-sentences of the SQuAD eval corpus (data/corpus.jsonl), so term statistics are
+sentences of the SQuAD eval corpus (data/built/corpus.jsonl), so term statistics are
 realistic; each document also gets one unique token so it can be found.
 """
 
@@ -38,8 +38,8 @@ from verityrag.eval import dataset as eval_dataset  # noqa: E402
 from verityrag.pipeline import IN_MEMORY  # noqa: E402
 from verityrag.text import split_sentences  # noqa: E402
 
-CORPUS = ROOT / "data" / "corpus.jsonl"
-QUESTIONS = ROOT / "data" / "questions" / "test.jsonl"
+CORPUS = ROOT / "data" / "built" / "corpus.jsonl"
+QUESTIONS = ROOT / "data" / "built" / "questions" / "test.jsonl"
 OUT = ROOT / "scripts" / "results" / "bench_index.json"
 
 

@@ -32,8 +32,8 @@ import numpy as np
 from api_server import running_api_server
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT / "data" / "corpus.jsonl"
-QUESTIONS = ROOT / "data" / "questions" / "test.jsonl"
+CORPUS = ROOT / "data" / "built" / "corpus.jsonl"
+QUESTIONS = ROOT / "data" / "built" / "questions" / "test.jsonl"
 HOST = "127.0.0.1"
 WORDS = "amber basalt cobalt dune ember fjord garnet heron indigo jasper kestrel lichen marble nickel".split()
 

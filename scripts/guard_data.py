@@ -38,12 +38,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from verityrag import datasets  # noqa: E402
 from verityrag.crossenc.build import halueval_knowledge, halueval_shared_passages, write_pairs  # noqa: E402
 from verityrag.crossenc.evidence import trim_evidence  # noqa: E402
 from verityrag.guard import EVIDENCE_WORDS  # noqa: E402
 from verityrag.text.sentences import split_sentences  # noqa: E402
 
-HALUEVAL = ROOT / "data" / "halueval" / "qa_data.json.gz"
+HALUEVAL = datasets.datasets_root() / datasets.HALUEVAL_QA
 OUT = ROOT / "guard_work" / "guard" / "data"
 TEST_ITEMS = 2000
 VALIDATION_ITEMS = 500

@@ -48,6 +48,7 @@ from tqdm import tqdm
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from verityrag import datasets  # noqa: E402
 from verityrag.crossenc.build import halueval_knowledge, write_pairs  # noqa: E402
 from verityrag.crossenc.evidence import trim_evidence  # noqa: E402
 from verityrag.generation.llm import LLMGenerator, parse_cited_sentences  # noqa: E402
@@ -56,7 +57,7 @@ from verityrag.llm_providers import LocalGemmaCompleteFn, local_gemma_complete_f
 from verityrag.text import ENGLISH_STOPWORDS  # noqa: E402
 from verityrag.types import Chunk, Hit  # noqa: E402
 
-HALUEVAL = ROOT / "data" / "halueval" / "qa_data.json.gz"
+HALUEVAL = datasets.datasets_root() / datasets.HALUEVAL_QA
 RAW = ROOT / "guard_work" / "gemma_answers"
 OUT = ROOT / DEFAULT_GUARD_DIR / "data"
 GEMMA_CACHE = ROOT / "guard_work" / "gemma3-270m"

@@ -14,7 +14,7 @@ top) would give, with one pass per split:
 - calibration questions take the sufficiency gate's *out-of-fold* probability (it was fitted
   on them), test questions the fitted gate's probability from the trace;
 - calibration is the answerable and held-out questions; the in-domain unanswerable ones are
-  reported, never fitted, as data/corpus_manifest.json asks.
+  reported, never fitted, as data/built/corpus_manifest.json asks.
 
 Uses the model in ``VERITY_ANSWER_DIR`` (default: the served one). ~2 min.
 """

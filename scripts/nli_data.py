@@ -65,7 +65,6 @@ from verityrag.text.analyzer import DEFAULT_ANALYZER  # noqa: E402
 from verityrag.text.sentences import split_sentences  # noqa: E402
 from verityrag.verify.learned_nli import EVIDENCE_WORDS  # noqa: E402
 
-SQUAD_V2 = ROOT / "data" / "squad_v2.0"
 OUT = ROOT / "guard_work" / "nli" / "data"
 GUARD_TRAIN = ROOT / "guard_work" / "guard" / "data" / "train.jsonl.gz"
 #: An "other paragraph" sentence counts as baseless only if at most this share of its
@@ -247,14 +246,14 @@ def halueval_rows(path: Path, limit: int) -> list[Pair]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_squad_arguments(p, SQUAD_V2)
+    add_squad_arguments(p)
     p.add_argument("--guard-train", type=Path, default=GUARD_TRAIN)
     p.add_argument("--halueval-rows", type=int, default=4000, help="HaluEval rows mixed into training")
     p.add_argument("--seed", type=int, default=13)
     p.add_argument("--out", type=Path, default=OUT)
     args = p.parse_args(argv)
     rng = random.Random(args.seed)
-    squad = SquadSources.load(args, ROOT / "data" / "corpus_manifest.json")
+    squad = SquadSources.load(args, ROOT / "data" / "built" / "corpus_manifest.json")
     dev, train_prefix, train_titles = squad.dev, squad.train_prefix, squad.split_a_train_titles
     train: list[Pair] = []
     for a in train_prefix:

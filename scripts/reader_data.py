@@ -41,13 +41,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from verityrag import datasets  # noqa: E402
 from verityrag.crossenc.build import halueval_knowledge, halueval_shared_passages, write_pairs  # noqa: E402
 from verityrag.crossenc.evidence import trim_evidence  # noqa: E402
 from verityrag.reader_check import EVIDENCE_WORDS  # noqa: E402
 from verityrag.text.answers import contains_gold, normalize_answer  # noqa: E402
 from verityrag.text.sentences import split_sentences  # noqa: E402
 
-HALUEVAL = ROOT / "data" / "halueval" / "qa_data.json.gz"
+HALUEVAL = datasets.datasets_root() / datasets.HALUEVAL_QA
 OUT = ROOT / "guard_work" / "reader_data" / "halueval_qa.jsonl.gz"
 #: Verity-Guard's training items; 7500-9999 are its (and the reader check's) validation and test.
 TRAIN_ITEMS = 7500

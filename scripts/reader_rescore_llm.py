@@ -96,7 +96,9 @@ def rescore(records: list[dict[str, Any]], check: ReaderCheck) -> int:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--report", type=Path, default=RESULTS / "llm_eval_reader_local.json")
-    p.add_argument("--answers", type=Path, default=RESULTS / "llm_answers_local.jsonl.gz")
+    p.add_argument(
+        "--answers", type=Path, default=ROOT / "guard_work" / "eval" / "llm_answers_local.jsonl.gz"
+    )
     p.add_argument(
         "--reader-dir", type=Path, default=None, help="default: VERITY_READER_DIR or guard_work/reader"
     )

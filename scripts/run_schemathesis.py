@@ -28,7 +28,7 @@ import httpx
 from api_server import running_api_server
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT / "data" / "corpus.jsonl"
+CORPUS = ROOT / "data" / "built" / "corpus.jsonl"
 SCHEMATHESIS = Path(sys.executable).with_name("schemathesis")
 METRIC = re.compile(r"^verityrag_http_requests_total\{(?P<labels>[^}]*)\} (?P<n>\d+)", re.M)
 

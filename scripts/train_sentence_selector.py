@@ -2,7 +2,7 @@
 
 Training data: answerable SQuAD 2.0 questions from articles disjoint from the
 eval corpus (the 11-article train prefix and the ``split_a`` dev articles), as
-copied into data/training/squad2_selector_train.jsonl.gz. Every paragraph is one
+built into data/built/training/squad2_selector_train.jsonl.gz (git-ignored). Every paragraph is one
 document of an in-memory pipeline (default HashingEmbedder); each question is
 retrieved with ``pipeline.retriever.search(question, 5)`` and the sentences of
 the top 3 hits are its candidates, labelled 1 when they contain a gold answer.
@@ -10,12 +10,12 @@ Questions with no positive candidate are dropped from training.
 
 Reported: grouped-by-article cross-validation on the training articles (each
 fold holds out ~20% of the articles) and, for information only, the eval's
-calibration split (answerable questions over data/corpus.jsonl). Model vs the
+calibration split (answerable questions over data/built/corpus.jsonl). Model vs the
 baseline coverage selector (CoverageRanker), top-1 accuracy.
 
     python scripts/train_sentence_selector.py                 # train, report, write resources
     python scripts/train_sentence_selector.py --no-write      # report only
-    python scripts/train_sentence_selector.py --build-data    # (re)build the training file from data/squad_v2.0
+    python scripts/train_sentence_selector.py --build-data    # (re)build the training file from the datasets root
 """
 
 from __future__ import annotations
@@ -42,7 +42,11 @@ import numpy.typing as npt
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from verityrag import Settings, VerityRAGPipeline  # noqa: E402
+from verityrag import (  # noqa: E402
+    Settings,
+    VerityRAGPipeline,
+    datasets,
+)
 from verityrag.crossenc.build import add_squad_arguments, read_json  # noqa: E402
 from verityrag.eval.dataset import load_corpus, load_questions  # noqa: E402
 from verityrag.eval.metrics import contains_gold  # noqa: E402
@@ -55,12 +59,12 @@ from verityrag.generation.sentence_selector import (  # noqa: E402
 from verityrag.pipeline import IN_MEMORY  # noqa: E402
 from verityrag.types import Document  # noqa: E402
 
-TRAIN_FILE = ROOT / "data" / "training" / "squad2_selector_train.jsonl.gz"
+# Built from the SQuAD 2.0 files under the datasets root when missing (git-ignored, as all derived data).
+TRAIN_FILE = ROOT / "data" / "built" / "training" / "squad2_selector_train.jsonl.gz"
 RESOURCES = ROOT / "verityrag" / "resources"
-MANIFEST = ROOT / "data" / "corpus_manifest.json"
-EVAL_CORPUS = ROOT / "data" / "corpus.jsonl"
-CALIBRATION = ROOT / "data" / "questions" / "calibration.jsonl"
-SQUAD_V2 = ROOT / "data" / "squad_v2.0"
+MANIFEST = ROOT / "data" / "built" / "corpus_manifest.json"
+EVAL_CORPUS = ROOT / "data" / "built" / "corpus.jsonl"
+CALIBRATION = ROOT / "data" / "built" / "questions" / "calibration.jsonl"
 RETRIEVE_K = 5
 TOP_HITS = 3
 
@@ -294,14 +298,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--build-data",
         action="store_true",
-        help="rebuild --data from the SQuAD 2.0 files (data/squad_v2.0) and exit",
+        help="rebuild --data from the SQuAD 2.0 files under the datasets root and exit (built when missing anyway)",
     )
-    add_squad_arguments(parser, SQUAD_V2)
+    add_squad_arguments(parser)
     args = parser.parse_args(argv)
 
-    if args.build_data:
-        build_data(args.squad_train, args.squad_dev, args.split, args.data)
-        return 0
+    if args.build_data or not args.data.exists():
+        build_data(
+            args.squad_train or datasets.dataset_file(datasets.SQUAD_V2_TRAIN_PREFIX),
+            args.squad_dev or datasets.dataset_file(datasets.SQUAD_V2_DEV),
+            args.split or datasets.dataset_file(datasets.SQUAD_V2_SPLIT),
+            args.data,
+        )
+        if args.build_data:
+            return 0
 
     started = time.perf_counter()
     docs, questions = load_training(args.data)

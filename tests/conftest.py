@@ -20,15 +20,36 @@ from verityrag.index.live import LiveIndex
 from verityrag.types import Chunk
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-DATA_DIR = REPO_ROOT / "data"
+DATA_DIR = REPO_ROOT / "data" / "built"  # the bundled corpus and question sets (`make data`)
+# Where the tests find the datasets, and whether a missing one fails (CI) or skips (elsewhere).
+KEPT_VARIABLES = ("VERITYRAG_DATASETS", "VERITYRAG_REQUIRE_DATASETS", "VERITYRAG_REQUIRE_BROWSER")
 
 
 @pytest.fixture(autouse=True)
 def _hermetic_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """A developer's VERITYRAG_* variables (data dir, profile, top_k...) must not leak into tests."""
     for name in list(os.environ):
-        if name.startswith("VERITYRAG_"):
+        if name.startswith("VERITYRAG_") and name not in KEPT_VARIABLES:
             monkeypatch.delenv(name)
+
+
+def _require_dataset(relative: str) -> Path:
+    from verityrag import datasets
+    from verityrag.errors import DatasetMissingError
+
+    try:
+        return datasets.dataset_file(relative)
+    except DatasetMissingError as exc:
+        if os.environ.get("VERITYRAG_REQUIRE_DATASETS") == "1":
+            pytest.fail(f"dataset required here: {exc}")
+        pytest.skip(f"dataset not available: {exc}")
+
+
+@pytest.fixture
+def require_dataset() -> Callable[[str], Path]:
+    """``require_dataset(name)``: the file under the datasets root; the test skips when it is absent,
+    and fails instead in CI (``VERITYRAG_REQUIRE_DATASETS=1``, set by .ci/run: ../shared/data is there)."""
+    return _require_dataset
 
 
 @pytest.fixture(autouse=True)

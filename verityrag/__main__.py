@@ -2,7 +2,7 @@
 
 (``make run`` starts the API and the Streamlit app instead: ``python -m verityrag.serve``.)
 
-Loads data/corpus.jsonl and calibrates on the calibration questions. Questions given as
+Loads data/built/corpus.jsonl (built by ``make data``) and calibrates on the calibration questions. Questions given as
 arguments are answered, then it exits. Otherwise questions piped in are answered one per line;
 in a terminal it answers a few sample questions (including ones it must refuse), then reads
 questions until EOF, an empty line or ``:quit``. With nothing piped in, it answers the samples.
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         "--data-dir",
         type=Path,
         default=DEFAULT_DATA_DIR,
-        help="the bundled corpus: corpus.jsonl and questions/ (default: the repository's data/)",
+        help="the bundled corpus: corpus.jsonl and questions/ (default: data/built, built by `make data`)",
     )
     parser.add_argument("--store", type=Path, default=None, help="persist the index in this folder")
     parser.add_argument("question", nargs="*", help="ask these questions and exit")

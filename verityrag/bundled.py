@@ -21,7 +21,7 @@ CALIBRATION_FILE = Path("questions") / "calibration.jsonl"
 
 
 def bundled_documents(data_dir: Path = DEFAULT_DATA_DIR, exclude_prefix: str | None = None) -> list[Document]:
-    """data/corpus.jsonl, without the documents whose id starts with ``exclude_prefix``."""
+    """data/built/corpus.jsonl (``make data``), without the documents whose id starts with ``exclude_prefix``."""
     docs = load_corpus(data_dir / CORPUS_FILE)
     if exclude_prefix:
         docs = [d for d in docs if not d.doc_id.startswith(exclude_prefix)]

@@ -10,6 +10,7 @@ An abstention is never an exception: it is a normal ``QueryResult`` with an
     ├── StorageError                     the durable store failed or is inconsistent
     ├── BackendUnavailableError          a remote backend (e.g. Elasticsearch) is down
     ├── StreamClosedError (RuntimeError) a stream that was stopped, or whose thread died, got put()
+    ├── DatasetMissingError (FileNotFoundError) a dataset file is not under the datasets root
     └── LLMError                         an LLM provider call failed
         ├── LLMConfigError               missing key / base URL / model; says which env var
         ├── LLMTimeoutError              no answer within the timeout (after retries)
@@ -83,3 +84,13 @@ class LLMRateLimitError(LLMError):
 
 class LLMResponseError(LLMError):
     """The provider answered with an error status or a body that cannot be parsed."""
+
+
+class DatasetMissingError(VerityRAGError, FileNotFoundError):
+    """A dataset file is not under the datasets root. The message names the file, the
+    ``VERITYRAG_DATASETS`` variable and the command that fetches it."""
+
+    def __init__(self, path: str, root: str, hint: str) -> None:
+        self.path = path
+        self.root = root
+        super().__init__(f"dataset file {path} is missing (datasets root {root}); {hint}")

@@ -7,7 +7,7 @@ Tools (built on the official ``mcp`` package, ``MCPServer``):
 - ``verify(answer, evidence)``: claim-level grounding of ``answer`` against evidence texts.
 
 State lives in ``VERITYRAG_DATA_DIR`` (or ``--data-dir``) when set, else in memory. On start,
-an empty index is filled with the bundled corpus (``data/corpus.jsonl``; ``--max-docs`` or
+an empty index is filled with the bundled corpus (``data/built/corpus.jsonl``, built by ``make data``; ``--max-docs`` or
 ``VERITYRAG_MCP_MAX_DOCS`` keeps only the first N documents) so ``query`` works at once.
 The whole corpus is then calibrated on its calibration questions, as the Streamlit app and
 ``make run``'s API are (a few seconds); a prefix of it is not (the questions' articles may be

@@ -125,9 +125,9 @@ sys.path.insert(0, "scripts")
 import answer_train
 from verityrag.crossenc.build import SquadSources, add_squad_arguments
 p = argparse.ArgumentParser()
-add_squad_arguments(p, answer_train.SQUAD_V2)
+add_squad_arguments(p)
 args = p.parse_args([])
-squad = SquadSources.load(args, answer_train.ROOT / "data" / "corpus_manifest.json")
+squad = SquadSources.load(args, answer_train.ROOT / "data" / "built" / "corpus_manifest.json")
 rows = [
     {"title": a["title"], "question": qa["question"], "label": 1}
     for a in [*squad.train_prefix, *(squad.dev[t] for t in squad.split_a_train_titles)]

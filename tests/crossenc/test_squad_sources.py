@@ -1,7 +1,6 @@
-"""The SQuAD 2.0 copies in data/squad_v2.0 are what the training scripts read by default.
+"""The SQuAD 2.0 files under the datasets root are what the training scripts read by default.
 
-A fresh clone builds the learned checks' training pairs from them without ../shared, so
-they must load, hold the documented questions, and keep the main eval's articles out.
+They must load, hold the documented questions, and keep the main eval's articles out.
 """
 
 from __future__ import annotations
@@ -9,15 +8,16 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from verityrag import datasets
 from verityrag.crossenc.build import SquadSources, add_squad_arguments, read_json
 
 ROOT = Path(__file__).resolve().parents[2]
-SQUAD_V2 = ROOT / "data" / "squad_v2.0"
-MANIFEST = ROOT / "data" / "corpus_manifest.json"
+MANIFEST = ROOT / "data" / "built" / "corpus_manifest.json"
 
 
 def _questions(articles: list[dict]) -> tuple[int, int]:
@@ -25,14 +25,16 @@ def _questions(articles: list[dict]) -> tuple[int, int]:
     return len(qas), sum(1 for qa in qas if qa.get("is_impossible"))
 
 
-@pytest.fixture(scope="module")
-def sources() -> SquadSources:
+@pytest.fixture
+def sources(require_dataset: Callable[[str], Path]) -> SquadSources:
+    for name in (datasets.SQUAD_V2_TRAIN_PREFIX, datasets.SQUAD_V2_DEV, datasets.SQUAD_V2_SPLIT):
+        require_dataset(name)
     parser = argparse.ArgumentParser()
-    add_squad_arguments(parser, SQUAD_V2)
+    add_squad_arguments(parser)
     return SquadSources.load(parser.parse_args([]), MANIFEST)
 
 
-def test_default_files_are_the_repository_copies_with_the_documented_counts(sources: SquadSources) -> None:
+def test_default_files_are_the_datasets_root_files_with_the_documented_counts(sources: SquadSources) -> None:
     assert _questions(sources.train_prefix) == (5147, 348)
     assert len(sources.train_prefix) == 11
     assert _questions(list(sources.dev.values())) == (11873, 5945)

@@ -29,7 +29,7 @@ from verityrag.generation.sentence_selector import (
 from verityrag.text.sentences import sentence_spans
 from verityrag.types import Chunk, Hit
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "data"
+DATA_DIR = Path(__file__).resolve().parents[2] / "data" / "built"
 F = {name: i for i, name in enumerate(FEATURE_NAMES)}
 
 # ------------------------------------------------------------------ helpers

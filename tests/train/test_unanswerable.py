@@ -1,19 +1,20 @@
-"""The synthetic-unanswerable edits of scripts/answer_data.py, on hand-made examples."""
+"""The synthetic-unanswerable edits of verityrag.train.unanswerable, on hand-made examples."""
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
 from types import ModuleType
 
 import pytest
+
+from verityrag.train import unanswerable
 
 pytestmark = pytest.mark.unit
 
 
 @pytest.fixture(scope="module")
-def ad(load_script: Callable[[str], ModuleType]) -> ModuleType:
-    return load_script("answer_data")
+def ad() -> ModuleType:
+    return unanswerable
 
 
 PARAGRAPH = "Beyonce rose to fame in 1997 as the lead singer of Destiny's Child. She was born in Houston."

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from verityrag import datasets
 from verityrag.crossenc.encoding import MIN_WINDOW_TOKENS, LongSide
 from verityrag.crossenc.export import QUANTIZATION, export_onnx
 from verityrag.crossenc.model_folder import ONNX_FP32_FILE, ONNX_INT8_FILE
@@ -161,20 +162,29 @@ VALIDATION_TITLES = ("Force", "French_and_Indian_War")
 
 
 def read_json(path: Path) -> Any:
-    """A JSON file, gzipped (``*.gz``, as the SQuAD copies in data/squad_v2.0) or not."""
+    """A JSON file, gzipped (``*.gz``) or not."""
     if path.suffix == ".gz":
         with gzip.open(path, "rt", encoding="utf-8") as f:
             return json.load(f)
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def add_squad_arguments(parser: argparse.ArgumentParser, squad_dir: Path) -> None:
-    """The SQuAD 2.0 source files every SQuAD-built data script reads (``squad_dir``: the
-    repository's data/squad_v2.0, gzipped copies of ../shared/data/squad_v2.0; plain ``.json``
-    files are read as well)."""
-    parser.add_argument("--squad-train", type=Path, default=squad_dir / "train-v2.0.first11articles.json.gz")
-    parser.add_argument("--squad-dev", type=Path, default=squad_dir / "dev-v2.0.reconstructed.json.gz")
-    parser.add_argument("--split", type=Path, default=squad_dir / "answerability_split.json")
+def add_squad_arguments(parser: argparse.ArgumentParser) -> None:
+    """The SQuAD 2.0 source files every SQuAD-built data script reads: by default under the
+    datasets root (``VERITYRAG_DATASETS``, :mod:`verityrag.datasets`); gzipped or plain."""
+    parser.add_argument(
+        "--squad-train", type=Path, default=None, help=f"default: <datasets>/{datasets.SQUAD_V2_TRAIN_PREFIX}"
+    )
+    parser.add_argument(
+        "--squad-dev", type=Path, default=None, help=f"default: <datasets>/{datasets.SQUAD_V2_DEV}"
+    )
+    parser.add_argument(
+        "--split", type=Path, default=None, help=f"default: <datasets>/{datasets.SQUAD_V2_SPLIT}"
+    )
+
+
+def _source(path: Path | None, name: str) -> Path:
+    return datasets.dataset_file(name) if path is None else path
 
 
 @dataclass(frozen=True)
@@ -192,10 +202,10 @@ class SquadSources:
     @classmethod
     def load(cls, args: argparse.Namespace, manifest: Path) -> SquadSources:
         """Read the files named by :func:`add_squad_arguments`'s options; refuse any article
-        reserved for the main eval (``manifest``: data/corpus_manifest.json) or in ``split_b``."""
-        split = read_json(args.split)
-        dev = {a["title"]: a for a in read_json(args.squad_dev)["data"]}
-        train_prefix = read_json(args.squad_train)["data"]
+        reserved for the main eval (``manifest``: data/built/corpus_manifest.json) or in ``split_b``."""
+        split = read_json(_source(args.split, datasets.SQUAD_V2_SPLIT))
+        dev = {a["title"]: a for a in read_json(_source(args.squad_dev, datasets.SQUAD_V2_DEV))["data"]}
+        train_prefix = read_json(_source(args.squad_train, datasets.SQUAD_V2_TRAIN_PREFIX))["data"]
         out = cls(train_prefix, dev, split)
         used = {a["title"] for a in train_prefix} | set(out.split_a_train_titles) | set(VALIDATION_TITLES)
         reserved = set(json.loads(manifest.read_text(encoding="utf-8"))["reserved_articles"])

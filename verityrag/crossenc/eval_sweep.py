@@ -4,7 +4,7 @@ The gates are attached before ``pipeline.calibrate``, which fits their threshold
 does for any pipeline (:func:`verityrag.learned_checks.fit_thresholds`: the answerability
 gate jointly with the sufficiency gate when calibration turns reformulation off, the
 others by the sequential rule; calibration questions only, the in-domain-unanswerable
-ones left out as data/corpus_manifest.json asks). This module then reports each gate's
+ones left out as data/built/corpus_manifest.json asks). This module then reports each gate's
 sweep: every calibration and test question is run once with that gate at threshold 0
 (the gates before it at their fitted thresholds, the ones after it detached) and the
 score is read from the trace. At threshold t a question that reached the gate with

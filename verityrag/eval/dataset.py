@@ -1,4 +1,4 @@
-"""Loading the bundled eval corpus and question files (built by data/build_corpus.py)."""
+"""Loading the bundled eval corpus and question files (built by ``make data``: data/build_corpus.py)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from typing import Any
 from verityrag.errors import InvalidInputError
 from verityrag.types import Document
 
-# The repository's data/ folder, where the committed corpus lives.
-DEFAULT_DATA_DIR = Path(__file__).resolve().parents[2] / "data"
+# Where ``make data`` builds the corpus and question sets (git-ignored: derived from SQuAD).
+DEFAULT_DATA_DIR = Path(__file__).resolve().parents[2] / "data" / "built"
 ANSWERABLE = "answerable"
 KINDS_THAT_MUST_ABSTAIN = ("held_out", "unanswerable_in_domain", "unanswerable")
 
@@ -69,7 +69,7 @@ def _text_field(row: dict[str, Any], key: str) -> str:
 def load_corpus(path: Path) -> list[Document]:
     """JSONL with ``doc_id``, ``text`` and optional ``title``, one document per line."""
     docs = []
-    for lineno, d in _jsonl_objects(path, "corpus", " (build it: python data/build_corpus.py)"):
+    for lineno, d in _jsonl_objects(path, "corpus", " (build it with `make data`)"):
         try:
             docs.append(Document(_text_field(d, "doc_id"), str(d.get("title", "")), _text_field(d, "text")))
         except InvalidInputError as exc:

@@ -5,8 +5,8 @@ from the numbered evidence through reject-and-retry (or best-of-N) with the grou
 verifier. Writes the usual metrics plus the LLM's own figures (attempts, what the
 verifier caught at each attempt, tokens, latency) to ``eval_report_llm_<provider>.json``,
 and every generated answer, attempt by attempt with its verdicts and the evidence it
-was given, to ``llm_answers_<provider>.jsonl``: labelled real LLM output to train and
-test the guard on.
+was given, to ``guard_work/eval/llm_answers_<provider>.jsonl`` (git-ignored: it quotes the
+corpus): labelled real LLM output to train and test the guard on.
 
 The calibration split is used whole (``--max-test-questions`` samples the test split
 only, stratified by kind).
@@ -47,6 +47,9 @@ from verityrag.generation.verified import AnswerStrategy, BestOfN, RejectAndRetr
 from verityrag.llm import PROVIDERS, CompleteFn, complete_fn_for, local_gemma_complete_fn
 from verityrag.types import QueryResult
 from verityrag.verify.grounding_verifier import GroundingVerifier
+
+#: Where the generated answers are written (git-ignored).
+ANSWERS_DIR = Path(__file__).resolve().parents[2] / "guard_work" / "eval"
 
 if TYPE_CHECKING:
     from verityrag.reader_check import ReaderCheck
@@ -385,7 +388,9 @@ def run_llm_cli(args: Any) -> int:
     out: Path = args.out
     if out == Path("eval_report.json"):  # the default: do not overwrite the main report
         out = Path(f"eval_report_llm_{args.real_llm}.json")
-    answers = out.parent / f"llm_answers_{args.real_llm}.jsonl"
+    # The answers quote the questions and evidence (SQuAD text): kept out of the repository.
+    answers = ANSWERS_DIR / f"llm_answers_{args.real_llm}.jsonl"
+    answers.parent.mkdir(parents=True, exist_ok=True)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     write_answers(records, answers)

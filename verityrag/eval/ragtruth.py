@@ -2,7 +2,7 @@
 
     python -m verityrag.eval --ragtruth [--verifier NAME ...]
 
-Data (copied into ``data/`` with attribution, see data/README.md):
+Data (read from the datasets root, ``VERITYRAG_DATASETS``; sources and licences in data/README.md):
 
 - RAGTruth QA test subset (829 responses, 148 sources, QC-NLI's copy): premise = the
   MS MARCO passages (evidence only), hypothesis = the model's response. A response is
@@ -66,8 +66,9 @@ from typing import Any
 
 import numpy as np
 
+from verityrag import datasets
 from verityrag.crossenc.build import halueval_knowledge
-from verityrag.errors import InvalidInputError, NotFittedError, VerityRAGError
+from verityrag.errors import DatasetMissingError, InvalidInputError, NotFittedError, VerityRAGError
 from verityrag.eval.metrics import auroc_interval
 from verityrag.text.analyzer import DEFAULT_ANALYZER
 from verityrag.text.sentences import split_sentences
@@ -80,8 +81,9 @@ from verityrag.verify.protocols import NLIScorer
 logger = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parents[2]
-RAGTRUTH_PATH = ROOT / "data" / "ragtruth" / "ragtruth_qa_test_subset.qcnli.jsonl.gz"
-HALUEVAL_PATH = ROOT / "data" / "halueval" / "qa_data.json.gz"
+# Under the datasets root (VERITYRAG_DATASETS, default ../shared/data), as it was when imported.
+RAGTRUTH_PATH = datasets.datasets_root() / datasets.RAGTRUTH_QA
+HALUEVAL_PATH = datasets.datasets_root() / datasets.HALUEVAL_QA
 GUARD_WORK = ROOT / "guard_work"
 #: guard_work/ folders that hold question-side models, not (premise, hypothesis) support scorers.
 NOT_SUPPORT_MODELS = {
@@ -110,7 +112,9 @@ class PairExample:
 
 def _open_text(path: Path) -> Iterable[str]:
     if not path.exists():
-        raise InvalidInputError("data", f"{path} is missing (see data/README.md for where it comes from)")
+        raise DatasetMissingError(
+            str(path), str(path.parent), f"set {datasets.ENV_VAR} to the datasets folder (see data/README.md)"
+        )
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt", encoding="utf-8") as fh:
         yield from fh
@@ -730,8 +734,8 @@ def run_ragtruth(
         "halueval": _dataset_report("halueval", base, hv_fit, hv_test, hv_train, progress, with_ensembles),
         "notes": notes,
         "sources": {
-            "ragtruth": "data/ragtruth/ragtruth_qa_test_subset.qcnli.jsonl.gz (829 responses, RAGTruth QA test, QC-NLI copy)",
-            "halueval": "data/halueval/qa_data.json.gz (HaluEval QA, file order: fit = items 7,500-7,999, "
+            "ragtruth": f"<datasets>/{datasets.RAGTRUTH_QA} (829 responses, RAGTruth QA test, QC-NLI copy)",
+            "halueval": f"<datasets>/{datasets.HALUEVAL_QA} (HaluEval QA, file order: fit = items 7,500-7,999, "
             f"report = {len(hv_test) // 2} items from 8,000 on (never trained on by the guard cross-encoder); "
             f"tfidf-lr trained on {len(hv_train) // 2} seeded items of the first 7,500)",
         },

@@ -208,7 +208,7 @@ def run_eval(options: EvalOptions) -> dict[str, Any]:
             pipeline, options.answerability, options.guard, options.reader, options.answerability_threshold
         )
     # The gates are fitted on answerable and held-out-topic calibration questions. The in-domain
-    # unanswerable ones stay out: that figure is reported, not fitted (data/corpus_manifest.json).
+    # unanswerable ones stay out: that figure is reported, not fitted (data/built/corpus_manifest.json).
     fit_on = [q for q in calibration if q.kind != "unanswerable_in_domain"]
     t0 = time.perf_counter()
     calibration_result = pipeline.calibrate([(q.question, q.answers) for q in fit_on])
