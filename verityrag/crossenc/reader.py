@@ -15,7 +15,9 @@ thread-safely, after the folder is checked (a missing file names the command tha
 from __future__ import annotations
 
 import logging
+import math
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import numpy.typing as npt
 
-from verityrag.crossenc.encoding import PairEncoder, load_tokenizer, pad_batch, window_starts
+from verityrag.crossenc.encoding import EncodedWindow, PairEncoder, load_tokenizer, pad_batch, window_starts
 from verityrag.crossenc.model_folder import ModelMetadata, require_files
 from verityrag.crossenc.scorer import open_session, session_feeds
 from verityrag.errors import InvalidInputError
@@ -35,6 +37,8 @@ logger = logging.getLogger(__name__)
 
 #: Longest answer span scored, in tokens (SQuAD answers: 95% are under 12 words).
 MAX_ANSWER_TOKENS = 30
+#: Longest question read, in tokens (longer ones are cut, in training as in serving).
+MAX_QUESTION_TOKENS = 64
 #: Spans returned by default; their probabilities are a softmax over these.
 TOP_K = 20
 #: ONNX output names of a reader export.
@@ -73,6 +77,37 @@ def best_spans(
     top = np.argpartition(-flat, k - 1)[:k]
     top = top[np.argsort(-flat[top], kind="stable")]
     return [(first + int(i) // n, first + int(i) % n, float(flat[i])) for i in top]
+
+
+@dataclass(frozen=True, slots=True)
+class ReaderResult:
+    """What the reader found in one evidence text.
+
+    ``spans``: the best candidate answers, best first. ``null_score``: the start + end logit of
+    ``[CLS]``, "no answer" (``inf`` when nothing was read). ``answer_logit``: the best span's score
+    minus the null score, the SQuAD 2.0 decision value (> 0: the model prefers an answer);
+    ``answer_probability`` is its sigmoid.
+    """
+
+    spans: list[ReaderSpan]
+    null_score: float
+
+    @property
+    def best(self) -> ReaderSpan | None:
+        return self.spans[0] if self.spans else None
+
+    @property
+    def answer_logit(self) -> float:
+        if not self.spans or not math.isfinite(self.null_score):
+            return -math.inf if not self.spans else math.inf
+        return self.spans[0].score - self.null_score
+
+    @property
+    def answer_probability(self) -> float:
+        x = self.answer_logit
+        if math.isinf(x):
+            return 1.0 if x > 0 else 0.0
+        return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
 
 
 class SpanReader:
@@ -126,41 +161,65 @@ class SpanReader:
 
     def top_spans(self, question: str, evidence: str, k: int = TOP_K) -> list[ReaderSpan]:
         """The ``k`` best answer spans in ``evidence`` for ``question``, best first; [] for empty evidence."""
+        return self.read_batch([(question, evidence)], k)[0].spans
+
+    def read(self, question: str, evidence: str, k: int = TOP_K) -> ReaderResult:
+        """The best spans of ``evidence`` and its no-answer score (see :class:`ReaderResult`)."""
+        return self.read_batch([(question, evidence)], k)[0]
+
+    def read_batch(self, pairs: Sequence[tuple[str, str]], k: int = TOP_K) -> list[ReaderResult]:
+        """:meth:`read` for many (question, evidence) pairs, their windows scored in shared batches.
+
+        The question is cut to ``MAX_QUESTION_TOKENS`` tokens, as in training. Evidence longer
+        than the window is read in overlapping windows: spans of every window compete on their
+        score, and the no-answer score is the lowest of the windows' (the window most sure that
+        it holds an answer decides, as in SQuAD 2.0 readers).
+        """
         self.warm_up()
         assert self._encoder is not None
         assert self._session is not None
         encoder = self._encoder
-        q_ids = encoder.tokenizer.encode(question, add_special_tokens=False).ids
-        encoded = encoder.tokenizer.encode(evidence, add_special_tokens=False)
-        if not encoded.ids:
-            return []
-        budget = encoder.window_budget(len(q_ids), "question")
-        starts = window_starts(len(encoded.ids), budget, encoder.stride)
-        windows = [encoder.window(0, q_ids, encoded.ids[s : s + budget]) for s in starts]
-        offset = encoder.second_offset(len(q_ids))  # [CLS] question [SEP]: where the evidence starts
-        found: dict[tuple[int, int], float] = {}
+        windows: list[tuple[int, int, int, EncodedWindow]] = []  # (pair, first token, offset, window)
+        encodings = []
+        for p, (question, evidence) in enumerate(pairs):
+            q_ids = encoder.tokenizer.encode(question, add_special_tokens=False).ids[:MAX_QUESTION_TOKENS]
+            encoded = encoder.tokenizer.encode(evidence, add_special_tokens=False)
+            encodings.append(encoded)
+            if not encoded.ids:
+                continue
+            budget = encoder.window_budget(len(q_ids), "question")
+            offset = encoder.second_offset(len(q_ids))  # [CLS] question [SEP]: where the evidence starts
+            for s in window_starts(len(encoded.ids), budget, encoder.stride):
+                windows.append((p, s, offset, encoder.window(p, q_ids, encoded.ids[s : s + budget])))
+        found: list[dict[tuple[int, int], float]] = [{} for _ in pairs]
+        nulls = [math.inf for _ in pairs]
         for b in range(0, len(windows), self.batch_size):
             batch = windows[b : b + self.batch_size]
-            feeds = session_feeds(self._session, *pad_batch(batch, encoder.pad_id))
+            feeds = session_feeds(self._session, *pad_batch([w for *_, w in batch], encoder.pad_id))
             start_logits, end_logits = self._session.run(list(READER_OUTPUTS), feeds)
-            for row, (first_token, window) in enumerate(
-                zip(starts[b : b + self.batch_size], batch, strict=True)
-            ):
+            for row, (p, first_token, offset, window) in enumerate(batch):
+                null = float(start_logits[row][0] + end_logits[row][0])
+                if math.isfinite(null):
+                    nulls[p] = min(nulls[p], null)
                 last = len(window.input_ids) - 2  # the closing [SEP] is not evidence
+                offsets = encodings[p].offsets
                 for i, j, score in best_spans(start_logits[row], end_logits[row], offset, last, k):
-                    key = (
-                        encoded.offsets[first_token + i - offset][0],
-                        encoded.offsets[first_token + j - offset][1],
-                    )
-                    found[key] = max(score, found.get(key, -np.inf))  # overlapping windows see a span twice
-        best = sorted(found.items(), key=lambda item: -item[1])[:k]
-        if not best:  # every logit NaN (best_spans keeps finite scores only): no span found
-            logger.warning("%s gave no finite span score in %s; no spans", self.what, self.folder)
-            return []
-        scores = np.array([score for _, score in best])
-        weights = np.exp(scores - scores.max())
-        weights /= weights.sum()
-        return [
-            ReaderSpan(evidence[s:e], s, e, float(score), float(p))
-            for ((s, e), score), p in zip(best, weights, strict=True)
-        ]
+                    key = (offsets[first_token + i - offset][0], offsets[first_token + j - offset][1])
+                    found[p][key] = max(score, found[p].get(key, -np.inf))  # overlapping windows
+        results = []
+        for p, (_, evidence) in enumerate(pairs):
+            best = sorted(found[p].items(), key=lambda item: -item[1])[:k]
+            if not best:
+                if encodings[p].ids:  # every logit NaN (best_spans keeps finite scores only)
+                    logger.warning("%s gave no finite span score in %s; no spans", self.what, self.folder)
+                results.append(ReaderResult([], nulls[p]))
+                continue
+            scores = np.array([score for _, score in best])
+            weights = np.exp(scores - scores.max())
+            weights /= weights.sum()
+            spans = [
+                ReaderSpan(evidence[s:e], s, e, float(score), float(w))
+                for ((s, e), score), w in zip(best, weights, strict=True)
+            ]
+            results.append(ReaderResult(spans, nulls[p]))
+        return results

@@ -1,0 +1,120 @@
+"""The reader on its own: SQuAD EM / F1 with the gold paragraph given, and answerability.
+
+- ``squad11``: SQuAD 1.1 dev with each question's own paragraph, the best span taken whatever
+  the no-answer score (the standard SQuAD 1.1 protocol). Articles of SQuAD 2.0 dev ``split_a``
+  are left out: their questions are SQuAD 1.1 dev questions verbatim and the reader trains on them.
+- ``answerability``: SQuAD 2.0 questions (answerable and not) with their paragraph; AUROC of the
+  reader's answer probability, and the SQuAD 2.0 EM / F1 with "no answer" when it is below a
+  threshold (``threshold`` given, or the best one found on these questions, said so).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from verityrag.crossenc.metrics import auroc
+from verityrag.crossenc.reader import ReaderResult, SpanReader
+from verityrag.eval.metrics import exact_match, max_token_f1
+
+
+@dataclass(frozen=True, slots=True)
+class ReaderQuestion:
+    question: str
+    context: str
+    golds: tuple[str, ...]  # empty: no answer
+    title: str
+
+
+def squad_questions(
+    articles: Sequence[dict[str, Any]], titles: set[str] | None = None
+) -> list[ReaderQuestion]:
+    """Every question of ``articles`` (only those titled ``titles`` when given) with its paragraph."""
+    return [
+        ReaderQuestion(
+            qa["question"], p["context"], tuple(dict.fromkeys(a["text"] for a in qa["answers"])), a["title"]
+        )
+        for a in articles
+        if titles is None or a["title"] in titles
+        for p in a["paragraphs"]
+        for qa in p["qas"]
+    ]
+
+
+def read_all(reader: SpanReader, questions: Sequence[ReaderQuestion], batch: int = 16) -> list[ReaderResult]:
+    """The reader's result for every question, batch by batch, with a progress bar."""
+    out: list[ReaderResult] = []
+    for b in tqdm(range(0, len(questions), batch), desc="reader eval", unit="batch", mininterval=10):
+        out += reader.read_batch([(q.question, q.context) for q in questions[b : b + batch]], k=1)
+    return out
+
+
+def span_scores(questions: Sequence[ReaderQuestion], results: Sequence[ReaderResult]) -> dict[str, float]:
+    """EM and F1 (percent) of the best span over the answerable questions, no-answer score ignored."""
+    em, f1 = [], []
+    for q, r in zip(questions, results, strict=True):
+        if q.golds:
+            text = r.best.text if r.best else ""
+            em.append(exact_match(text, q.golds))
+            f1.append(max_token_f1(text, q.golds))
+    return {"questions": len(em), "exact_match": 100 * float(np.mean(em)), "f1": 100 * float(np.mean(f1))}
+
+
+def squad2_scores(
+    questions: Sequence[ReaderQuestion], results: Sequence[ReaderResult], threshold: float
+) -> dict[str, float]:
+    """SQuAD 2.0 EM / F1 (percent) answering only when the answer probability is >= ``threshold``."""
+    em, f1, has, no = [], [], [], []
+    for q, r in zip(questions, results, strict=True):
+        answered = r.best is not None and r.answer_probability >= threshold
+        if not q.golds:
+            score = float(not answered)
+            em.append(score)
+            f1.append(score)
+            no.append(score)
+            continue
+        text = r.best.text if answered and r.best else ""
+        em.append(float(answered and exact_match(text, q.golds)))
+        f1.append(max_token_f1(text, q.golds) if answered else 0.0)
+        has.append(f1[-1])
+    return {
+        "threshold": threshold,
+        "exact_match": 100 * float(np.mean(em)),
+        "f1": 100 * float(np.mean(f1)),
+        "has_answer_f1": 100 * float(np.mean(has)) if has else float("nan"),
+        "no_answer_accuracy": 100 * float(np.mean(no)) if no else float("nan"),
+    }
+
+
+def best_threshold(questions: Sequence[ReaderQuestion], results: Sequence[ReaderResult]) -> float:
+    """The answer-probability threshold with the best SQuAD 2.0 F1 on these questions."""
+    grid = sorted({round(r.answer_probability, 4) for r in results} | {0.0, 1.0})
+    if len(grid) > 400:
+        grid = [float(x) for x in np.quantile(grid, np.linspace(0, 1, 400))]
+    return max(grid, key=lambda t: squad2_scores(questions, results, t)["f1"])
+
+
+def evaluate(
+    reader: SpanReader, questions: Sequence[ReaderQuestion], threshold: float | None = None
+) -> dict[str, Any]:
+    """Span EM / F1, and when some questions have no answer: AUROC and SQuAD 2.0 scores."""
+    t0 = time.perf_counter()
+    results = read_all(reader, questions)
+    seconds = time.perf_counter() - t0
+    report: dict[str, Any] = {
+        "questions": len(questions),
+        "span": span_scores(questions, results),
+        "ms_per_question": 1000 * seconds / max(1, len(questions)),
+    }
+    labels = [int(bool(q.golds)) for q in questions]
+    if 0 < sum(labels) < len(labels):
+        report["answerability_auroc"] = auroc([r.answer_probability for r in results], labels)
+        fitted = threshold is None
+        chosen = best_threshold(questions, results) if fitted else float(threshold)  # type: ignore[arg-type]
+        report["squad2"] = squad2_scores(questions, results, chosen) | {"threshold_fitted_here": fitted}
+    return report

