@@ -36,6 +36,8 @@ OTHER_ENV_VARS: tuple[str, ...] = (
     "VERITYRAG_MCP_MAX_DOCS",  # verityrag.mcp_server: bundled documents to load
     "VERITYRAG_GEMMA_CACHE",  # verityrag.llm.local_gemma: the local gemma model's folder
     "VERITYRAG_REQUIRE_BROWSER",  # tests/ui/test_app_browser.py; .ci/run sets it
+    "VERITYRAG_DATASETS",  # verityrag.datasets: the datasets root
+    "VERITYRAG_REQUIRE_DATASETS",  # tests/conftest.py: a missing dataset fails; .ci/run sets it
 )
 
 
