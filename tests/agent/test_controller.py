@@ -28,7 +28,7 @@ from verityrag.verify.grounding import GroundingChecker
 pytestmark = pytest.mark.integration
 
 N_DOCS = 150
-CALIBRATION = Path(__file__).resolve().parents[2] / "data" / "questions" / "calibration.jsonl"
+CALIBRATION = Path(__file__).resolve().parents[2] / "data" / "built" / "questions" / "calibration.jsonl"
 # Plainly covered by the corpus slice: the bundled gate answers them (one is enough).
 EASY = (
     "What anniversary of the Pokémon franchise was celebrated during the Super Bowl?",

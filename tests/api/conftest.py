@@ -14,7 +14,7 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 
-CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus.jsonl"
+CORPUS = Path(__file__).resolve().parents[2] / "data" / "built" / "corpus.jsonl"
 
 Serve = Callable[[FastAPI], AbstractContextManager[str]]
 

@@ -14,7 +14,7 @@ from verityrag.eval.llm_eval import LLMEvalOptions, headline, run_llm_eval, writ
 from verityrag.eval.runner import EvalOptions
 from verityrag.generation.completion import Completion
 
-DATA = Path(__file__).resolve().parents[2] / "data"
+DATA = Path(__file__).resolve().parents[2] / "data" / "built"
 
 
 def echo_first_sentence(prompt: str, **kwargs: Any) -> Completion:
