@@ -4,9 +4,12 @@ from verityrag.config import Settings
 from verityrag.errors import (
     BackendUnavailableError,
     InvalidInputError,
+    MalformedVerdictError,
+    ModelFilesMissingError,
     ModelLoadError,
     NotFittedError,
     StorageError,
+    ThresholdNotReachableError,
     VerityRAGError,
 )
 from verityrag.ingest.stream import LiveDocumentStream
@@ -39,11 +42,14 @@ __all__ = [
     "IngestResult",
     "InvalidInputError",
     "LiveDocumentStream",
+    "MalformedVerdictError",
+    "ModelFilesMissingError",
     "ModelLoadError",
     "NotFittedError",
     "QueryResult",
     "Settings",
     "StorageError",
+    "ThresholdNotReachableError",
     "TraceStep",
     "VerityRAGError",
     "VerityRAGPipeline",

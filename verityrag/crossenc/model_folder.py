@@ -21,6 +21,7 @@ from typing import Any
 
 from verityrag.crossenc.encoding import LONG_SIDES, LongSide
 from verityrag.errors import InvalidInputError, ModelLoadError
+from verityrag.errors import ModelFilesMissingError as ModelFilesMissingError
 
 METADATA_FILE = "metadata.json"
 TOKENIZER_FILE = "tokenizer.json"
@@ -28,17 +29,6 @@ ONNX_FP32_FILE = "model.onnx"
 ONNX_INT8_FILE = "model.int8.onnx"
 TORCH_DIR = "torch"
 FORMAT = "verityrag-crossencoder/1"
-
-
-class ModelFilesMissingError(ModelLoadError):
-    """A model folder lacks files it needs. ``missing`` lists them; ``build_command`` makes them."""
-
-    def __init__(self, what: str, folder: Path, missing: list[str], build_command: str) -> None:
-        self.folder = folder
-        self.missing = missing
-        self.build_command = build_command
-        reason = f"missing {', '.join(missing)}; build them with `{build_command}`"
-        super().__init__(what, [(str(folder), reason)])
 
 
 @dataclass

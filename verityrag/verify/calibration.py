@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from verityrag.errors import InvalidInputError, NotFittedError, VerityRAGError
+from verityrag.errors import InvalidInputError, NotFittedError, ThresholdNotReachableError
 
 __all__ = [
     "HeldOutCheck",
@@ -28,10 +28,6 @@ __all__ = [
     "pick_threshold",
     "wilson_interval",
 ]
-
-
-class ThresholdNotReachableError(VerityRAGError):
-    """No threshold reaches the target precision at a useful accept rate."""
 
 
 def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:

@@ -46,7 +46,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from verityrag.errors import InvalidInputError, LLMResponseError
+from verityrag.errors import InvalidInputError, MalformedVerdictError
 from verityrag.llm import CompleteFn
 from verityrag.verify.protocols import VerificationResult, check_verify_arguments
 
@@ -100,13 +100,6 @@ Now judge this one. Answer with a JSON object with exactly these keys:
 CONTEXT: {context}
 STATEMENT: {statement}
 """
-
-
-class MalformedVerdictError(LLMResponseError):
-    """The model answered, but not with a verdict of the required schema."""
-
-    def __init__(self, problem: str) -> None:
-        super().__init__("llm_judge", problem)
 
 
 @dataclass(frozen=True, slots=True)
