@@ -18,10 +18,12 @@ from verityrag.retrieval.fusion import FUSION_MODES, FusionMode
 
 ProfileName = Literal["default", "fast", "strict"]
 PROFILES: tuple[str, ...] = get_args(ProfileName)
+# The strictness levels, from the loosest: their one definition. verityrag.verify.strictness
+# (StrictnessLevel, its policy table), the API, the MCP server and the UI take them from here.
 Strictness = Literal["loose", "balanced", "strict", "paranoid"]
 STRICTNESS_LEVELS: tuple[str, ...] = get_args(Strictness)
 # Earlier name of "loose", still accepted (VERITYRAG_STRICTNESS=lenient keeps working).
-STRICTNESS_ALIASES = {"lenient": "loose"}
+STRICTNESS_ALIASES: dict[str, Strictness] = {"lenient": "loose"}
 GateLabel = Literal["evidence", "answer"]
 # Where the index lives: in-process (LiveIndex) or an Elasticsearch cluster (ELASTICSEARCH_URL etc.).
 Backend = Literal["embedded", "elasticsearch"]

@@ -34,6 +34,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from verityrag.bundled import bundled_pipeline, load_bundled_corpus
+from verityrag.config import STRICTNESS_LEVELS
 from verityrag.errors import InvalidInputError, VerityRAGError
 from verityrag.pipeline import VerityRAGPipeline
 from verityrag.types import Chunk, Citation, CitedSentence, QueryResult
@@ -137,12 +138,11 @@ def build_server(pipeline: VerityRAGPipeline) -> MCPServer[Any]:
             return ToolError(f"invalid input: {exc.field}: {exc.problem}")
         return ToolError(f"{type(exc).__name__}: {exc}")
 
-    @server.tool()
+    @server.tool(
+        description="Answer a question from the indexed documents with citations, or abstain with a "
+        f"reason.\n\nstrictness: one of {', '.join(STRICTNESS_LEVELS)} (default: the server's setting)."
+    )
     def query(question: str, strictness: str | None = None) -> dict[str, Any]:
-        """Answer a question from the indexed documents with citations, or abstain with a reason.
-
-        strictness: one of loose, balanced, strict, paranoid (default: the server's setting).
-        """
         try:
             return run_query(pipeline, question, strictness)
         except VerityRAGError as exc:

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import ast
+import re
+from pathlib import Path
+from typing import get_args
+
 import pytest
 
+import verityrag
+from verityrag import config
 from verityrag.agent.controller import GROUNDING_THRESHOLDS
 from verityrag.errors import InvalidInputError
+from verityrag.verify import strictness
 from verityrag.verify.protocols import VerificationResult
 from verityrag.verify.strictness import STRICTNESS_TABLE, apply_strictness, strictness_policy
 
@@ -75,3 +83,60 @@ def test_verifier_error_refuses_with_its_reason() -> None:
 def test_unknown_level_lists_allowed() -> None:
     with pytest.raises(InvalidInputError, match="loose, balanced, strict, paranoid, lenient"):
         strictness_policy("extreme")
+
+
+# ------------------------------------------------------------------ one definition of the levels
+
+PACKAGE = Path(verityrag.__file__).parent
+LEVEL_NAMES = {"loose", "balanced", "strict", "paranoid"}
+# The four names in order, as a hand-written list in prose: "loose, balanced, strict or paranoid".
+LEVELS_IN_PROSE = re.compile(r"loose\W+balanced\W+strict\W+(?:or\W+)?paranoid")
+
+
+def _hand_written_level_lists(path: Path) -> list[int]:
+    """Lines of ``path`` holding a list, tuple, set or ``Literal[...]`` of all four level names, or
+    a string naming them in order."""
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.List | ast.Tuple | ast.Set):  # a Literal[...] holds a Tuple
+            names = {e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+            if names >= LEVEL_NAMES:
+                lines.append(node.lineno)
+        elif (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and LEVELS_IN_PROSE.search(node.value)
+        ):
+            lines.append(node.lineno)
+    return sorted(set(lines))
+
+
+def test_strictness_levels_are_written_out_once_in_config() -> None:
+    found = {
+        path.relative_to(PACKAGE.parent).as_posix(): lines
+        for path in [*sorted(PACKAGE.rglob("*.py")), PACKAGE.parent / "app.py"]
+        if (lines := _hand_written_level_lists(path))
+    }
+    assert list(found) == ["verityrag/config.py"], found
+    assert len(found["verityrag/config.py"]) == 1
+
+
+def test_strictness_names_elsewhere_are_the_config_definition() -> None:
+    assert strictness.StrictnessLevel is config.Strictness
+    assert strictness.STRICTNESS_LEVELS is config.STRICTNESS_LEVELS == get_args(config.Strictness)
+    assert strictness.STRICTNESS_ALIASES is config.STRICTNESS_ALIASES
+    assert set(config.STRICTNESS_LEVELS) == LEVEL_NAMES
+
+
+def test_strictness_table_has_one_row_per_level_in_level_order() -> None:
+    assert tuple(STRICTNESS_TABLE) == config.STRICTNESS_LEVELS
+    assert all(row.level == level for level, row in STRICTNESS_TABLE.items())
+
+
+def test_api_strictness_field_offers_exactly_the_levels() -> None:
+    from verityrag.api.models import QueryIn
+
+    field = QueryIn.model_json_schema()["properties"]["strictness"]
+    enums = [option["enum"] for option in field["anyOf"] if "enum" in option]
+    assert enums == [list(config.STRICTNESS_LEVELS)]
+    assert all(level in field["description"] for level in config.STRICTNESS_LEVELS)

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictBool, Tag, field_validator
 
-from verityrag.config import Strictness
+from verityrag.config import STRICTNESS_LEVELS, Strictness
 from verityrag.types import DOC_ID_PATTERN, DOC_ID_RULE
 
 # In the spec too, so clients (and schemathesis) know what a server will refuse:
@@ -151,8 +151,9 @@ class QueryIn(BaseModel):
     verify: StrictBool | None = Field(default=None, description="Run verification for this request.")
     strictness: Strictness | None = Field(
         default=None,
-        description="How strictly answers must be grounded: loose, balanced, strict or paranoid; "
-        "thresholds in docs/verification.md (verityrag.verify.strictness.STRICTNESS_TABLE).",
+        description=f"How strictly answers must be grounded: {', '.join(STRICTNESS_LEVELS[:-1])} "
+        f"or {STRICTNESS_LEVELS[-1]}; thresholds in docs/verification.md "
+        "(verityrag.verify.strictness.STRICTNESS_TABLE).",
     )
 
     # A validator, not an annotated type: keeps k's minimum/maximum in the JSON schema.

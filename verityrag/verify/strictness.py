@@ -19,13 +19,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import TypeAlias
 
+from verityrag.config import STRICTNESS_ALIASES, STRICTNESS_LEVELS, Strictness
 from verityrag.errors import InvalidInputError
 from verityrag.verify.protocols import VerificationResult
 
 __all__ = [
     "STRICTNESS_ALIASES",
+    "STRICTNESS_LEVELS",
     "STRICTNESS_TABLE",
     "StrictnessLevel",
     "StrictnessOutcome",
@@ -34,9 +36,9 @@ __all__ = [
     "strictness_policy",
 ]
 
-StrictnessLevel = Literal["loose", "balanced", "strict", "paranoid"]
-LEVELS: tuple[str, ...] = get_args(StrictnessLevel)
-STRICTNESS_ALIASES: dict[str, StrictnessLevel] = {"lenient": "loose"}
+# The levels are defined once, in verityrag.config (Settings validates against them).
+StrictnessLevel: TypeAlias = Strictness
+LEVELS = STRICTNESS_LEVELS
 
 
 @dataclass(frozen=True, slots=True)
