@@ -58,7 +58,7 @@ bench: setup
 	$(PY) scripts/bench_index.py
 
 eval: setup
-	$(PY) -m verityrag.eval
+	$(PY) -m verityrag.eval --plots-dir docs/eval
 	$(PY) -m verityrag.eval --real-embeddings --out eval_report_real_embeddings.json --plots-dir docs/eval/real_embeddings
 	$(PY) scripts/update_readme_results.py
 

@@ -105,6 +105,18 @@ def test_eval_writes_markdown_and_plots(report_dir: Path, report: dict[str, Any]
 
 
 @pytest.mark.integration
+def test_eval_plots_default_to_a_folder_beside_the_report_named_after_it(
+    report_dir: Path, report: dict[str, Any]
+) -> None:
+    assert sorted(report["plots"].values()) == [
+        "eval_report_plots/confidence_by_kind.png",
+        "eval_report_plots/latency_by_stage.png",
+        "eval_report_plots/risk_coverage.png",
+    ]
+    assert not (report_dir / "docs").exists()
+
+
+@pytest.mark.integration
 def test_eval_external_questions_file_is_evaluated_on_same_corpus(tmp_path: Path) -> None:
     questions = tmp_path / "q.jsonl"
     rows = [
@@ -203,6 +215,16 @@ def test_eval_out_folder_is_created_before_the_run(tmp_path: Path) -> None:
     questions.write_text("")
     assert main(["--questions", str(questions), "--no-progress", "--out", str(out)]) == 2  # no questions
     assert out.parent.is_dir()
+
+
+@pytest.mark.unit
+def test_eval_default_plots_dir_is_made_beside_out_before_the_run(tmp_path: Path) -> None:
+    # Without --plots-dir the plots go beside --out, named after it (not into <out's folder>/docs/eval).
+    questions = tmp_path / "q.jsonl"
+    questions.write_text("")
+    assert main(["--questions", str(questions), "--no-progress", "--out", str(tmp_path / "x.json")]) == 2
+    assert (tmp_path / "x_plots").is_dir()
+    assert not (tmp_path / "docs").exists()
 
 
 @pytest.mark.unit

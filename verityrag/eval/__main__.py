@@ -56,7 +56,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--questions", type=Path, default=None, metavar="PATH", help="external JSONL to evaluate")
     p.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR, help="folder with corpus.jsonl")
     p.add_argument("--out", type=Path, default=Path("eval_report.json"), metavar="PATH")
-    p.add_argument("--plots-dir", type=Path, default=None, help="default: docs/eval next to --out")
+    p.add_argument(
+        "--plots-dir",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="folder for the PNG plots (default: beside --out, named after it: "
+        "eval_report_plots/ for eval_report.json)",
+    )
     p.add_argument("--no-plots", action="store_true")
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("-v", "--verbose", action="store_true")
@@ -74,6 +81,12 @@ def build_parser() -> argparse.ArgumentParser:
         "ens-min|mean|max (repeat or comma-separate; default: all)",
     )
     return p
+
+
+def default_plots_dir(out: Path) -> Path:
+    """Where the plots go without ``--plots-dir``: beside the report, named after it
+    (``/tmp/x_plots`` for ``--out /tmp/x.json``)."""
+    return out.with_name(f"{out.stem}_plots")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -116,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         parser.error(f"--out {args.out}: cannot create its folder ({exc.strerror})")
     # The plots are written before the JSON: a bad folder found after the run lost the report.
-    plots_dir: Path = args.plots_dir or args.out.parent / "docs" / "eval"
+    plots_dir: Path = args.plots_dir or default_plots_dir(args.out)
     if not (args.ragtruth or args.real_llm or args.no_plots):
         try:
             plots_dir.mkdir(parents=True, exist_ok=True)
