@@ -50,7 +50,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from verityrag.crossenc.answerability import EVIDENCE_WORDS  # noqa: E402
+from verityrag.checks.answerability import EVIDENCE_WORDS  # noqa: E402
 from verityrag.crossenc.build import VALIDATION_TITLES, SquadSources, add_squad_arguments, write_pairs  # noqa: E402
 from verityrag.crossenc.evidence import trim_evidence  # noqa: E402
 from verityrag.train.unanswerable import (  # noqa: E402

@@ -31,8 +31,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from verityrag.checks.answerability import ANSWER_TRAINING_DIR  # noqa: E402
 from verityrag.crossenc import ModelMetadata, OnnxCrossEncoder  # noqa: E402
-from verityrag.crossenc.answerability import ANSWER_TRAINING_DIR  # noqa: E402
 from verityrag.crossenc.build import (  # noqa: E402
     SquadSources,
     add_squad_arguments,

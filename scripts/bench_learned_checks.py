@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 from verityrag import Settings, VerityRAGPipeline  # noqa: E402
 from verityrag.bundled import bundled_pipeline  # noqa: E402
 from verityrag.eval.dataset import DEFAULT_DATA_DIR, EvalQuestion, load_questions  # noqa: E402
-from verityrag.learned_checks import CHECK_ATTRIBUTES  # noqa: E402
+from verityrag.checks.registry import CHECK_ATTRIBUTES  # noqa: E402
 from verityrag.pipeline import IN_MEMORY  # noqa: E402
 
 OUT = ROOT / "scripts" / "results" / "bench_learned_checks.json"

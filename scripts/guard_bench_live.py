@@ -23,9 +23,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from verityrag.checks.base import LearnedPairCheck  # noqa: E402
+from verityrag.checks.guard import LearnedGuard  # noqa: E402
 from verityrag.crossenc import LearnedAnswerability  # noqa: E402
-from verityrag.crossenc.learned import LearnedPairCheck  # noqa: E402
-from verityrag.guard import LearnedGuard  # noqa: E402
 
 RESULTS = ROOT / "scripts" / "results" / "crossenc_latency.json"
 

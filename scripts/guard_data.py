@@ -39,9 +39,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from verityrag import datasets  # noqa: E402
+from verityrag.checks.guard import EVIDENCE_WORDS  # noqa: E402
 from verityrag.crossenc.build import halueval_knowledge, halueval_shared_passages, write_pairs  # noqa: E402
 from verityrag.crossenc.evidence import trim_evidence  # noqa: E402
-from verityrag.guard import EVIDENCE_WORDS  # noqa: E402
 from verityrag.text.sentences import split_sentences  # noqa: E402
 
 HALUEVAL = datasets.datasets_root() / datasets.HALUEVAL_QA

@@ -49,10 +49,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from verityrag import datasets  # noqa: E402
+from verityrag.checks.guard import DEFAULT_GUARD_DIR, EVIDENCE_WORDS  # noqa: E402
 from verityrag.crossenc.build import halueval_knowledge, write_pairs  # noqa: E402
 from verityrag.crossenc.evidence import trim_evidence  # noqa: E402
 from verityrag.generation.llm import LLMGenerator, parse_cited_sentences  # noqa: E402
-from verityrag.guard import DEFAULT_GUARD_DIR, EVIDENCE_WORDS  # noqa: E402
 from verityrag.llm_providers import LocalGemmaCompleteFn, local_gemma_complete_fn  # noqa: E402
 from verityrag.text import ENGLISH_STOPWORDS  # noqa: E402
 from verityrag.types import Chunk, Hit  # noqa: E402

@@ -19,8 +19,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from verityrag.checks.guard import BUILD_GUARD, LearnedGuard  # noqa: E402
 from verityrag.errors import VerityRAGError  # noqa: E402
-from verityrag.guard import BUILD_GUARD, LearnedGuard  # noqa: E402
 
 RESULTS = ROOT / "scripts" / "results" / "crossenc_guard_probe.json"
 TESLA = (

@@ -34,6 +34,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from verityrag.checks.guard import DEFAULT_GUARD_DIR  # noqa: E402
 from verityrag.crossenc import ModelMetadata, OnnxCrossEncoder  # noqa: E402
 from verityrag.crossenc.build import (  # noqa: E402
     add_training_arguments,
@@ -50,7 +51,6 @@ from verityrag.crossenc.metrics import (  # noqa: E402
     negatives_caught,
     threshold_for_false_flag_rate,
 )
-from verityrag.guard import DEFAULT_GUARD_DIR  # noqa: E402
 
 RESULTS = ROOT / "scripts" / "results" / "crossenc_guard.json"
 SUPPORTED_SENTENCES = ("sentence_evidence", "sentence_question_right")

@@ -3,8 +3,8 @@
     python scripts/joint_threshold_sweep.py --out scripts/results/joint_thresholds.json
 
 ``pipeline.calibrate`` fits the answerability gate jointly with the sufficiency gate
-(:func:`verityrag.learned_checks.choose_joint_thresholds`; the module docstring of
-:mod:`verityrag.learned_checks` states the rule). This script shows the whole plane the rule
+(:func:`verityrag.checks.thresholds.choose_joint_thresholds`; the module docstring of
+:mod:`verityrag.checks.thresholds` states the rule). This script shows the whole plane the rule
 chooses from, and what the sequential rule (sufficiency gate first, answerability at 0 on
 top) would give, with one pass per split:
 
@@ -30,15 +30,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from verityrag.eval.dataset import EvalQuestion, load_corpus, load_questions  # noqa: E402
-from verityrag.eval.runner import EvalOptions, build_pipeline  # noqa: E402
-from verityrag.learned_checks import (  # noqa: E402
+from verityrag.checks.registry import load_check  # noqa: E402
+from verityrag.checks.thresholds import (  # noqa: E402
     SWEEP_THRESHOLDS,
     choose_joint_thresholds,
     joint_outcomes,
-    load_check,
     sweep_row,
 )
+from verityrag.eval.dataset import EvalQuestion, load_corpus, load_questions  # noqa: E402
+from verityrag.eval.runner import EvalOptions, build_pipeline  # noqa: E402
 
 
 def _triples(questions: Sequence[EvalQuestion]) -> list[tuple[str, str, Sequence[str]]]:
@@ -63,8 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     gate = pipeline.gate
     reference = float(gate.threshold_)
     check = load_check("answerability")
-    cal_rows = joint_outcomes(pipeline, check, _triples(fit_on), gate.oof_probabilities_)
-    test_rows = joint_outcomes(pipeline, check, _triples(test))
+    cal_rows = joint_outcomes(pipeline.query_with, {}, check, _triples(fit_on), gate.oof_probabilities_)
+    test_rows = joint_outcomes(pipeline.query_with, {}, check, _triples(test))
     target = pipeline.settings.abstention_target
     choice = choose_joint_thresholds(cal_rows, reference, target)
     s, a = choice.sufficiency, choice.answerability

@@ -3,7 +3,7 @@
 No NLI corpus can be had offline, so the pairs are made from real paragraphs. The
 hypothesis is always one sentence (the verifier scores an answer sentence by sentence);
 the premise is the paragraph trimmed to the 80 words most relevant to the hypothesis,
-exactly as :class:`verityrag.verify.learned_nli.LearnedNLI` trims it at run time.
+exactly as :class:`verityrag.checks.nli.LearnedNLI` trims it at run time.
 
 Per SQuAD paragraph (up to two answerable questions each):
 
@@ -53,6 +53,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from verityrag.checks.nli import EVIDENCE_WORDS  # noqa: E402
 from verityrag.crossenc.build import (  # noqa: E402
     VALIDATION_TITLES,
     SquadSources,
@@ -63,7 +64,6 @@ from verityrag.crossenc.build import (  # noqa: E402
 from verityrag.crossenc.evidence import trim_evidence  # noqa: E402
 from verityrag.text.analyzer import DEFAULT_ANALYZER  # noqa: E402
 from verityrag.text.sentences import split_sentences  # noqa: E402
-from verityrag.verify.learned_nli import EVIDENCE_WORDS  # noqa: E402
 
 OUT = ROOT / "guard_work" / "nli" / "data"
 GUARD_TRAIN = ROOT / "guard_work" / "guard" / "data" / "train.jsonl.gz"

@@ -30,6 +30,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from verityrag.checks.nli import DEFAULT_NLI_DIR, EVIDENCE_WORDS  # noqa: E402
 from verityrag.crossenc import ModelMetadata  # noqa: E402
 from verityrag.crossenc.build import (  # noqa: E402
     add_training_arguments,
@@ -40,7 +41,6 @@ from verityrag.crossenc.build import (  # noqa: E402
 from verityrag.crossenc.evidence import trim_evidence  # noqa: E402
 from verityrag.eval.ragtruth import RAGTRUTH_PATH, TRAINED_SOURCES_KEY, read_ragtruth_rows  # noqa: E402
 from verityrag.text.sentences import sentence_spans  # noqa: E402
-from verityrag.verify.learned_nli import DEFAULT_NLI_DIR, EVIDENCE_WORDS  # noqa: E402
 
 OUT = ROOT / "guard_work" / "nli_ragtruth"
 

@@ -26,6 +26,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from verityrag.checks.guard import DEFAULT_GUARD_DIR  # noqa: E402
+from verityrag.checks.nli import DEFAULT_NLI_DIR  # noqa: E402
 from verityrag.crossenc import ModelMetadata, OnnxCrossEncoder  # noqa: E402
 from verityrag.crossenc.build import (  # noqa: E402
     add_training_arguments,
@@ -42,8 +44,6 @@ from verityrag.crossenc.metrics import (  # noqa: E402
     negatives_caught,
     threshold_for_false_flag_rate,
 )
-from verityrag.guard import DEFAULT_GUARD_DIR  # noqa: E402
-from verityrag.verify.learned_nli import DEFAULT_NLI_DIR  # noqa: E402
 
 RESULTS = ROOT / "scripts" / "results" / "crossenc_nli.json"
 

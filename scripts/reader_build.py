@@ -3,7 +3,7 @@
 1. Export: the extractive-QA answerability model's torch weights (``--span-model``, trained by
    ``answer_train.py --span``) are exported with per-token start / end logits
    (``verityrag.crossenc.span.export_reader``), fp32 and int8 ONNX, and checked against torch.
-2. Measure: :class:`verityrag.reader_check.ReaderCheck` scores gemma-3-270m's answers to HaluEval
+2. Measure: :class:`verityrag.checks.reader_check.ReaderCheck` scores gemma-3-270m's answers to HaluEval
    questions (scripts/guard_gemma_answers.py, labelled against the gold answer by
    ``label_answer``): right answers against wrong ones, and in particular against the
    *wrong-but-grounded* ones (copied evidence that answers something else), which no support
@@ -39,6 +39,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from guard_gemma_answers import HALUEVAL, RAW, _done, _items, label_answer  # noqa: E402
 
+from verityrag.checks.guard import LearnedGuard  # noqa: E402
+from verityrag.checks.reader_check import DEFAULT_READER_DIR, EVIDENCE_WORDS, ReaderCheck  # noqa: E402
 from verityrag.crossenc.build import halueval_knowledge  # noqa: E402
 from verityrag.crossenc.encoding import PairEncoder, load_tokenizer, pad_batch  # noqa: E402
 from verityrag.crossenc.metrics import (  # noqa: E402
@@ -55,8 +57,6 @@ from verityrag.crossenc.model_folder import (  # noqa: E402
 )
 from verityrag.crossenc.reader import READER_OUTPUTS, TOP_K  # noqa: E402
 from verityrag.crossenc.scorer import open_session  # noqa: E402
-from verityrag.guard import LearnedGuard  # noqa: E402
-from verityrag.reader_check import DEFAULT_READER_DIR, EVIDENCE_WORDS, ReaderCheck  # noqa: E402
 
 SPAN_MODEL = ROOT / "guard_work" / "answer_span"
 RESULTS = ROOT / "scripts" / "results" / "answer_reader.json"

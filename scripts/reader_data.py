@@ -42,9 +42,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from verityrag import datasets  # noqa: E402
+from verityrag.checks.reader_check import EVIDENCE_WORDS  # noqa: E402
 from verityrag.crossenc.build import halueval_knowledge, halueval_shared_passages, write_pairs  # noqa: E402
 from verityrag.crossenc.evidence import trim_evidence  # noqa: E402
-from verityrag.reader_check import EVIDENCE_WORDS  # noqa: E402
 from verityrag.text.answers import contains_gold, normalize_answer  # noqa: E402
 from verityrag.text.sentences import split_sentences  # noqa: E402
 

@@ -28,9 +28,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from verityrag.agent.controller import QUESTION_CHECK_CHUNKS  # noqa: E402
+from verityrag.checks.reader_check import ReaderCheck  # noqa: E402
 from verityrag.errors import VerityRAGError  # noqa: E402
 from verityrag.eval.llm_eval import reader_metrics  # noqa: E402
-from verityrag.reader_check import ReaderCheck  # noqa: E402
 
 RESULTS = ROOT / "scripts" / "results"
 #: What :func:`rescore` reads of an answered record.

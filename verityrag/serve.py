@@ -26,9 +26,9 @@ from types import FrameType
 
 import httpx
 
+from verityrag.checks.registry import requested_checks
 from verityrag.config import Settings
 from verityrag.errors import VerityRAGError
-from verityrag.learned_checks import requested_checks
 
 ROOT = Path(__file__).resolve().parents[1]
 APP_FILE = ROOT / "app.py"

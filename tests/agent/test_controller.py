@@ -141,7 +141,7 @@ def controller(
     settings = pipeline.settings.replace(
         **{k: changes.pop(k) for k in ("max_reformulations", "verify", "strictness") if k in changes}
     )
-    ctrl = pipeline._controller(settings)
+    ctrl = pipeline.new_controller(settings)
     # These tests are about the loop itself, whatever calibrate() decided for this corpus.
     ctrl.max_reformulations = settings.max_reformulations
     if gate is not None:
@@ -269,12 +269,12 @@ def test_loop_gate_unreachable_on_default_gate_question_never_exceeds_bound(
 
 
 def test_controller_negative_max_reformulations_raises(pipeline: VerityRAGPipeline) -> None:
-    ctrl = pipeline._controller(pipeline.settings)
+    ctrl = pipeline.new_controller()
     with pytest.raises(ValueError, match="max_reformulations must be >= 0"):
         AgentController(
             ctrl.index,
             ctrl.retriever,
-            ctrl.selector,
+            ctrl.generator,
             ctrl.gate,
             ctrl.grounding,
             ctrl.cache,
@@ -283,8 +283,10 @@ def test_controller_negative_max_reformulations_raises(pipeline: VerityRAGPipeli
 
 
 def test_controller_without_gate_raises_not_fitted(pipeline: VerityRAGPipeline) -> None:
+    no_gate = pipeline.new_controller()
+    no_gate.gate = None
     with pytest.raises(NotFittedError, match="needs a fitted sufficiency gate"):
-        pipeline._controller(pipeline.settings, with_gate=False).run(REFORMULABLE)
+        no_gate.run(REFORMULABLE)
 
 
 # ------------------------------------------------------------------ confidence
@@ -579,7 +581,7 @@ def test_calibrate_keeps_reformulation_only_when_the_loop_beats_one_attempt(
     check = summary["reformulation"]
     assert check["used"] is p.reformulate
     assert check["used"] is (check["objective_loop"] > check["objective_single"])  # the stated rule
-    loops = p._controller(p.settings).max_reformulations
+    loops = p.controller().max_reformulations
     assert loops == (p.settings.max_reformulations if check["used"] else 0)
     if check["used"]:
         assert summary["threshold_single_attempt"] <= 1.0 + 1e-9

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from verityrag.crossenc.eval_sweep import GateOutcome, choose_threshold, sweep_row
 from verityrag.eval.__main__ import main
+from verityrag.eval.gate_sweep import GateOutcome, choose_threshold, sweep_row
 
 
 @pytest.mark.unit

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from _tiny_bert import TINY_BERT, TINY_TRAINING, write_tiny_metadata
 
+from verityrag.checks import LearnedAnswerability
 from verityrag.crossenc import (
     CrossEncoderTrainer,
-    LearnedAnswerability,
     ModelFilesMissingError,
     ModelMetadata,
     OnnxCrossEncoder,
@@ -177,7 +177,7 @@ def tiny_guard_dir(tiny_model: tuple[CrossEncoderTrainer, Path], tmp_path: Path)
 def test_learned_guard_scores_each_answer_sentence_and_keeps_the_weakest(
     tiny_guard_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from verityrag.guard import LearnedGuard
+    from verityrag.checks.guard import LearnedGuard
 
     monkeypatch.setenv("VERITY_GUARD_DIR", str(tiny_guard_dir))
     guard = LearnedGuard()
@@ -197,7 +197,7 @@ def test_learned_guard_scores_each_answer_sentence_and_keeps_the_weakest(
 
 
 def test_learned_guard_threshold_for_an_answer_source(tiny_guard_dir: Path) -> None:
-    from verityrag.guard import THRESHOLDS_BY_SOURCE_KEY, LearnedGuard
+    from verityrag.checks.guard import THRESHOLDS_BY_SOURCE_KEY, LearnedGuard
 
     meta = ModelMetadata.read(tiny_guard_dir)
     meta.metrics = {THRESHOLDS_BY_SOURCE_KEY: {"halueval": 0.5, "gemma": 0.04}}
@@ -226,8 +226,9 @@ def test_scorer_splits_a_too_long_short_side_into_sentences(
 def test_learned_nli_is_served_sentence_by_sentence_from_its_env_dir(
     tiny_guard_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from verityrag.guard import LearnedGuard
-    from verityrag.verify import LearnedNLI, NLIVerifier
+    from verityrag.checks import LearnedNLI
+    from verityrag.checks.guard import LearnedGuard
+    from verityrag.verify import NLIVerifier
 
     monkeypatch.setenv("VERITY_NLI_DIR", str(tiny_guard_dir))
     nli = LearnedNLI()
@@ -302,7 +303,7 @@ def test_distillation_targets_move_labels_towards_the_teachers_probabilities(
 def test_list_markers_left_by_the_sentence_splitter_are_not_scored_as_claims(
     tiny_guard_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from verityrag.guard import LearnedGuard
+    from verityrag.checks.guard import LearnedGuard
 
     guard = LearnedGuard(tiny_guard_dir)
     scored: list[str] = []
@@ -334,8 +335,8 @@ def test_cross_encoder_sessions_do_not_spin_between_calls(
 def test_one_sentence_too_long_for_the_window_is_scored_in_pieces_not_refused(
     tiny_model: tuple[CrossEncoderTrainer, Path], tiny_guard_dir: Path
 ) -> None:
+    from verityrag.checks.guard import LearnedGuard
     from verityrag.crossenc.scorer import short_side_parts
-    from verityrag.guard import LearnedGuard
 
     # A question (or answer) of one sentence over the short side's budget (~29 tokens at
     # max_length 64; ~220 for the served models, under Settings.max_query_chars) raised
@@ -397,8 +398,8 @@ def test_a_reader_export_served_as_a_one_logit_check_fails_at_warm_up(reader_fol
 def test_a_folder_of_another_kind_of_check_is_refused(
     tiny_model: tuple[CrossEncoderTrainer, Path], tiny_guard_dir: Path
 ) -> None:
-    from verityrag.guard import LearnedGuard
-    from verityrag.verify import LearnedNLI
+    from verityrag.checks import LearnedNLI
+    from verityrag.checks.guard import LearnedGuard
 
     # A guard folder windows the first text (evidence, answer); served as the answerability
     # gate it windowed the question and split the evidence into sentences, silently.
@@ -447,7 +448,7 @@ def test_metadata_of_the_wrong_type_is_a_model_load_error_naming_the_field(
 def test_a_bad_recorded_threshold_for_an_answer_source_names_the_file(
     tiny_guard_dir: Path, recorded: object
 ) -> None:
-    from verityrag.guard import THRESHOLDS_BY_SOURCE_KEY, LearnedGuard
+    from verityrag.checks.guard import THRESHOLDS_BY_SOURCE_KEY, LearnedGuard
 
     # A string or None raised a bare float() error; 5.5 was taken, and no answer could pass.
     meta = ModelMetadata.read(tiny_guard_dir)

@@ -1,4 +1,4 @@
-"""``calibrate`` fits the answerability gate jointly with the sufficiency gate (verityrag.learned_checks).
+"""``calibrate`` fits the answerability gate jointly with the sufficiency gate (verityrag.checks.thresholds).
 
 The check is an oracle that knows which questions the corpus can answer: what is under test is
 the wiring (one pass with both gates open, the out-of-fold probabilities, the paired threshold
@@ -13,7 +13,7 @@ import pytest
 from _questions import labelled_questions
 
 from verityrag import Settings, VerityRAGPipeline
-from verityrag.learned_checks import SWEEP_THRESHOLDS, fit_thresholds
+from verityrag.checks.thresholds import SWEEP_THRESHOLDS, fit_thresholds
 
 pytestmark = pytest.mark.integration
 
@@ -98,15 +98,27 @@ def test_without_out_of_fold_probabilities_or_unanswerable_questions_the_rule_is
     pipeline.calibrate(labelled)
     pipeline.answerability = _OracleCheck({q for q, answers in labelled if answers})
     # What calibrate passes when reformulation stays on: no out-of-fold probabilities.
-    fit = fit_thresholds(pipeline, labelled, ["answerability"])["answerability"]
+    fit = fit_thresholds(pipeline.query_with, pipeline.checks(), labelled, ["answerability"]).report[
+        "answerability"
+    ]
     assert (fit["rule"], fit["questions"]) == ("sequential", 30)
     assert pipeline.paired_sufficiency is None
     answerable_only = [(q, a) for q, a in labelled if a]
     oof = [0.5] * len(answerable_only)
-    fit = fit_thresholds(pipeline, answerable_only, ["answerability"], sufficiency_oof=oof)["answerability"]
+    joint = {"sufficiency_reference": pipeline.gate.threshold_, "abstention_target": 0.9}
+    fit = fit_thresholds(
+        pipeline.query_with,
+        pipeline.checks(),
+        answerable_only,
+        ["answerability"],
+        sufficiency_oof=oof,
+        **joint,
+    ).report["answerability"]
     assert fit["rule"] == "sequential"
     with pytest.raises(ValueError, match="out-of-fold"):
-        fit_thresholds(pipeline, labelled, ["answerability"], sufficiency_oof=oof)
+        fit_thresholds(
+            pipeline.query_with, pipeline.checks(), labelled, ["answerability"], sufficiency_oof=oof
+        )
 
 
 def test_a_new_calibration_drops_the_old_pairing(

@@ -17,11 +17,12 @@ import pytest
 from _questions import labelled_questions
 
 from verityrag import Settings, VerityRAGPipeline
+from verityrag.checks.guard import THRESHOLDS_BY_SOURCE_KEY
+from verityrag.checks.registry import LLM_ANSWER_SOURCE
+from verityrag.checks.thresholds import MAX_COVERAGE_LOSS, SWEEP_THRESHOLDS, fit_thresholds
 from verityrag.crossenc import ModelFilesMissingError, ModelMetadata
 from verityrag.generation.completion import Completion
 from verityrag.generation.llm import LLMGenerator
-from verityrag.guard import THRESHOLDS_BY_SOURCE_KEY
-from verityrag.learned_checks import LLM_ANSWER_SOURCE, MAX_COVERAGE_LOSS, SWEEP_THRESHOLDS, fit_thresholds
 
 pytestmark = pytest.mark.integration
 
@@ -179,15 +180,15 @@ class _FailingCheck:
         raise RuntimeError("model broke")
 
 
-def test_a_failing_fit_leaves_every_check_attached_at_its_old_threshold(
-    corpus_slice: list[dict[str, str]], answered_question: str
-) -> None:
+def test_a_failing_fit_changes_no_check(corpus_slice: list[dict[str, str]], answered_question: str) -> None:
     pipeline = VerityRAGPipeline()
     pipeline.ingest_documents(corpus_slice, progress=False)
     check = _FailingCheck()
     pipeline.answerability = check
     with pytest.raises(RuntimeError, match="model broke"):
-        fit_thresholds(pipeline, [(answered_question, ["x"])], ["answerability"])
+        fit_thresholds(
+            pipeline.query_with, pipeline.checks(), [(answered_question, ["x"])], ["answerability"]
+        )
     assert pipeline.answerability is check
     assert check.threshold == 0.7
     assert pipeline.stats()["learned_checks"]["answerability"]["threshold_from"] == "attached"

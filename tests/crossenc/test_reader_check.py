@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from verityrag.checks.reader_check import ReaderCheck, reader_agreement
 from verityrag.crossenc.model_folder import ModelFilesMissingError
 from verityrag.crossenc.reader import ReaderSpan, best_spans
 from verityrag.errors import InvalidInputError
-from verityrag.reader_check import ReaderCheck, reader_agreement
 
 pytestmark = pytest.mark.unit
 

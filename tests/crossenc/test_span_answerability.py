@@ -15,6 +15,7 @@ import pytest
 import torch
 from _tiny_bert import COLOURS, FILLER, TINY_BERT, colour_pairs
 
+from verityrag.checks.reader_check import ReaderCheck
 from verityrag.crossenc import CrossEncoderTrainer, OnnxCrossEncoder
 from verityrag.crossenc.encoding import EncodedWindow
 from verityrag.crossenc.model_folder import ONNX_FP32_FILE
@@ -28,7 +29,6 @@ from verityrag.crossenc.span import (
     null_difference,
 )
 from verityrag.errors import InvalidInputError
-from verityrag.reader_check import ReaderCheck
 
 pytestmark = pytest.mark.integration
 

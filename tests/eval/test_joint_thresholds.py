@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from verityrag.learned_checks import (
+from verityrag.checks.thresholds import (
     MAX_COVERAGE_LOSS,
     SWEEP_THRESHOLDS,
     GateOutcome,

@@ -18,24 +18,40 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
+from verityrag.agent.protocols import (
+    AnswerabilityModel,
+    Answerer,
+    AnswerGuard,
+    Gate,
+    ReaderAgreementCheck,
+    Reranker,
+    Retriever,
+)
 from verityrag.agent.reformulation import Reformulator
-from verityrag.agent.sufficiency import GATE_FEATURES, SELECTOR_FEATURES_FOR_GATE, SufficiencyGate
+from verityrag.agent.sufficiency import GATE_FEATURES, SELECTOR_FEATURES_FOR_GATE
 from verityrag.config import STRICTNESS_LEVELS, Strictness
 from verityrag.errors import NotFittedError
-from verityrag.generation.extractive import ExtractiveGenerator
-from verityrag.generation.sentence_selector import ScoredSentence, SentenceSelector
+from verityrag.generation.sentence_selector import ScoredSentence
 from verityrag.generation.verified import AnswerStrategy
 from verityrag.index.protocol import AnyIndex, SnapshotView
 from verityrag.retrieval.features import ChunkTermCache, QueryTerms, chunk_features
-from verityrag.retrieval.hybrid import HybridRetriever
-from verityrag.retrieval.reranker import LightGBMReranker
 from verityrag.types import AbstainReason, CitedSentence, GroundingReport, Hit, QueryResult, TraceStep
 from verityrag.verify.grounding import GroundingChecker
 from verityrag.verify.strictness import strictness_policy
 
 logger = logging.getLogger(__name__)
+
+__all__ = [
+    "GROUNDING_THRESHOLDS",
+    "AgentController",
+    "AnswerGuard",
+    "AnswerabilityModel",
+    "Attempt",
+    "ReaderAgreementCheck",
+    "gate_features",
+]
 
 # Minimum grounding score per strictness level (claims are scored 0..1), from the one table
 # in verityrag.verify.strictness.
@@ -59,31 +75,6 @@ class _ObservedTrace(list[TraceStep]):
     def append(self, step: TraceStep) -> None:
         super().append(step)
         self._on_stage(step)
-
-
-class AnswerGuard(Protocol):
-    """A learned check of (evidence, answer): ``score`` is the probability the answer is supported."""
-
-    threshold: float
-
-    def score(self, evidence: str, answer: str) -> float: ...
-
-
-class ReaderAgreementCheck(Protocol):
-    """A question-aware check of (question, evidence, answer): ``score`` is how far the answer says what
-    an extractive reader finds in the evidence for the question (:class:`verityrag.reader_check.ReaderCheck`)."""
-
-    threshold: float
-
-    def score(self, question: str, evidence: str, answer: str) -> float: ...
-
-
-class AnswerabilityModel(Protocol):
-    """A learned check of (question, evidence): ``score`` is the probability it can be answered."""
-
-    threshold: float
-
-    def score(self, question: str, evidence: str) -> float: ...
 
 
 @dataclass
@@ -162,12 +153,12 @@ class AgentController:
     def __init__(
         self,
         index: AnyIndex,
-        retriever: HybridRetriever,
-        generator: ExtractiveGenerator,
-        gate: SufficiencyGate | None,
+        retriever: Retriever,
+        generator: Answerer,
+        gate: Gate | None,
         grounding: GroundingChecker,
         cache: ChunkTermCache,
-        reranker: LightGBMReranker | None = None,
+        reranker: Reranker | None = None,
         reformulators: Sequence[Reformulator] = (),
         answer_guard: AnswerGuard | None = None,
         answerability: AnswerabilityModel | None = None,
@@ -202,15 +193,13 @@ class AgentController:
         self.verify = verify
         # An LLM answer path (verityrag.generation.verified); None: the extractive sentence.
         self.answer_strategy = answer_strategy
-        # Set when it was fitted together with the answerability check (verityrag.learned_checks);
+        # Set when it was fitted together with the answerability check (verityrag.checks.thresholds);
         # None: the gate's own threshold.
         self.sufficiency_threshold = sufficiency_threshold
 
-    @property
-    def selector(self) -> SentenceSelector:
-        return self.generator.selector
-
-    def _attempt(self, q: QueryTerms, query: str, strategy: str, snap: SnapshotView) -> Attempt:
+    def attempt(self, q: QueryTerms, query: str, strategy: str, snap: SnapshotView) -> Attempt:
+        """One retrieval (``query``, a rewrite of ``q`` or ``q`` itself): hits, sentences, gate features
+        and the gate's probability (0 without a gate)."""
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
         # At least top_k: with k over the candidate count the evidence was cut to the candidates.
@@ -218,7 +207,7 @@ class AgentController:
         t1 = time.perf_counter()
         timings["retrieve"] = (t1 - t0) * 1000
         if self.reranker is not None and self.reranker.is_fitted and hits:
-            rq = q if query == q.text else self._query_terms(query, snap)
+            rq = q if query == q.text else self.query_terms(query, snap)
             hits = self.reranker.rerank(rq, hits, self.cache)
         t2 = time.perf_counter()
         timings["rerank"] = (t2 - t1) * 1000
@@ -237,7 +226,8 @@ class AgentController:
     def _idf(self, snap: SnapshotView) -> Callable[[str], float]:
         return lambda term: self.index.idf(term, snap)
 
-    def _query_terms(self, text: str, snap: SnapshotView) -> QueryTerms:
+    def query_terms(self, text: str, snap: SnapshotView) -> QueryTerms:
+        """The question's terms with their IDF in ``snap`` (what the features and rewrites read)."""
         return QueryTerms.from_index(text, self.index, snap)
 
     def search(self, q: QueryTerms, snap: SnapshotView, threshold: float, trace: list[TraceStep]) -> Attempt:
@@ -245,7 +235,7 @@ class AgentController:
         attempts: list[Attempt] = []
         query, strategy = q.text, "original"
         for round_no in range(1 + self.max_reformulations):
-            attempt = self._attempt(q, query, strategy, snap)
+            attempt = self.attempt(q, query, strategy, snap)
             attempts.append(attempt)
             trace.append(
                 TraceStep(f"attempt_{round_no}", sum(attempt.timings_ms.values()), attempt.trace_details())
@@ -267,7 +257,7 @@ class AgentController:
         """Answer or abstain. ``on_stage`` sees each trace step the moment it is recorded."""
         snap = self.index.snapshot()
         trace: list[TraceStep] = [] if on_stage is None else _ObservedTrace(on_stage)
-        q = self._query_terms(question, snap)
+        q = self.query_terms(question, snap)
         if self.gate is None:
             raise NotFittedError("AgentController.run needs a fitted sufficiency gate")
         threshold = self.gate.threshold_ if self.sufficiency_threshold is None else self.sufficiency_threshold

@@ -153,7 +153,7 @@ class SufficiencyGate:
                 "must_abstain",
                 "need some questions the corpus cannot answer (answers []): the abstention threshold is set on them",
             )
-        calibrated = self._fit_probabilities(x, y)
+        calibrated = self.fit_probabilities(x, y)
         self.threshold_ = self.choose_threshold(calibrated, y.astype(bool), neg)
         if not (calibrated >= self.threshold_).any():
             # The rule's answer when the out-of-fold probabilities cannot tell the questions to
@@ -196,7 +196,14 @@ class SufficiencyGate:
             raise InvalidInputError("correct", "need both correct and incorrect examples to fit the gate")
         return x, y
 
-    def _fit_probabilities(
+    def set_threshold(self, threshold: float) -> SufficiencyGate:
+        """Decide at ``threshold`` (one chosen elsewhere, e.g. on the reformulation loop's outcomes)."""
+        self._check_fitted()
+        self.threshold_ = float(threshold)
+        self.fit_summary_["threshold"] = self.threshold_
+        return self
+
+    def fit_probabilities(
         self, x: npt.NDArray[np.float64], y: npt.NDArray[np.int32]
     ) -> npt.NDArray[np.float64]:
         """Fit the booster and its isotonic calibration (no threshold); returns the calibrated

@@ -1,11 +1,9 @@
 """Cross-encoders trained here: one trainer, one ONNX export, one scorer for all of them.
 
-Used by the answerability gate (:class:`LearnedAnswerability`), Verity-Guard
-(:class:`verityrag.guard.LearnedGuard`) and the NLI scorer. Heavy libraries (torch,
+Used by the learned checks (:mod:`verityrag.checks`) and the extractive reader. Heavy libraries (torch,
 transformers, onnxruntime) are imported on first use, never at import time.
 """
 
-from verityrag.crossenc.answerability import LearnedAnswerability
 from verityrag.crossenc.encoding import EncodedWindow, PairEncoder, load_tokenizer
 from verityrag.crossenc.evidence import trim_evidence
 from verityrag.crossenc.export import export_onnx, quantize_int8
@@ -16,7 +14,6 @@ from verityrag.crossenc.trainer import CrossEncoderTrainer, minilm_path
 __all__ = [
     "CrossEncoderTrainer",
     "EncodedWindow",
-    "LearnedAnswerability",
     "ModelFilesMissingError",
     "ModelMetadata",
     "OnnxCrossEncoder",

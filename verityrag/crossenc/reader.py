@@ -5,7 +5,7 @@ trained here on SQuAD 2.0, then with HaluEval QA added) is exported a second way
 logits (``scripts/reader_build.py``), and served by this class. :meth:`SpanReader.top_spans`
 returns the best answer spans of at most ``MAX_ANSWER_TOKENS`` tokens as character spans
 of the evidence, so a caller can compare them with an answer written by someone else
-(:mod:`verityrag.reader_check`). Evidence longer than the model window is read in
+(:mod:`verityrag.checks.reader_check`). Evidence longer than the model window is read in
 overlapping windows and the spans of all windows compete on their score.
 
 Like :class:`~verityrag.crossenc.scorer.OnnxCrossEncoder`, the session loads lazily, once,

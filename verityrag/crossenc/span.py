@@ -12,7 +12,7 @@ per window, the SQuAD 2.0 null-score difference: the best span score (start + en
 over evidence tokens, at most ``MAX_ANSWER_TOKENS`` long) minus the no-answer score
 (start + end at ``[CLS]``). Exported with :func:`~verityrag.crossenc.export.export_onnx`, it
 is served unchanged by :class:`~verityrag.crossenc.scorer.OnnxCrossEncoder` and
-:class:`~verityrag.crossenc.answerability.LearnedAnswerability` (sigmoid of the logit,
+:class:`~verityrag.checks.answerability.LearnedAnswerability` (sigmoid of the logit,
 max over windows). :class:`SpanAnswerabilityTrainer` trains it on the span cross-entropy
 (answerable pairs point at their answer tokens, every other pair at ``[CLS]``) plus a BCE
 on the logit itself, so the served score is trained directly too.

@@ -11,7 +11,7 @@ corpus): labelled real LLM output to train and test the guard on.
 The calibration split is used whole (``--max-test-questions`` samples the test split
 only, stratified by kind).
 
-``--reader`` attaches the reader check (:class:`verityrag.reader_check.ReaderCheck`) after
+``--reader`` attaches the reader check (:class:`verityrag.checks.reader_check.ReaderCheck`) after
 the other checks, at threshold 0 so that it scores every answer and blocks none; the
 report's ``reader`` section then applies the threshold in its ``metadata.json`` to the
 recorded scores. That is exact: the reader is the last stage, and it only ever turns an
@@ -52,7 +52,7 @@ from verityrag.verify.grounding_verifier import GroundingVerifier
 ANSWERS_DIR = Path(__file__).resolve().parents[2] / "guard_work" / "eval"
 
 if TYPE_CHECKING:
-    from verityrag.reader_check import ReaderCheck
+    from verityrag.checks.reader_check import ReaderCheck
 
 __all__ = ["LLMEvalOptions", "build_strategy", "llm_metrics", "reader_metrics", "run_llm_eval"]
 
@@ -100,7 +100,7 @@ def run_llm_eval(options: LLMEvalOptions) -> tuple[dict[str, Any], list[dict[str
     started = time.perf_counter()
     reader: ReaderCheck | None = None
     if base.reader:  # check the model folder before anything slow
-        from verityrag.reader_check import ReaderCheck
+        from verityrag.checks.reader_check import ReaderCheck
 
         reader = ReaderCheck().warm_up()
         reader_threshold = reader.threshold

@@ -28,7 +28,7 @@ Verifiers (rows, cheapest first):
   (its threshold is fitted on 5-fold out-of-fold scores of that half);
 - ``grounding``: the project's :class:`~verityrag.verify.grounding.GroundingChecker`
   (minimum claim support over the response);
-- ``guard:<folder>``: Verity-Guard (:class:`verityrag.guard.LearnedGuard`: evidence trimmed
+- ``guard:<folder>``: Verity-Guard (:class:`verityrag.checks.guard.LearnedGuard`: evidence trimmed
   per answer sentence, min over sentences), ``guard_work/guard`` by default when present;
 - ``nli:<folder>``: the NLI verifier model trained here (:class:`verityrag.verify.LearnedNLI`,
   scripts/nli_train.py; served like the guard), ``guard_work/nli`` by default when present;
@@ -470,12 +470,12 @@ def build_scorer(name: str) -> NLIScorer:
             folder if folder.is_absolute() else ROOT / folder, what=f"cross-encoder {folder}"
         )
     if name.startswith("guard:"):
-        from verityrag.guard import LearnedGuard
+        from verityrag.checks.guard import LearnedGuard
 
         folder = Path(name[6:])
         return LearnedGuard(folder if folder.is_absolute() else ROOT / folder)
     if name.startswith("nli:"):
-        from verityrag.verify.learned_nli import LearnedNLI
+        from verityrag.checks.nli import LearnedNLI
 
         folder = Path(name[4:])
         return LearnedNLI(folder if folder.is_absolute() else ROOT / folder)

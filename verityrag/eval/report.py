@@ -101,7 +101,7 @@ def render_markdown(report: dict[str, Any], plots: dict[str, str]) -> str:
     lines += ["", "## Calibration", ""]
     lines += [f"- {k}: {v}" for k, v in sorted(report["calibration"].items())]
     if report.get("learned_gates"):
-        from verityrag.crossenc.eval_sweep import render_sweep_markdown
+        from verityrag.eval.gate_sweep import render_sweep_markdown
 
         lines += render_sweep_markdown(report["learned_gates"])
     if plots:

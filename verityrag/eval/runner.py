@@ -189,7 +189,7 @@ def run_eval(options: EvalOptions) -> dict[str, Any]:
 
     gates_on = options.answerability or options.guard or options.reader
     if gates_on:  # fail at startup, naming missing files and the command
-        from verityrag.crossenc.eval_sweep import check_learned_gates
+        from verityrag.eval.gate_sweep import check_learned_gates
 
         check_learned_gates(options.answerability, options.guard, options.reader)
     pipeline = build_pipeline(options)
@@ -202,7 +202,7 @@ def run_eval(options: EvalOptions) -> dict[str, Any]:
     train_s = time.perf_counter() - t0
 
     if gates_on:  # attached before calibrate, which fits their thresholds as for any pipeline
-        from verityrag.crossenc.eval_sweep import attach_learned_gates
+        from verityrag.eval.gate_sweep import attach_learned_gates
 
         attach_learned_gates(
             pipeline, options.answerability, options.guard, options.reader, options.answerability_threshold
@@ -216,7 +216,7 @@ def run_eval(options: EvalOptions) -> dict[str, Any]:
 
     learned_gates: dict[str, Any] = {}
     if gates_on:
-        from verityrag.crossenc.eval_sweep import sweep_learned_gates
+        from verityrag.eval.gate_sweep import sweep_learned_gates
 
         learned_gates = sweep_learned_gates(
             pipeline, calibration, test, calibration_result.get("learned_checks", {}), options.progress

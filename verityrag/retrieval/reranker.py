@@ -14,14 +14,16 @@ import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from verityrag._lightgbm import lightgbm_params
 from verityrag.errors import InvalidInputError, NotFittedError
+from verityrag.index.protocol import AnyIndex, SnapshotView
 from verityrag.retrieval.features import CHUNK_FEATURES, ChunkTermCache, QueryTerms, feature_matrix
+from verityrag.text.sentences import sentence_spans
 from verityrag.types import Hit
 
 logger = logging.getLogger(__name__)
@@ -127,3 +129,46 @@ def ict_queries(
         kept = [w for w in words if rng.random() < share] or words[:3]
         out.append((" ".join(kept), sentence))
     return out
+
+
+class Searches(Protocol):
+    """A retriever: the top ``k`` hits of a query in a snapshot."""
+
+    def search(self, query: str, k: int, snapshot: SnapshotView | None = None) -> list[Hit]: ...
+
+
+def train_ict_reranker(
+    index: AnyIndex,
+    retriever: Searches,
+    cache: ChunkTermCache,
+    candidates: int,
+    n_queries: int = 800,
+    seed: int = 0,
+) -> LightGBMReranker | None:
+    """A reranker trained on ``n_queries`` ICT pseudo-queries over ``index``'s chunks; None when the
+    corpus is too small for any pseudo-query to have both a positive and a negative hit."""
+    if isinstance(n_queries, bool) or not isinstance(n_queries, int) or n_queries < 1:
+        # random.sample raised "Sample larger than population or is negative" for a negative
+        # count, and 0 trained nothing, warning that the corpus was too small.
+        raise InvalidInputError("n_queries", f"must be an integer >= 1, got {n_queries!r}")
+    snap = index.snapshot()
+    chunks = index.live_chunks(snap)
+    if not chunks:
+        raise InvalidInputError("corpus", "is empty: ingest documents before train_reranker()")
+    sentences = [(c.chunk_id, c.text[s:e]) for c in chunks for s, e in sentence_spans(c.text)]
+    rows: list[npt.NDArray[np.float64]] = []
+    labels: list[npt.NDArray[np.int32]] = []
+    groups: list[int] = []
+    for query, sentence in ict_queries(sentences, n_queries, seed):
+        hits = retriever.search(query, candidates, snap)
+        y = np.asarray([int(sentence in h.chunk.text) for h in hits], dtype=np.int32)
+        if not hits or y.sum() == 0 or y.sum() == len(y):
+            continue
+        q = QueryTerms.from_index(query, index, snap)
+        rows.append(feature_matrix(q, hits, cache))
+        labels.append(y)
+        groups.append(len(hits))
+    if not groups:
+        return None
+    data = RankingData(np.vstack(rows), np.concatenate(labels), np.asarray(groups, dtype=np.int32))
+    return LightGBMReranker(random_state=seed).fit(data)

@@ -4,7 +4,6 @@ from verityrag.verify.calibration import IsotonicCalibrator, confirm_threshold, 
 from verityrag.verify.claims import answer_claims, split_claims
 from verityrag.verify.ensemble import DualNLIVerifier, EnsembleScorer, StackedScorer
 from verityrag.verify.grounding import GroundingChecker, GroundingWeights
-from verityrag.verify.learned_nli import LearnedNLI
 from verityrag.verify.llm_judge import LLMJudgeVerifier
 from verityrag.verify.nli import CrossEncoderNLIVerifier, HFSequenceClassificationScorer, NLIVerifier
 from verityrag.verify.protocols import NLIScorer, VerificationResult, Verifier
@@ -22,7 +21,6 @@ __all__ = [
     "HFSequenceClassificationScorer",
     "IsotonicCalibrator",
     "LLMJudgeVerifier",
-    "LearnedNLI",
     "NLIScorer",
     "NLIVerifier",
     "StackedScorer",

@@ -1,11 +1,4 @@
-"""The learned checks a pipeline attaches from its settings, and how their thresholds are chosen.
-
-Three checks trained here can run inside the agent: the answerability gate (question,
-evidence), Verity-Guard (evidence, answer) and the reader check (question, evidence,
-answer). ``Settings.answerability_check`` / ``guard_check`` / ``reader_check`` attach
-them when the pipeline is built (:func:`attach_from_settings`); a model folder that is
-incomplete stops the start with an error naming the missing files and the ``make``
-target that builds them.
+"""How the learned checks' thresholds are chosen on labelled questions.
 
 A check's threshold comes from, first to last:
 
@@ -23,7 +16,7 @@ gemma-3-270m's labelled answers (the answerability gate's on its own validation 
 runs before any answer exists); to fit on your LLM's, call :func:`fit_thresholds` yourself.
 
 The main eval fits its thresholds with the same function (``calibrate`` runs it; the eval
-only reports the sweeps, :mod:`verityrag.crossenc.eval_sweep`). Two rules:
+only reports the sweeps, :mod:`verityrag.eval.gate_sweep`). Two rules:
 
 - **Sequential** (the guard and the reader; the answerability gate when the joint rule
   cannot run): run the answerable questions once with the check at threshold 0 (it
@@ -46,34 +39,59 @@ only reports the sweeps, :mod:`verityrag.crossenc.eval_sweep`). Two rules:
   runs. The sufficiency threshold it picks applies only while that answerability check
   is attached (``VerityRAGPipeline.sufficiency_threshold``); the gate's own threshold,
   which holds without the check, is unchanged.
+
+Nothing here touches a pipeline: the fits run questions through a *query callable* that
+attaches exactly the checks it is given (:data:`QueryWith`), and return the thresholds for
+the caller to set.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from verityrag.checks.registry import CHECK_ATTRIBUTES
 from verityrag.text.answers import contains_gold
 
 if TYPE_CHECKING:
-    from verityrag.config import Settings
-    from verityrag.crossenc.answerability import LearnedAnswerability
-    from verityrag.guard import LearnedGuard
-    from verityrag.pipeline import VerityRAGPipeline
-    from verityrag.reader_check import ReaderCheck
+    from verityrag.types import QueryResult
 
-    LearnedCheck = LearnedAnswerability | LearnedGuard | ReaderCheck
 
-#: The checks in the order the agent runs them: the trace stage name and the pipeline attribute.
-CHECK_ATTRIBUTES = {"answerability": "answerability", "guard": "answer_guard", "reader": "answer_reader"}
+class ScoredCheck(Protocol):
+    """What the agent calls on a learned check: a threshold and a score (arguments by stage)."""
 
-#: The answer source whose threshold the guard's folder records for LLM-written answers
-#: (fitted on gemma-3-270m's labelled answers, scripts/guard_gemma_answers.py).
-LLM_ANSWER_SOURCE = "gemma"
+    threshold: float
+
+    def score(self, *args: str) -> float: ...
+
+
+#: ``query(question)``: one question through the agent as it is configured.
+Query = Callable[[str], "QueryResult"]
+#: ``query_with(question, attached, sufficiency)``: one question through the agent with exactly the
+#: learned checks in ``attached`` (by stage; a stage absent is detached) and the sufficiency gate at
+#: ``sufficiency`` (None: the gate's own threshold).
+QueryWith = Callable[[str, Mapping[str, ScoredCheck], "float | None"], "QueryResult"]
+
+
+def bind(query_with: QueryWith, attached: Mapping[str, ScoredCheck], sufficiency: float | None) -> Query:
+    """``query_with`` with these checks and this sufficiency threshold, as a plain :data:`Query`."""
+    return lambda question: query_with(question, attached, sufficiency)
+
+
+class AtThreshold:
+    """A check served at another threshold: sweeps run a check at 0 without touching it."""
+
+    def __init__(self, check: ScoredCheck, threshold: float) -> None:
+        self.check = check
+        self.threshold = threshold
+
+    def score(self, *args: str) -> float:
+        return self.check.score(*args)
+
 
 #: Probabilities; dense near 0 because a model whose scores sit low (the extractive-QA
 #: answerability model's null-score difference: 10% of answerable validation pairs under
@@ -100,69 +118,19 @@ class GateOutcome:
     sufficiency: float | None = None
 
 
-def load_check(stage: str, threshold: float | None = None, llm_answers: bool = False) -> LearnedCheck:
-    """The learned check for a trace ``stage``, its model folder checked, its session loaded and
-    its threshold read (a folder that records none fails here, not on the first query).
-
-    ``llm_answers``: the answers come from an LLM, so the guard, when no threshold is given,
-    takes the one its folder recorded for LLM-written answers (:data:`LLM_ANSWER_SOURCE`)
-    rather than its HaluEval default, which flags most of gemma's supported answers (62.5% of
-    them for the session-15 guard).
-    """
-    check: LearnedCheck
-    if stage == "answerability":
-        from verityrag.crossenc.answerability import LearnedAnswerability
-
-        check = LearnedAnswerability(threshold=threshold)
-    elif stage == "guard":
-        from verityrag.guard import LearnedGuard
-
-        source = LLM_ANSWER_SOURCE if llm_answers and threshold is None else None
-        check = LearnedGuard(threshold=threshold, answers_from=source)
-    elif stage == "reader":
-        from verityrag.reader_check import ReaderCheck
-
-        check = ReaderCheck(threshold=threshold)
-    else:
-        raise ValueError(f"unknown learned check {stage!r}; known: {', '.join(CHECK_ATTRIBUTES)}")
-    check.warm_up()
-    _ = check.threshold
-    return check
-
-
-def requested_checks(settings: Settings) -> dict[str, float | None]:
-    """The stages ``settings`` turns on, each with its fixed threshold (None: not fixed)."""
-    wanted = {
-        "answerability": (settings.answerability_check, settings.answerability_threshold),
-        "guard": (settings.guard_check, settings.guard_threshold),
-        "reader": (settings.reader_check, settings.reader_threshold),
-    }
-    return {stage: threshold for stage, (on, threshold) in wanted.items() if on}
-
-
-def attach_from_settings(pipeline: VerityRAGPipeline, settings: Settings) -> dict[str, str]:
-    """Attach the checks ``settings`` turns on; returns where each one's threshold comes from."""
-    sources = {}
-    llm_answers = pipeline.answer_strategy is not None
-    for stage, threshold in requested_checks(settings).items():
-        setattr(pipeline, CHECK_ATTRIBUTES[stage], load_check(stage, threshold, llm_answers))
-        sources[stage] = "settings" if threshold is not None else "metadata"
-    return sources
-
-
 def gate_outcomes(
-    pipeline: VerityRAGPipeline,
+    query: Query,
     questions: Sequence[tuple[str, str, Sequence[str]]],
     stage: str,
     progress: bool = False,
 ) -> list[GateOutcome]:
-    """Run ``(question, kind, gold answers)`` through the pipeline; read ``stage``'s score from each trace."""
+    """Run ``(question, kind, gold answers)`` through ``query``; read ``stage``'s score from each trace."""
     from tqdm.auto import tqdm
 
     out = []
     for question, kind, answers in tqdm(questions, desc=f"{stage} sweep", unit="q", disable=not progress):
         t0 = time.perf_counter()
-        result = pipeline.query(question)
+        result = query(question)
         ms = (time.perf_counter() - t0) * 1000
         scores = [float(s.details["score"]) for s in result.trace if s.stage == stage]
         # The agent answers from its most probable attempt (AgentController.search).
@@ -274,116 +242,131 @@ class PairedSufficiency:
     threshold: float
 
 
+@dataclass(frozen=True)
+class ThresholdFit:
+    """What :func:`fit_thresholds` chose: a threshold per fitted stage, and the sufficiency
+    threshold to pair with the answerability check (None: the gate's own; only meaningful
+    when ``answerability`` was among the stages fitted)."""
+
+    thresholds: dict[str, float]
+    paired_sufficiency: float | None
+    report: dict[str, dict[str, Any]]
+
+
 def fit_thresholds(
-    pipeline: VerityRAGPipeline,
+    query_with: QueryWith,
+    checks: Mapping[str, ScoredCheck],
     labelled: Sequence[tuple[str, Sequence[str]]],
     stages: Sequence[str],
     sufficiency_oof: Sequence[float] | None = None,
-) -> dict[str, dict[str, Any]]:
+    sufficiency_reference: float | None = None,
+    abstention_target: float | None = None,
+    paired_sufficiency: float | None = None,
+) -> ThresholdFit:
     """Choose each of ``stages``' thresholds on the labelled ``(question, gold answers)``.
 
-    The checks are fitted in the agent's order, each with the ones fitted before it at their
-    new thresholds and the ones still to fit detached (as the main eval sweeps them); checks
-    not in ``stages`` (a threshold fixed in the settings) stay as they are. The answerability
-    gate takes the joint rule when ``sufficiency_oof`` (the sufficiency gate's out-of-fold
-    probability of each labelled question, in order; ``calibrate`` passes it when it turned
-    reformulation off) is given and some labelled questions are unanswerable; every other
-    check takes the sequential rule on the answerable questions. A check no question
-    reaches keeps its threshold.
+    ``checks``: every learned check attached, by stage; those not in ``stages`` keep their
+    thresholds (fixed in the settings) and stay attached throughout. The stages are fitted in
+    the agent's order, each with the ones fitted before it at their new thresholds and the ones
+    still to fit detached (as the main eval sweeps them). The answerability gate takes the
+    joint rule when ``sufficiency_oof`` (the sufficiency gate's out-of-fold probability of each
+    labelled question, in order) is given with ``sufficiency_reference`` (the gate's own
+    threshold) and ``abstention_target``, and some labelled questions are unanswerable; every
+    other check takes the sequential rule on the answerable questions. A check no question
+    reaches keeps its threshold. ``paired_sufficiency``: the threshold in force with a fixed
+    answerability check (None: the gate's own). Nothing is changed: the caller sets the
+    returned thresholds.
     """
     labelled = list(labelled)
     if sufficiency_oof is not None and len(sufficiency_oof) != len(labelled):
         raise ValueError(f"{len(sufficiency_oof)} out-of-fold probabilities for {len(labelled)} questions")
     answerable = [(q, "answerable", answers) for q, answers in labelled if answers]
-    joint = sufficiency_oof is not None and len(answerable) < len(labelled)
+    joint = (
+        sufficiency_oof is not None
+        and sufficiency_reference is not None
+        and abstention_target is not None
+        and len(answerable) < len(labelled)
+    )
     order = [s for s in CHECK_ATTRIBUTES if s in stages]
-    held = {s: getattr(pipeline, CHECK_ATTRIBUTES[s]) for s in order}
-    kept = {s: held[s].threshold for s in order}
-    for s in order:
-        setattr(pipeline, CHECK_ATTRIBUTES[s], None)
-    if "answerability" in order:
-        pipeline.paired_sufficiency = None
+    fixed: dict[str, ScoredCheck] = {s: c for s, c in checks.items() if s not in order}
+    fitted: dict[str, float] = {}
+    paired = None if "answerability" in order else paired_sufficiency
     report: dict[str, dict[str, Any]] = {}
-    try:
-        for stage in order:
-            check = held[stage]
-            setattr(pipeline, CHECK_ATTRIBUTES[stage], check)
-            if stage == "answerability" and joint:
-                assert sufficiency_oof is not None
-                report[stage] = _fit_jointly(pipeline, check, labelled, sufficiency_oof, kept[stage])
-                continue
-            check.threshold = 0.0
-            outcomes = gate_outcomes(pipeline, answerable, stage)
-            reached = sum(o.score is not None for o in outcomes)
-            check.threshold = choose_threshold(outcomes) if reached else kept[stage]
-            report[stage] = {
-                "threshold": check.threshold,
-                "fitted": bool(reached),
-                "rule": "sequential",
-                "questions": len(outcomes),
-                "questions_reaching_check": reached,
-                "coverage_check_off": sweep_row(outcomes, 0.0)["coverage"],
-                "coverage": sweep_row(outcomes, check.threshold)["coverage"],
-            }
-    finally:  # also on an error half-way: every check back, unfitted ones at their old threshold
-        for s in order:
-            if s not in report:
-                held[s].threshold = kept[s]
-                if s == "answerability":
-                    pipeline.paired_sufficiency = None
-            setattr(pipeline, CHECK_ATTRIBUTES[s], held[s])
-    return report
+    for stage in order:
+        check = checks[stage]
+        before: dict[str, ScoredCheck] = {s: AtThreshold(checks[s], t) for s, t in fitted.items()}
+        attached = {**fixed, **before}
+        if stage == "answerability" and joint:
+            assert sufficiency_oof is not None
+            assert sufficiency_reference is not None
+            assert abstention_target is not None
+            fit, paired = _fit_jointly(
+                query_with,
+                attached,
+                check,
+                labelled,
+                sufficiency_oof,
+                sufficiency_reference,
+                abstention_target,
+            )
+            fitted[stage], report[stage] = fit["threshold"], fit
+            continue
+        sweep = {**attached, stage: AtThreshold(check, 0.0)}
+        outcomes = gate_outcomes(bind(query_with, sweep, paired), answerable, stage)
+        reached = sum(o.score is not None for o in outcomes)
+        fitted[stage] = choose_threshold(outcomes) if reached else check.threshold
+        report[stage] = {
+            "threshold": fitted[stage],
+            "fitted": bool(reached),
+            "rule": "sequential",
+            "questions": len(outcomes),
+            "questions_reaching_check": reached,
+            "coverage_check_off": sweep_row(outcomes, 0.0)["coverage"],
+            "coverage": sweep_row(outcomes, fitted[stage])["coverage"],
+        }
+    return ThresholdFit(fitted, paired, report)
 
 
 def joint_outcomes(
-    pipeline: VerityRAGPipeline,
-    check: LearnedCheck,
+    query_with: QueryWith,
+    attached: Mapping[str, ScoredCheck],
+    check: ScoredCheck,
     questions: Sequence[tuple[str, str, Sequence[str]]],
     sufficiency_oof: Sequence[float] | None = None,
 ) -> list[GateOutcome]:
-    """Run ``(question, kind, gold answers)`` once with both gates open: ``check`` attached as the
-    answerability gate at threshold 0, the sufficiency gate at 0 while it is. ``sufficiency_oof``
-    replaces each outcome's sufficiency probability (the gate's out-of-fold probability of a
-    question it was fitted on); without it the trace's probability stands. Leaves ``check``
-    attached at threshold 0 and no sufficiency threshold paired with it."""
-    setattr(pipeline, CHECK_ATTRIBUTES["answerability"], check)
-    check.threshold = 0.0
-    pipeline.paired_sufficiency = PairedSufficiency(check, 0.0)
-    try:
-        outcomes = gate_outcomes(pipeline, questions, "answerability")
-    finally:
-        pipeline.paired_sufficiency = None
+    """Run ``(question, kind, gold answers)`` once with both gates open: ``check`` as the answerability
+    gate at threshold 0 (beside the checks ``attached``), the sufficiency gate at 0.
+    ``sufficiency_oof`` replaces each outcome's sufficiency probability (the gate's out-of-fold
+    probability of a question it was fitted on); without it the trace's probability stands."""
+    sweep = {**attached, "answerability": AtThreshold(check, 0.0)}
+    outcomes = gate_outcomes(bind(query_with, sweep, 0.0), questions, "answerability")
     if sufficiency_oof is None:
         return outcomes
     return [replace(o, sufficiency=float(p)) for o, p in zip(outcomes, sufficiency_oof, strict=True)]
 
 
 def _fit_jointly(
-    pipeline: VerityRAGPipeline,
-    check: LearnedCheck,
+    query_with: QueryWith,
+    attached: Mapping[str, ScoredCheck],
+    check: ScoredCheck,
     labelled: Sequence[tuple[str, Sequence[str]]],
     sufficiency_oof: Sequence[float],
-    kept: float,
-) -> dict[str, Any]:
-    """The joint rule for the answerability ``check`` (attached); pairs the sufficiency threshold with it."""
-    reference = float(pipeline.gate.threshold_)
+    reference: float,
+    target: float,
+) -> tuple[dict[str, Any], float | None]:
+    """The joint rule for the answerability ``check``: its report, and the paired sufficiency threshold."""
     questions = [(q, "answerable" if answers else "unanswerable", answers) for q, answers in labelled]
-    outcomes = joint_outcomes(pipeline, check, questions, sufficiency_oof)
+    outcomes = joint_outcomes(query_with, attached, check, questions, sufficiency_oof)
     reached = sum(o.score is not None for o in outcomes)
     if not reached:
-        check.threshold = kept
         return {
-            "threshold": kept,
+            "threshold": check.threshold,
             "fitted": False,
             "rule": "joint",
             "questions": len(outcomes),
             "questions_reaching_check": 0,
-        }
-    target = pipeline.settings.abstention_target
+        }, None
     choice = choose_joint_thresholds(outcomes, reference, target)
-    check.threshold = choice.answerability
-    if choice.met:
-        pipeline.paired_sufficiency = PairedSufficiency(check, choice.sufficiency)
     alone, paired = (
         sweep_row(outcomes, 0.0, reference),
         sweep_row(outcomes, choice.answerability, choice.sufficiency),
@@ -402,4 +385,4 @@ def _fit_jointly(
         "abstention_check_off": alone["correct_abstention"],
         "coverage": paired["coverage"],
         "abstention": paired["correct_abstention"],
-    }
+    }, (choice.sufficiency if choice.met else None)

@@ -1,7 +1,7 @@
 """The main eval's support for the learned gates (``--answerability``, ``--guard``, ``--reader``).
 
 The gates are attached before ``pipeline.calibrate``, which fits their thresholds as it
-does for any pipeline (:func:`verityrag.learned_checks.fit_thresholds`: the answerability
+does for any pipeline (:func:`verityrag.checks.thresholds.fit_thresholds`: the answerability
 gate jointly with the sufficiency gate when calibration turns reformulation off, the
 others by the sequential rule; calibration questions only, the in-domain-unanswerable
 ones left out as data/built/corpus_manifest.json asks). This module then reports each gate's
@@ -19,21 +19,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from verityrag.crossenc.answerability import LearnedAnswerability
-from verityrag.eval.dataset import EvalQuestion
-from verityrag.guard import LearnedGuard
-from verityrag.learned_checks import (
-    CHECK_ATTRIBUTES,
+from verityrag.checks.answerability import LearnedAnswerability
+from verityrag.checks.guard import LearnedGuard
+from verityrag.checks.reader_check import ReaderCheck
+from verityrag.checks.registry import CHECK_ATTRIBUTES, load_check
+from verityrag.checks.thresholds import (
     MAX_COVERAGE_LOSS,
     SWEEP_THRESHOLDS,
+    AtThreshold,
     GateOutcome,
+    ScoredCheck,
+    bind,
     choose_threshold,
     gate_outcomes,
-    load_check,
     sweep_row,
 )
+from verityrag.eval.dataset import EvalQuestion
 from verityrag.pipeline import VerityRAGPipeline
-from verityrag.reader_check import ReaderCheck
 
 __all__ = [
     "MAX_COVERAGE_LOSS",
@@ -59,9 +61,14 @@ def check_learned_gates(answerability: bool, guard: bool, reader: bool = False) 
 
 
 def _run(
-    pipeline: VerityRAGPipeline, questions: Sequence[EvalQuestion], stage: str, progress: bool
+    pipeline: VerityRAGPipeline,
+    attached: dict[str, ScoredCheck],
+    questions: Sequence[EvalQuestion],
+    stage: str,
+    progress: bool,
 ) -> list[GateOutcome]:
-    return gate_outcomes(pipeline, [(q.question, q.kind, q.answers) for q in questions], stage, progress)
+    query = bind(pipeline.query_with, attached, pipeline.sufficiency_threshold)
+    return gate_outcomes(query, [(q.question, q.kind, q.answers) for q in questions], stage, progress)
 
 
 def attach_learned_gates(
@@ -75,8 +82,7 @@ def attach_learned_gates(
     requested = {"answerability": answerability, "guard": guard, "reader": reader}
     for stage in [s for s in CHECK_ATTRIBUTES if requested[s]]:
         fixed = answerability_threshold if stage == "answerability" else None
-        setattr(pipeline, CHECK_ATTRIBUTES[stage], load_check(stage, fixed))
-        pipeline.check_threshold_sources[stage] = "settings" if fixed is not None else "metadata"
+        pipeline.attach_check(stage, load_check(stage, fixed), fixed is not None)
 
 
 def _rule(fit: dict[str, Any] | None) -> str:
@@ -109,23 +115,17 @@ def sweep_learned_gates(
 ) -> dict[str, Any]:
     """Each attached gate's calibration and test sweep; ``fits`` is ``calibrate``'s ``learned_checks``."""
     report: dict[str, Any] = {}
-    order = [s for s in CHECK_ATTRIBUTES if getattr(pipeline, CHECK_ATTRIBUTES[s]) is not None]
-    checks = {s: getattr(pipeline, CHECK_ATTRIBUTES[s]) for s in order}
+    checks = pipeline.checks()
+    order = list(checks)
     for i, stage in enumerate(order):
         model = checks[stage]
         chosen = model.threshold
-        later = order[i + 1 :]
-        for s in later:
-            setattr(pipeline, CHECK_ATTRIBUTES[s], None)
-        model.threshold = 0.0
-        try:
-            cal = _run(pipeline, calibration, stage, progress)
-            tst = _run(pipeline, test, stage, progress)
-            sufficiency = pipeline.sufficiency_threshold
-        finally:
-            model.threshold = chosen
-            for s in later:
-                setattr(pipeline, CHECK_ATTRIBUTES[s], checks[s])
+        # The gates before it at their thresholds, this one at 0, the ones after it detached.
+        attached: dict[str, ScoredCheck] = {s: checks[s] for s in order[:i]}
+        attached[stage] = AtThreshold(model, 0.0)
+        cal = _run(pipeline, attached, calibration, stage, progress)
+        tst = _run(pipeline, attached, test, stage, progress)
+        sufficiency = pipeline.sufficiency_threshold
         report[stage] = {
             "model_dir": str(model.model_dir),
             "threshold": chosen,

@@ -27,8 +27,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from verityrag.checks.base import ThresholdedCheck
 from verityrag.crossenc.evidence import trim_evidence
-from verityrag.crossenc.learned import ThresholdedCheck
 from verityrag.crossenc.reader import TOP_K, ReaderSpan, SpanReader
 from verityrag.errors import InvalidInputError
 from verityrag.text.answers import contains_gold

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from verityrag.crossenc.learned import SentenceSupportCheck
+from verityrag.checks.base import SentenceSupportCheck
 
 NLI_DIR_ENV = "VERITY_NLI_DIR"
 DEFAULT_NLI_DIR = Path("guard_work/nli")

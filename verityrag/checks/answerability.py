@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from verityrag.checks.base import LearnedPairCheck
 from verityrag.crossenc.evidence import trim_evidence
-from verityrag.crossenc.learned import LearnedPairCheck
 
 ANSWER_DIR_ENV = "VERITY_ANSWER_DIR"
 #: The served gate: all-mpnet-base-v2 cut to 6 layers (split_b AUROC 0.745 vs MiniLM's 0.680 at

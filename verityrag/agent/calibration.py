@@ -1,0 +1,180 @@
+"""Calibration on labelled questions: the sufficiency gate, the reformulation loop, the reranker.
+
+``VerityRAGPipeline.calibrate`` runs these on ``(question, gold answers)`` pairs (an empty
+answer list: the corpus cannot answer it), through the agent's public methods only:
+
+- :func:`fit_sufficiency_gate`: each question's first attempt gives the gate's features and
+  its label (``Settings.gate_label``: a gold answer in the evidence the generator reads, or in
+  the answer it would give); the gate's threshold follows ``Settings.abstention_target``. When
+  the agent may reformulate, the loop answers with the best of several attempts (more chances
+  of a false accept), so its threshold is chosen again on that maximum, out of fold (each
+  question looped with a gate fitted without it), and the loop is kept only if it beats a
+  single attempt on the rule's objective.
+- :func:`check_reranker`: the ICT reranker is kept only if it ranks a gold-holding chunk
+  first significantly more often than fusion alone (one-sided sign test).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from verityrag.agent.controller import AgentController
+from verityrag.agent.sufficiency import SufficiencyGate
+from verityrag.config import Settings
+from verityrag.index.protocol import AnyIndex, SnapshotView
+from verityrag.retrieval.features import ChunkTermCache, QueryTerms
+from verityrag.retrieval.reranker import KEEP_RERANKER_ALPHA, LightGBMReranker, Searches, sign_test_p
+from verityrag.text.answers import contains_gold
+from verityrag.types import Hit
+
+logger = logging.getLogger(__name__)
+
+Labelled = Sequence[tuple[str, Sequence[str]]]
+
+
+@dataclass
+class GateCalibration:
+    """The fitted gate, whether the reformulation loop is kept, and the figures of the fit."""
+
+    gate: SufficiencyGate
+    reformulate: bool
+    summary: dict[str, Any]
+
+
+def gold_in(hits: Sequence[Hit], answers: Sequence[str]) -> bool:
+    """A gold answer (SQuAD-normalised, whole tokens) is in one of these hits' text."""
+    return any(contains_gold(h.chunk.text, answers) for h in hits)
+
+
+def fit_sufficiency_gate(
+    controller: AgentController,
+    labelled: Labelled,
+    settings: Settings,
+    with_gate: Callable[[SufficiencyGate], AgentController],
+) -> GateCalibration:
+    """Fit the gate on ``labelled`` with ``controller`` (built without a gate); ``with_gate(gate)``
+    builds the agent looping with another gate (the out-of-fold check of reformulation)."""
+    snap = controller.index.snapshot()
+    max_hits = controller.generator.max_hits
+    features, correct, must_abstain = [], [], []
+    for question, answers in labelled:
+        q = controller.query_terms(question, snap)
+        attempt = controller.attempt(q, question, "original", snap)
+        answer = attempt.sentences[0].sentence.text if attempt.sentences else ""
+        features.append(attempt.features)
+        if settings.gate_label == "answer":
+            correct.append(bool(answers) and contains_gold(answer, answers))
+        else:  # "evidence": a gold answer is in the evidence the generator reads
+            correct.append(bool(answers) and gold_in(attempt.hits[:max_hits], answers))
+        must_abstain.append(not answers)
+    gate = SufficiencyGate(abstention_target=settings.abstention_target).fit(features, correct, must_abstain)
+    summary: dict[str, Any] = dict(gate.fit_summary_)
+    reformulate = True
+    if settings.max_reformulations > 0 and settings.gate_label == "evidence":
+        neg = np.asarray(must_abstain)
+        _, single = gate.best_operating_point(gate.oof_probabilities_, np.asarray(correct), neg)
+        probs, looped_correct = looped_oof(
+            labelled, features, correct, snap, settings, max_hits, with_gate, gate
+        )
+        looped_threshold, looped = gate.best_operating_point(probs, looped_correct, neg)
+        reformulate = looped > single
+        summary["reformulation"] = {"used": reformulate, "objective_single": single, "objective_loop": looped}
+        if reformulate:
+            gate.fit_summary_["threshold_single_attempt"] = summary["threshold"]
+            gate.set_threshold(looped_threshold)
+            summary["threshold_single_attempt"] = summary["threshold"]
+            summary["threshold"] = gate.threshold_
+        gate.fit_summary_["reformulation"] = summary["reformulation"]
+        logger.info("reformulation check: %s", summary["reformulation"])
+    return GateCalibration(gate, reformulate, summary)
+
+
+def looped_oof(
+    labelled: Labelled,
+    features: Sequence[Sequence[float]],
+    correct: Sequence[bool],
+    snap: SnapshotView,
+    settings: Settings,
+    max_hits: int,
+    with_gate: Callable[[SufficiencyGate], AgentController],
+    gate: SufficiencyGate,
+    folds: int = 5,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
+    """Best-of-loop gate probabilities, each from a gate fitted on the other folds (``gate``'s own,
+    in sample, when a class is too small for two folds)."""
+    from sklearn.model_selection import StratifiedKFold
+
+    y = np.asarray(correct, dtype=np.int32)
+    x = np.asarray(features, dtype=np.float64)
+    probs = np.zeros(len(y))
+    looped_correct = np.zeros(len(y), dtype=bool)
+    n_folds = min(folds, int(np.bincount(y, minlength=2).min()))
+    if n_folds < 2:
+        return gate.predict_proba(x), y.astype(bool)
+    splitter = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=0)
+    for train_idx, test_idx in splitter.split(x, y):
+        # Only the fold gate's probabilities are read (the threshold is chosen on all folds), so it
+        # needs no unanswerable question of its own: with fit(), a training part without one (a
+        # single unanswerable question, or few in one fold: the split stratifies on correct) was
+        # refused and calibrate failed.
+        fold_gate = SufficiencyGate(abstention_target=settings.abstention_target)
+        fold_gate.fit_probabilities(x[train_idx], y[train_idx])
+        looped = with_gate(fold_gate)
+        for i in test_idx:
+            question, answers = labelled[i]
+            q = looped.query_terms(question, snap)
+            best = looped.search(q, snap, threshold=float("inf"), trace=[])
+            probs[i] = best.probability
+            looped_correct[i] = bool(answers) and gold_in(best.hits[:max_hits], answers)
+    return probs, looped_correct
+
+
+def check_reranker(
+    reranker: LightGBMReranker,
+    retriever: Searches,
+    index: AnyIndex,
+    cache: ChunkTermCache,
+    labelled: Labelled,
+    candidates: int,
+) -> tuple[bool, dict[str, Any]]:
+    """Keep the ICT reranker only if it ranks a gold-holding chunk first significantly more often
+    than fusion alone on the answerable labelled questions (one-sided sign test on the
+    questions where exactly one of them does, p < ``KEEP_RERANKER_ALPHA``)."""
+    if not reranker.is_fitted:
+        return False, {"trained": False, "used": False}
+    snap = index.snapshot()
+    fused_hits = reranked_hits = wins = losses = n = 0
+    for question, answers in labelled:
+        if not answers:
+            continue
+        hits = retriever.search(question, candidates, snap)
+        if not hits:
+            continue
+        q = QueryTerms.from_index(question, index, snap)
+        reranked = reranker.rerank(q, hits, cache)
+        n += 1
+        fused_first, reranked_first = gold_in(hits[:1], answers), gold_in(reranked[:1], answers)
+        fused_hits += fused_first
+        reranked_hits += reranked_first
+        wins += reranked_first and not fused_first
+        losses += fused_first and not reranked_first
+    p_value = sign_test_p(wins, losses)
+    used = p_value < KEEP_RERANKER_ALPHA
+    check = {
+        "trained": True,
+        "used": used,
+        "questions": n,
+        "gold_at_1_fused": fused_hits / n if n else 0.0,
+        "gold_at_1_reranked": reranked_hits / n if n else 0.0,
+        "wins": wins,
+        "losses": losses,
+        "p_value": p_value,
+    }
+    logger.info("reranker check on labelled questions: %s", check)
+    return used, check

@@ -1,0 +1,66 @@
+"""The learned checks by the trace stage they run at, and loading one from its model folder.
+
+Three checks trained here can run inside the agent: the answerability gate (question,
+evidence), Verity-Guard (evidence, answer) and the reader check (question, evidence,
+answer). ``Settings.answerability_check`` / ``guard_check`` / ``reader_check`` attach them
+when the pipeline is built; a model folder that is incomplete stops the start with an error
+naming the missing files and the ``make`` target that builds them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from verityrag.checks.answerability import LearnedAnswerability
+    from verityrag.checks.guard import LearnedGuard
+    from verityrag.checks.reader_check import ReaderCheck
+    from verityrag.config import Settings
+
+    LearnedCheck = LearnedAnswerability | LearnedGuard | ReaderCheck
+
+#: The checks in the order the agent runs them: the trace stage name and the pipeline attribute.
+CHECK_ATTRIBUTES = {"answerability": "answerability", "guard": "answer_guard", "reader": "answer_reader"}
+
+#: The answer source whose threshold the guard's folder records for LLM-written answers
+#: (fitted on gemma-3-270m's labelled answers, scripts/guard_gemma_answers.py).
+LLM_ANSWER_SOURCE = "gemma"
+
+
+def load_check(stage: str, threshold: float | None = None, llm_answers: bool = False) -> LearnedCheck:
+    """The learned check for a trace ``stage``, its model folder checked, its session loaded and
+    its threshold read (a folder that records none fails here, not on the first query).
+
+    ``llm_answers``: the answers come from an LLM, so the guard, when no threshold is given,
+    takes the one its folder recorded for LLM-written answers (:data:`LLM_ANSWER_SOURCE`)
+    rather than its HaluEval default, which flags most of a small LLM's supported answers.
+    """
+    check: LearnedCheck
+    if stage == "answerability":
+        from verityrag.checks.answerability import LearnedAnswerability
+
+        check = LearnedAnswerability(threshold=threshold)
+    elif stage == "guard":
+        from verityrag.checks.guard import LearnedGuard
+
+        source = LLM_ANSWER_SOURCE if llm_answers and threshold is None else None
+        check = LearnedGuard(threshold=threshold, answers_from=source)
+    elif stage == "reader":
+        from verityrag.checks.reader_check import ReaderCheck
+
+        check = ReaderCheck(threshold=threshold)
+    else:
+        raise ValueError(f"unknown learned check {stage!r}; known: {', '.join(CHECK_ATTRIBUTES)}")
+    check.warm_up()
+    _ = check.threshold
+    return check
+
+
+def requested_checks(settings: Settings) -> dict[str, float | None]:
+    """The stages ``settings`` turns on, each with its fixed threshold (None: not fixed)."""
+    wanted = {
+        "answerability": (settings.answerability_check, settings.answerability_threshold),
+        "guard": (settings.guard_check, settings.guard_threshold),
+        "reader": (settings.reader_check, settings.reader_threshold),
+    }
+    return {stage: threshold for stage, (on, threshold) in wanted.items() if on}
