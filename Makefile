@@ -62,13 +62,17 @@ eval: setup
 	$(PY) -m verityrag.eval --real-embeddings --out eval_report_real_embeddings.json --plots-dir docs/eval/real_embeddings
 	$(PY) scripts/update_readme_results.py
 
+# The recipes that build the shipped and served models (verityrag/train; `$(TRAIN) --help` lists them).
+TRAIN := $(PY) -m verityrag.train
+
 models: setup models-answerability models-answerability-mpnet models-guard models-nli models-reader
-	$(PY) scripts/train_sentence_selector.py
-	$(PY) scripts/train_default_gate.py
+	$(TRAIN) selector
+	$(TRAIN) gate
 
 # Cross-encoders (verityrag.crossenc), trained here on CPU into guard_work/ (git-ignored).
 # Each takes 15-35 min of both cores; the lock keeps heavy jobs one at a time. The
-# commands are the ones the figures in scripts/results/crossenc_*.json were measured with.
+# commands are the ones the figures in scripts/results/crossenc_*.json were measured with
+# (recorded there as scripts/*.py, the same recipes with the same options before they moved).
 HEAVY := flock /tmp/verityrag-heavy.lock
 # Answerability: two stages on the SQuAD pairs, then a third with synthetic unanswerables whose
 # name swaps keep the spaCy NER type (spaCy is needed only here: requirements-models.txt).
@@ -80,24 +84,24 @@ ANSWER_DATA := guard_work/answerability/data/train.jsonl.gz
 models-answerability: setup guard_work/answerability/results.json
 
 $(ANSWER_PLAIN):
-	$(PY) scripts/answer_data.py --synthetic-share 0 --out $(@D)
+	$(TRAIN) answerability-data --synthetic-share 0 --out $(@D)
 
 $(ANSWER_DATA):
 	$(PY) -m pip install -q -r requirements-models.txt
-	$(PY) scripts/answer_data.py --synthetic-share 0.3 --typed-entities --out $(@D)
+	$(TRAIN) answerability-data --synthetic-share 0.3 --typed-entities --out $(@D)
 
 $(ANSWER_STAGES)/stage1/results.json: | $(ANSWER_PLAIN)
-	$(HEAVY) $(PY) scripts/answer_train.py --data $(dir $(ANSWER_PLAIN)) --lr 1e-4 --epochs 2 --max-minutes 35 --out $(@D) --results $@
+	$(HEAVY) $(TRAIN) answerability --data $(dir $(ANSWER_PLAIN)) --lr 1e-4 --epochs 2 --max-minutes 35 --out $(@D) --results $@
 
 $(ANSWER_STAGES)/stage2/results.json: $(ANSWER_STAGES)/stage1/results.json
-	$(HEAVY) $(PY) scripts/answer_train.py --data $(dir $(ANSWER_PLAIN)) --warm-start $(<D) --lr 5e-5 --epochs 2 --max-minutes 30 --out $(@D) --results $@
+	$(HEAVY) $(TRAIN) answerability --data $(dir $(ANSWER_PLAIN)) --warm-start $(<D) --lr 5e-5 --epochs 2 --max-minutes 30 --out $(@D) --results $@
 
 guard_work/answerability/results.json: $(ANSWER_STAGES)/stage2/results.json | $(ANSWER_DATA)
-	$(HEAVY) $(PY) scripts/answer_train.py --warm-start $(<D) --lr 5e-5 --epochs 1 --max-minutes 24 --out $(@D) --results $@
+	$(HEAVY) $(TRAIN) answerability --warm-start $(<D) --lr 5e-5 --epochs 1 --max-minutes 24 --out $(@D) --results $@
 	cp $@ scripts/results/crossenc_answerability.json
 
 # The stronger answerability gate (ROADMAP, backlog item 1): all-mpnet-base-v2 (five PyPI wheels,
-# scripts/mpnet_base.py) trained two epochs on the same pairs, then cut to its first 6 layers and
+# `$(TRAIN) mpnet-base`) trained two epochs on the same pairs, then cut to its first 6 layers and
 # trained two more, which halves its cost per pair and fits it under 100 MB as int8. ~5 h of
 # both cores (session 13: the first epoch took 105 min to train, 3 min to export and evaluate).
 # It is the served gate (the default VERITY_ANSWER_DIR); it trains on the MiniLM gate's last-stage
@@ -109,11 +113,11 @@ guard_work/answerability/results.json: $(ANSWER_STAGES)/stage2/results.json | $(
 # and been evaluated), so an interrupted recipe restarts at the first step that has not finished.
 MPNET := guard_work/all-mpnet-base-v2
 MPNET_RUNS := guard_work/answerability_mpnet
-ANSWER_MPNET := $(PY) scripts/answer_train.py --base-model $(MPNET)
+ANSWER_MPNET := $(TRAIN) answerability --base-model $(MPNET)
 models-answerability-mpnet: setup guard_work/answerability_mpnet6/results.json
 
 $(MPNET)/model.safetensors:
-	$(PY) scripts/mpnet_base.py --out $(MPNET)
+	$(TRAIN) mpnet-base --out $(MPNET)
 
 $(MPNET_RUNS)/epoch1/results.json: $(MPNET)/model.safetensors | $(ANSWER_DATA)
 	$(HEAVY) $(ANSWER_MPNET) --lr 4e-5 --epochs 1 --seed 13 --out $(@D) --results $@
@@ -137,14 +141,14 @@ GUARD := guard_work/guard
 GUARD_DATA := $(GUARD)/data/train.jsonl.gz
 GUARD_STAGE1 := guard_work/guard_stages/stage1/results.json
 GEMMA_RAW := guard_work/gemma_answers
-GUARD_GEMMA := $(PY) scripts/guard_gemma_answers.py
+GUARD_GEMMA := $(TRAIN) gemma-answers
 models-guard: setup $(GUARD)/final.json
 
 $(GUARD_DATA):
-	$(PY) scripts/guard_data.py
+	$(TRAIN) guard-data
 
 $(GUARD_STAGE1): | $(GUARD_DATA)
-	$(HEAVY) $(PY) scripts/guard_train.py --max-pairs 12000 --max-minutes 12 --lr 7e-5 --out $(@D) --results $@
+	$(HEAVY) $(TRAIN) guard --max-pairs 12000 --max-minutes 12 --lr 7e-5 --out $(@D) --results $@
 
 $(GEMMA_RAW)/test.done: | $(GUARD_DATA)
 	$(HEAVY) $(GUARD_GEMMA) --split test --items 300
@@ -159,18 +163,18 @@ $(GEMMA_RAW)/validation.done: | $(GUARD_DATA)
 	touch $@
 
 $(GUARD)/results.json: $(GUARD_STAGE1) $(GEMMA_RAW)/test.done $(GEMMA_RAW)/train.done
-	$(HEAVY) $(PY) scripts/guard_train.py --warm-start $(<D) --gemma-repeat 3 --max-pairs 6000 --max-minutes 12 --lr 3e-5 --out $(@D) --results $@
+	$(HEAVY) $(TRAIN) guard --warm-start $(<D) --gemma-repeat 3 --max-pairs 6000 --max-minutes 12 --lr 3e-5 --out $(@D) --results $@
 
 # The threshold refitted with gemma's validation answers on hand, the probe and the live
 # latency check; final.json (the guard's figures) is written last.
 $(GUARD)/final.json: $(GUARD)/results.json $(GEMMA_RAW)/validation.done
-	$(HEAVY) $(PY) scripts/guard_train.py --refit-threshold --out $(@D) --results scripts/results/crossenc_guard.json
+	$(HEAVY) $(TRAIN) guard --refit-threshold --out $(@D) --results scripts/results/crossenc_guard.json
 	$(HEAVY) $(PY) scripts/guard_probe.py
 	$(HEAVY) $(PY) scripts/guard_bench_live.py
 	cp scripts/results/crossenc_guard.json $@
 
 # The NLI verifier warm-starts from the guard and mixes in its HaluEval rows: guard first.
-# File targets, as above: the pairs by their validation file (nli_data.py writes it last), the
+# File targets, as above: the pairs by their validation file (nli-data writes it last), the
 # model by its results.json (a copy of its figures, written once training, export and evaluation
 # have finished), each adapted fold by a stamp; an interrupted build restarts where it stopped.
 NLI := guard_work/nli
@@ -179,15 +183,15 @@ NLI_RAGTRUTH := guard_work/nli_ragtruth
 models-nli: setup $(NLI)/results.json
 
 $(NLI_DATA): $(GUARD)/final.json
-	$(PY) scripts/nli_data.py
+	$(TRAIN) nli-data
 
 $(NLI)/results.json: $(NLI_DATA)
-	$(HEAVY) $(PY) scripts/nli_train.py --epochs 1 --max-minutes 30 --lr 5e-5
+	$(HEAVY) $(TRAIN) nli --epochs 1 --max-minutes 30 --lr 5e-5
 	cp scripts/results/crossenc_nli.json $@
 
 # The reader check's extractive reader: the extractive-QA answerability model (span + no-answer head,
 # warm-started from the answerability classifier, two epochs on the SQuAD pairs), then a third epoch
-# with HaluEval QA's training items added (scripts/reader_data.py), ~80 min in all; exported with its
+# with HaluEval QA's training items added (`$(TRAIN) reader-check-data`), ~80 min in all; exported with its
 # start / end logits, its threshold fitted on gemma's labelled validation answers (guard's first).
 # Each step is a file target (a stage's results.json, written last; the reader's by a copy of
 # its figures), so an interrupted build restarts at the first unfinished step.
@@ -196,19 +200,19 @@ READER_DATA := guard_work/reader_data/halueval_qa.jsonl.gz
 models-reader: setup guard_work/reader/results.json
 
 $(READER_DATA):
-	$(PY) scripts/reader_data.py
+	$(TRAIN) reader-check-data
 
 $(SPAN)/stage1/results.json: guard_work/answerability/results.json
-	$(HEAVY) $(PY) scripts/answer_train.py --span --warm-start $(<D) --out $(@D) --lr 5e-5 --epochs 1 --results $@
+	$(HEAVY) $(TRAIN) answerability --span --warm-start $(<D) --out $(@D) --lr 5e-5 --epochs 1 --results $@
 
 $(SPAN)/stage2/results.json: $(SPAN)/stage1/results.json
-	$(HEAVY) $(PY) scripts/answer_train.py --span --warm-start $(<D) --out $(@D) --lr 3e-5 --epochs 1 --seed 14 --results $@
+	$(HEAVY) $(TRAIN) answerability --span --warm-start $(<D) --out $(@D) --lr 3e-5 --epochs 1 --seed 14 --results $@
 
 $(SPAN)/results.json: $(SPAN)/stage2/results.json | $(READER_DATA)
-	$(HEAVY) $(PY) scripts/answer_train.py --span --warm-start $(<D) --extra-train $(READER_DATA) --out $(@D) --lr 3e-5 --epochs 1 --seed 15 --max-minutes 45 --results $@
+	$(HEAVY) $(TRAIN) answerability --span --warm-start $(<D) --extra-train $(READER_DATA) --out $(@D) --lr 3e-5 --epochs 1 --seed 15 --max-minutes 45 --results $@
 
 guard_work/reader/results.json: $(SPAN)/results.json $(GUARD)/final.json
-	$(HEAVY) $(PY) scripts/reader_build.py
+	$(HEAVY) $(TRAIN) reader-check
 	cp scripts/results/answer_reader.json $@
 
 # The NLI model fine-tuned on RAGTruth's sources in two folds, each a quarter of the sources (half of the
@@ -216,11 +220,11 @@ guard_work/reader/results.json: $(SPAN)/results.json $(GUARD)/final.json
 models-nli-ragtruth: setup $(NLI_RAGTRUTH)/adapt.done $(NLI_RAGTRUTH)_b2/adapt.done
 
 $(NLI_RAGTRUTH)/adapt.done: $(NLI)/results.json
-	$(HEAVY) $(PY) scripts/nli_ragtruth_adapt.py --epochs 2
+	$(HEAVY) $(TRAIN) nli-ragtruth --epochs 2
 	touch $@
 
 $(NLI_RAGTRUTH)_b2/adapt.done: $(NLI)/results.json
-	$(HEAVY) $(PY) scripts/nli_ragtruth_adapt.py --epochs 2 --bucket 2
+	$(HEAVY) $(TRAIN) nli-ragtruth --epochs 2 --bucket 2
 	touch $@
 
 readme-results: setup

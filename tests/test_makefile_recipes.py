@@ -7,7 +7,7 @@ stages by their results.json, gemma's answers per split by a stamp written when 
 done. ``make models-nli``, ``models-nli-ragtruth`` and ``models-reader`` likewise, by their
 pairs, each model's results.json and each adapted fold's stamp. Checked with ``make -n`` (a
 dry run) in a scratch folder holding a copy of the Makefile and the files its setup stamp
-hashes.
+hashes. The training commands are ``python -m verityrag.train NAME`` recipes.
 """
 
 from __future__ import annotations
@@ -55,16 +55,28 @@ def _dry_run(folder: Path, target: str) -> list[str]:
     done = subprocess.run(
         [MAKE, "-n", target], cwd=folder, capture_output=True, text=True, check=True, timeout=60
     )
-    return [line for line in done.stdout.splitlines() if "scripts/" in line]
+    return [line for line in done.stdout.splitlines() if "scripts/" in line or "verityrag.train" in line]
+
+
+def _step_of(words: list[str]) -> str | None:
+    """What a command runs: the recipe's name (``-m verityrag.train NAME``) or the script's, if any."""
+    if "verityrag.train" in words:
+        return words[words.index("verityrag.train") + 1]
+    script = next((w for w in words if w.startswith("scripts/") and w.endswith(".py")), None)
+    return None if script is None else Path(script).stem
+
+
+def _running(lines: list[str], *steps: str) -> list[str]:
+    """The commands that run one of ``steps``."""
+    return [line for line in lines if _step_of(line.split()) in steps]
 
 
 def _outs(lines: list[str]) -> list[str]:
     """The ``--out`` folder of each training command, in order."""
     outs = []
-    for line in lines:
-        if "answer_train.py" in line:
-            words = line.split()
-            outs.append(words[words.index("--out") + 1])
+    for line in _running(lines, "answerability"):
+        words = line.split()
+        outs.append(words[words.index("--out") + 1])
     return outs
 
 
@@ -75,7 +87,7 @@ def test_minilm_recipe_from_nothing_runs_every_step(tmp_path: Path) -> None:
         "guard_work/answerability_stages/stage2",
         "guard_work/answerability",
     ]
-    data_builds = [line for line in lines if "answer_data.py" in line]
+    data_builds = _running(lines, "answerability-data")
     assert len(data_builds) == 2
     assert "--synthetic-share 0 " in data_builds[0] + " "
     assert "--typed-entities" in data_builds[1]
@@ -84,9 +96,9 @@ def test_minilm_recipe_from_nothing_runs_every_step(tmp_path: Path) -> None:
 def test_minilm_recipe_restarts_after_its_last_finished_stage(tmp_path: Path) -> None:
     lines = _dry_run(_scratch(tmp_path, [PLAIN_DATA, DATA, STAGE1]), "models-answerability")
     assert _outs(lines) == ["guard_work/answerability_stages/stage2", "guard_work/answerability"]
-    assert not [line for line in lines if "answer_data.py" in line]
+    assert not _running(lines, "answerability-data")
     # The plain-pair stages train on their own pairs, the last stage on the synthetic ones.
-    stage2, last = (line for line in lines if "answer_train.py" in line)
+    stage2, last = _running(lines, "answerability")
     assert "--data guard_work/answerability/data_plain" in stage2
     assert "--data" not in last
 
@@ -100,16 +112,16 @@ def test_finished_minilm_recipe_runs_nothing(tmp_path: Path) -> None:
 
 def test_mpnet_recipe_builds_its_pairs_without_training_minilm(tmp_path: Path) -> None:
     lines = _dry_run(_scratch(tmp_path, [MPNET_BASE]), "models-answerability-mpnet")
-    assert [line for line in lines if "answer_data.py" in line and "--typed-entities" in line]
+    assert [line for line in _running(lines, "answerability-data") if "--typed-entities" in line]
     assert _outs(lines) == [str(Path(step).parent) for step in MPNET_STEPS]
-    assert all("--base-model" in line for line in lines if "answer_train.py" in line)
+    assert all("--base-model" in line for line in _running(lines, "answerability"))
 
 
 def test_mpnet_recipe_restarts_at_its_first_unfinished_step(tmp_path: Path) -> None:
     built = [DATA, MPNET_BASE, *MPNET_STEPS[:2]]
     lines = _dry_run(_scratch(tmp_path, built), "models-answerability-mpnet")
     assert _outs(lines) == [str(Path(step).parent) for step in MPNET_STEPS[2:]]
-    assert not [line for line in lines if "answer_data.py" in line or "mpnet_base.py" in line]
+    assert not _running(lines, "answerability-data", "mpnet-base")
 
 
 GUARD_DATA = "guard_work/guard/data/train.jsonl.gz"
@@ -120,38 +132,33 @@ GUARD_FINAL = "guard_work/guard/final.json"
 FINISHED_GUARD = [GUARD_DATA, GUARD_STAGE1, *GEMMA.values(), GUARD, GUARD_FINAL]
 
 
-def _script_of(words: list[str]) -> str | None:
-    """The Python script a command runs, if any."""
-    return next((w for w in words if w.startswith("scripts/") and w.endswith(".py")), None)
-
-
 def _guard_steps(lines: list[str]) -> list[str]:
-    """Each guard step as 'train <out>', 'gemma <split>' or the script's name."""
+    """Each guard step as 'train <out>', 'gemma <split>' or the recipe's or script's name."""
     steps = []
     for line in lines:
         words = line.split()
-        script = _script_of(words)
-        if script is None:  # the copy of the figures into scripts/results
+        step = _step_of(words)
+        if step is None:  # the copy of the figures into scripts/results
             continue
-        if script.endswith("guard_train.py") and "--refit-threshold" not in words:
+        if step == "guard" and "--refit-threshold" not in words:
             steps.append(f"train {words[words.index('--out') + 1]}")
-        elif script.endswith("guard_gemma_answers.py"):
+        elif step == "gemma-answers":
             steps.append(f"gemma {words[words.index('--split') + 1]}")
         else:
-            steps.append(Path(script).stem + (" refit" if "--refit-threshold" in words else ""))
+            steps.append(step + (" refit" if "--refit-threshold" in words else ""))
     return steps
 
 
 def test_guard_recipe_from_nothing_runs_every_step_in_order(tmp_path: Path) -> None:
     steps = _guard_steps(_dry_run(_scratch(tmp_path, []), "models-guard"))
     assert steps == [
-        "guard_data",
+        "guard-data",
         "train guard_work/guard_stages/stage1",
         "gemma test",
         "gemma train",
         "train guard_work/guard",
         "gemma validation",
-        "guard_train refit",
+        "guard refit",
         "guard_probe",
         "guard_bench_live",
     ]
@@ -170,7 +177,7 @@ def test_guard_recipe_restarts_at_its_first_unfinished_step(tmp_path: Path) -> N
 def test_finished_guard_runs_nothing_and_nli_starts_from_it(tmp_path: Path) -> None:
     folder = _scratch(tmp_path, FINISHED_GUARD)
     assert _dry_run(folder, "models-guard") == []
-    assert _guard_steps(_dry_run(folder, "models-nli")) == ["nli_data", "nli_train"]
+    assert _guard_steps(_dry_run(folder, "models-nli")) == ["nli-data", "nli"]
 
 
 NLI_DATA = "guard_work/nli/data/validation.jsonl.gz"
@@ -179,14 +186,13 @@ NLI_FOLDS = ["guard_work/nli_ragtruth/adapt.done", "guard_work/nli_ragtruth_b2/a
 
 
 def _script_steps(lines: list[str]) -> list[str]:
-    """Each command as its script's name, plus ``--out`` or ``--bucket`` where it has one."""
+    """Each command as its recipe's or script's name, plus ``--out`` or ``--bucket`` where it has one."""
     steps = []
     for line in lines:
         words = line.split()
-        script = _script_of(words)
-        if script is None:  # the copy of the figures into the model folder
+        step = _step_of(words)
+        if step is None:  # the copy of the figures into the model folder
             continue
-        step = Path(script).stem
         for flag in ("--out", "--bucket"):
             if flag in words:
                 step += f" {flag} {words[words.index(flag) + 1]}"
@@ -197,23 +203,23 @@ def _script_steps(lines: list[str]) -> list[str]:
 def test_nli_recipes_from_a_finished_guard_run_every_step(tmp_path: Path) -> None:
     folder = _scratch(tmp_path, FINISHED_GUARD)
     assert _script_steps(_dry_run(folder, "models-nli-ragtruth")) == [
-        "nli_data",
-        "nli_train",
-        "nli_ragtruth_adapt",
-        "nli_ragtruth_adapt --bucket 2",
+        "nli-data",
+        "nli",
+        "nli-ragtruth",
+        "nli-ragtruth --bucket 2",
     ]
 
 
 def test_nli_recipes_restart_at_the_first_unfinished_step(tmp_path: Path) -> None:
     folder = _scratch(tmp_path, [*FINISHED_GUARD, NLI_DATA, NLI, NLI_FOLDS[0]])
     assert _dry_run(folder, "models-nli") == []
-    assert _script_steps(_dry_run(folder, "models-nli-ragtruth")) == ["nli_ragtruth_adapt --bucket 2"]
+    assert _script_steps(_dry_run(folder, "models-nli-ragtruth")) == ["nli-ragtruth --bucket 2"]
 
 
 def test_a_retrained_guard_rebuilds_the_nli_pairs_and_model(tmp_path: Path) -> None:
     # The guard finished after the NLI model was built from it: the NLI pairs mix in its rows.
     folder = _scratch(tmp_path, [*FINISHED_GUARD[:-1], NLI_DATA, NLI, *NLI_FOLDS, GUARD_FINAL])
-    assert _script_steps(_dry_run(folder, "models-nli-ragtruth"))[:2] == ["nli_data", "nli_train"]
+    assert _script_steps(_dry_run(folder, "models-nli-ragtruth"))[:2] == ["nli-data", "nli"]
 
 
 SPAN_STAGES = [
@@ -229,11 +235,11 @@ def test_reader_recipe_from_finished_gates_runs_every_step_in_order(tmp_path: Pa
     lines = _dry_run(_scratch(tmp_path, [*FINISHED_MINILM, *FINISHED_GUARD]), "models-reader")
     steps = _script_steps(lines)
     assert steps == [
-        "answer_train --out guard_work/answer_span/stage1",
-        "answer_train --out guard_work/answer_span/stage2",
-        "reader_data",
-        "answer_train --out guard_work/answer_span",
-        "reader_build",
+        "answerability --out guard_work/answer_span/stage1",
+        "answerability --out guard_work/answer_span/stage2",
+        "reader-check-data",
+        "answerability --out guard_work/answer_span",
+        "reader-check",
     ]
     # Each stage continues the one before it; the first continues the MiniLM gate.
     warm = [line.split()[line.split().index("--warm-start") + 1] for line in lines if "--span" in line]
@@ -247,8 +253,8 @@ def test_reader_recipe_from_finished_gates_runs_every_step_in_order(tmp_path: Pa
 def test_reader_recipe_restarts_at_its_first_unfinished_step(tmp_path: Path) -> None:
     built = [*FINISHED_MINILM, *FINISHED_GUARD, SPAN_STAGES[0]]
     steps = _script_steps(_dry_run(_scratch(tmp_path, built), "models-reader"))
-    assert steps[0] == "answer_train --out guard_work/answer_span/stage2"
-    assert "answer_train --out guard_work/answer_span/stage1" not in steps
+    assert steps[0] == "answerability --out guard_work/answer_span/stage2"
+    assert "answerability --out guard_work/answer_span/stage1" not in steps
 
 
 def test_finished_reader_runs_nothing(tmp_path: Path) -> None:

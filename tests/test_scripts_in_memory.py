@@ -1,4 +1,4 @@
-"""Benchmarks, trainers and the eval never read or write a user's VERITYRAG_DATA_DIR store.
+"""Benchmarks, training recipes and the eval never read or write a user's VERITYRAG_DATA_DIR store.
 
 A pipeline built without ``data_dir`` falls back to that variable: a user who has it set for
 their API would get the benchmark's documents in their store and their documents in the
@@ -14,7 +14,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-BUILDERS = [*sorted((ROOT / "scripts").glob("*.py")), *sorted((ROOT / "verityrag" / "eval").glob("*.py"))]
+BUILDERS = [
+    *sorted((ROOT / "scripts").glob("*.py")),
+    *sorted((ROOT / "verityrag" / "eval").glob("*.py")),
+    *sorted((ROOT / "verityrag" / "train").glob("*.py")),  # the recipes (gate, selector, ...)
+]
 
 
 def _pipelines_without_data_dir(path: Path) -> list[int]:
@@ -36,3 +40,4 @@ def test_every_pipeline_a_script_or_the_eval_builds_names_its_data_dir() -> None
     found = {str(p.relative_to(ROOT)): _pipelines_without_data_dir(p) for p in BUILDERS}
     assert sum(len(v) for v in found.values()) == 0, {k: v for k, v in found.items() if v}
     assert any("bench_index" in str(p) for p in BUILDERS)  # the scan sees the scripts
+    assert any(p.name == "gate.py" for p in BUILDERS)  # and the recipes that moved out of them

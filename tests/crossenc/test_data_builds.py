@@ -1,14 +1,14 @@
-"""The pair-building scripts: HaluEval splits without shared passages, files written whole and
+"""The pair-building recipes (verityrag.train): HaluEval splits without shared passages, files written whole and
 the Makefile's target last, span targets independent of the hash seed, and bad arguments."""
 
 from __future__ import annotations
 
 import gzip
+import importlib
 import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 
 from verityrag.crossenc.build import halueval_shared_passages, read_pairs, write_pairs
+from verityrag.train import answerability_data, reader_check_data
+from verityrag.train import guard_data as guard_data_recipe
 
 pytestmark = pytest.mark.unit
 
@@ -44,8 +46,8 @@ def _halueval(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def guard_data(load_script: Callable[[str], ModuleType], monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    module = load_script("guard_data")
+def guard_data(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    module = guard_data_recipe
     monkeypatch.setattr(module, "TEST_ITEMS", 2)
     monkeypatch.setattr(module, "VALIDATION_ITEMS", 2)
     return module
@@ -89,9 +91,9 @@ def test_write_pairs_failing_midway_leaves_no_file(tmp_path: Path) -> None:
 
 
 def test_answer_data_interrupted_before_the_last_file_leaves_no_train_file(
-    load_script: Callable[[str], ModuleType], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    module = load_script("answer_data")
+    module = answerability_data
     written: list[str] = []
 
     def failing(path: Path, rows: list[dict[str, Any]]) -> None:
@@ -107,9 +109,9 @@ def test_answer_data_interrupted_before_the_last_file_leaves_no_train_file(
 
 
 def test_reader_data_passage_shared_with_a_test_item_gives_no_pair(
-    load_script: Callable[[str], ModuleType], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    module = load_script("reader_data")
+    module = reader_check_data
     monkeypatch.setattr(module, "TRAIN_ITEMS", 3)
     out = tmp_path / "reader.jsonl.gz"
     args = ["--halueval", str(_halueval(tmp_path)), "--items", "3", "--unrelated-every", "1"]
@@ -120,9 +122,8 @@ def test_reader_data_passage_shared_with_a_test_item_gives_no_pair(
 
 
 _GOLD = """
-import argparse, hashlib, json, sys
-sys.path.insert(0, "scripts")
-import answer_train
+import argparse, hashlib, json
+from verityrag.train import answerability as answer_train
 from verityrag.crossenc.build import SquadSources, add_squad_arguments
 p = argparse.ArgumentParser()
 add_squad_arguments(p)
@@ -149,27 +150,26 @@ def test_gold_answers_of_equal_length_order_is_independent_of_the_hash_seed() ->
 
 
 @pytest.mark.parametrize(
-    ("script", "args", "message"),
+    ("recipe", "args", "message"),
     [
-        ("answer_train", ["--max-minutes", "0"], "--max-minutes"),
-        ("answer_train", ["--teacher-weight", "2"], "--teacher-weight"),
-        ("guard_train", ["--max-pairs", "-5"], "--max-pairs"),
-        ("guard_train", ["--refit-threshold", "--out", "/nonexistent"], "missing"),
-        ("nli_train", ["--epochs", "0"], "--epochs"),
-        ("nli_train", ["--max-length", "10"], "--max-length"),
-        ("answer_train", ["--data", "/nonexistent"], "answer_data.py"),
-        ("guard_train", ["--data", "/nonexistent"], "guard_data.py"),
-        ("nli_train", ["--data", "/nonexistent"], "nli_data.py"),
+        ("answerability", ["--max-minutes", "0"], "--max-minutes"),
+        ("answerability", ["--teacher-weight", "2"], "--teacher-weight"),
+        ("guard", ["--max-pairs", "-5"], "--max-pairs"),
+        ("guard", ["--refit-threshold", "--out", "/nonexistent"], "missing"),
+        ("nli", ["--epochs", "0"], "--epochs"),
+        ("nli", ["--max-length", "10"], "--max-length"),
+        ("answerability", ["--data", "/nonexistent"], "python -m verityrag.train answerability-data"),
+        ("guard", ["--data", "/nonexistent"], "python -m verityrag.train guard-data"),
+        ("nli", ["--data", "/nonexistent"], "python -m verityrag.train nli-data"),
     ],
 )
-def test_train_script_bad_argument_is_a_usage_error_not_a_traceback(
-    load_script: Callable[[str], ModuleType],
+def test_train_recipe_bad_argument_is_a_usage_error_not_a_traceback(
     capsys: pytest.CaptureFixture[str],
-    script: str,
+    recipe: str,
     args: list[str],
     message: str,
 ) -> None:
     with pytest.raises(SystemExit) as stopped:
-        load_script(script).main(args)
+        importlib.import_module(f"verityrag.train.{recipe}").main(args)
     assert stopped.value.code == 2
     assert message in capsys.readouterr().err

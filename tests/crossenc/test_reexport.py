@@ -1,10 +1,8 @@
-"""scripts/guard_export_onnx.py rebuilds a folder's ONNX files from its torch/ weights, any family."""
+"""python -m verityrag.train export-onnx rebuilds a folder's ONNX files from its torch/ weights, any family."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pytest
@@ -14,6 +12,7 @@ from test_mpnet_pairs import TINY_MPNET, _tokenizer
 from verityrag.crossenc import CrossEncoderTrainer, OnnxCrossEncoder
 from verityrag.crossenc.model_folder import ONNX_FP32_FILE, TOKENIZER_FILE
 from verityrag.crossenc.span import SpanAnswerabilityTrainer
+from verityrag.train import export_onnx
 
 pytestmark = pytest.mark.integration
 
@@ -34,11 +33,9 @@ def _trained(cls: type[CrossEncoderTrainer], tmp_path: Path) -> tuple[CrossEncod
     return trainer, folder
 
 
-def test_guard_export_onnx_mpnet_folder_matches_torch(
-    load_script: Callable[[str], ModuleType], tmp_path: Path
-) -> None:
+def test_guard_export_onnx_mpnet_folder_matches_torch(tmp_path: Path) -> None:
     trainer, folder = _trained(CrossEncoderTrainer, tmp_path)
-    assert load_script("guard_export_onnx").main([str(folder)]) == 0
+    assert export_onnx.main([str(folder)]) == 0
     pairs = colour_pairs(16, seed=2)[0]
     torch_logits = [x[0] for x in trainer.predict_logits(pairs)]
     onnx = [x[0] for x in OnnxCrossEncoder(folder, onnx_file=ONNX_FP32_FILE).window_logits(pairs)]
@@ -46,9 +43,9 @@ def test_guard_export_onnx_mpnet_folder_matches_torch(
 
 
 def test_guard_export_onnx_span_folder_is_refused_naming_its_builder(
-    load_script: Callable[[str], ModuleType], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _, folder = _trained(SpanAnswerabilityTrainer, tmp_path)
-    assert load_script("guard_export_onnx").main([str(folder)]) == 2
+    assert export_onnx.main([str(folder)]) == 2
     assert "ForQuestionAnswering" in capsys.readouterr().err
     assert not (folder / ONNX_FP32_FILE).exists()

