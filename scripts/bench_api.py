@@ -23,10 +23,10 @@ from pathlib import Path
 
 import httpx
 import numpy as np
-from api_server import running_api_server
 
 from verityrag import VerityRAGPipeline
 from verityrag.pipeline import IN_MEMORY
+from verityrag.serve import running_api_server
 
 ROOT = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"

@@ -30,19 +30,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from verityrag import Document, VerityRAGPipeline
+from verityrag.embed.hashing import HashingEmbedder
+from verityrag.eval import dataset as eval_dataset
+from verityrag.eval.benchmarks import SyntheticDocs
+from verityrag.index.elastic import EMULATOR_NAME, ElasticsearchConfig, ElasticsearchIndex
+from verityrag.index.elastic.emulator import ElasticsearchEmulator
+from verityrag.index.live import LiveIndex
+from verityrag.pipeline import IN_MEMORY
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
-
-from bench_index import SyntheticDocs  # noqa: E402
-
-from verityrag import Document, VerityRAGPipeline  # noqa: E402
-from verityrag.embed.hashing import HashingEmbedder  # noqa: E402
-from verityrag.eval import dataset as eval_dataset  # noqa: E402
-from verityrag.index.elastic import EMULATOR_NAME, ElasticsearchConfig, ElasticsearchIndex  # noqa: E402
-from verityrag.index.elastic.emulator import ElasticsearchEmulator  # noqa: E402
-from verityrag.index.live import LiveIndex  # noqa: E402
-from verityrag.pipeline import IN_MEMORY  # noqa: E402
 
 OUT = ROOT / "scripts" / "results" / "bench_elasticsearch.json"
 QUESTION_FILES = sorted((ROOT / "data" / "built" / "questions").glob("*.jsonl"))

@@ -17,10 +17,8 @@ import argparse
 import gc
 import json
 import platform
-import random
 import resource
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -29,14 +27,13 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from verityrag import Document, Settings, VerityRAGPipeline
+from verityrag.embed.base import Embedder
+from verityrag.eval import dataset as eval_dataset
+from verityrag.eval.benchmarks import SyntheticDocs, index_table
+from verityrag.pipeline import IN_MEMORY
 
-from verityrag import Document, Settings, VerityRAGPipeline  # noqa: E402
-from verityrag.embed.base import Embedder  # noqa: E402
-from verityrag.eval import dataset as eval_dataset  # noqa: E402
-from verityrag.pipeline import IN_MEMORY  # noqa: E402
-from verityrag.text import split_sentences  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 CORPUS = ROOT / "data" / "built" / "corpus.jsonl"
 QUESTIONS = ROOT / "data" / "built" / "questions" / "test.jsonl"
@@ -49,27 +46,6 @@ def load_corpus() -> list[Document]:
 
 def load_questions() -> list[str]:
     return [q.question for q in eval_dataset.load_questions(QUESTIONS)]
-
-
-class SyntheticDocs:
-    """~150-word documents of real sentences sampled from the eval corpus."""
-
-    def __init__(self, corpus: list[Document], seed: int = 7) -> None:
-        self.sentences = [(d.title, s) for d in corpus for s in split_sentences(d.text)]
-        self.rng = random.Random(seed)
-        self.counter = 0
-
-    def make(self, words: int = 150) -> Document:
-        self.counter += 1
-        title, first = self.rng.choice(self.sentences)
-        parts = [first]
-        total = len(first.split())
-        while total < words:
-            _, sentence = self.rng.choice(self.sentences)
-            parts.append(sentence)
-            total += len(sentence.split())
-        parts.append(f"Reference code zq{self.counter:07d}.")
-        return Document(f"syn-{self.counter:07d}", title, " ".join(parts))
 
 
 def chunks_per_doc(pipeline: VerityRAGPipeline, docs: SyntheticDocs, n: int = 200) -> float:
@@ -238,80 +214,9 @@ def main(argv: list[str] | None = None) -> int:
             results["sentence_transformer"] = {"error": str(exc)}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    print(render_table(results))
+    print(index_table(results))
     print(f"\nwritten: {args.out}")
     return 0
-
-
-def render_table(r: dict[str, Any]) -> str:
-    small, large, hnsw = r["scale_small"], r["scale_large"], r["scale_large_hnsw"]
-    rows = [
-        (
-            "bulk ingest, SQuAD eval corpus (HashingEmbedder)",
-            f"{r['eval_corpus_bulk_hashing']['seconds']:.3f} s for {r['eval_corpus_bulk_hashing']['chunks']} chunks",
-            "<= 0.5 s",
-        ),
-        (
-            f"hybrid query p50 top-10, {r['eval_corpus_query_top10']['chunks']} chunks",
-            f"{r['eval_corpus_query_top10']['p50_ms']:.2f} ms (p95 {r['eval_corpus_query_top10']['p95_ms']:.2f})",
-            "<= 3 ms",
-        ),
-        (
-            f"stream ingest p50, {small['chunks']:,} chunks",
-            f"{small['stream_ingest']['p50_ms']:.2f} ms",
-            "<= 2 ms",
-        ),
-        (
-            f"stream ingest p50, {large['chunks']:,} chunks",
-            f"{large['stream_ingest']['p50_ms']:.2f} ms",
-            "<= 2 ms",
-        ),
-        ("stream p50 ratio large / small", f"{r['stream_ratio_large_over_small']:.2f}", "<= 2"),
-        (
-            f"hybrid query p50 top-10, {large['chunks']:,} chunks (exact)",
-            f"{large['hybrid_query_top10']['p50_ms']:.2f} ms (p95 {large['hybrid_query_top10']['p95_ms']:.2f})",
-            "<= 15 ms",
-        ),
-    ]
-    if "hybrid_query_top10" in hnsw:
-        rows.append(
-            (
-                f"hybrid query p50 top-10, {hnsw['chunks']:,} chunks (hnsw)",
-                f"{hnsw['hybrid_query_top10']['p50_ms']:.2f} ms",
-                "(option)",
-            )
-        )
-    rows += [
-        (
-            f"restore {r['restore']['chunks']:,} chunks from SQLite",
-            f"{r['restore']['restore_s']:.2f} s",
-            "<= 10 s",
-        ),
-        (
-            "durable stream ingest p50 (SQLite WAL)",
-            f"{r['restore']['durable_stream_ingest']['p50_ms']:.2f} ms",
-            "(reported)",
-        ),
-        (
-            f"peak RSS after {large['chunks']:,} chunks",
-            f"{r['peak_rss_mb_after_large']:.0f} MB",
-            "(reported)",
-        ),
-    ]
-    st = r.get("sentence_transformer", {})
-    for backend, fig in st.items():
-        if isinstance(fig, dict):
-            rows.append(
-                (
-                    f"SentenceTransformer ({backend}): bulk docs/s, query embed ms",
-                    f"{fig['bulk_docs_per_s']:.0f} docs/s, {fig['query_embed_ms']:.1f} ms",
-                    "(reported)",
-                )
-            )
-    width = max(len(a) for a, _, _ in rows)
-    lines = [f"{'figure':<{width}}  {'measured':<32}  target", "-" * (width + 50)]
-    lines += [f"{a:<{width}}  {b:<32}  {c}" for a, b, c in rows]
-    return "\n".join(lines)
 
 
 if __name__ == "__main__":

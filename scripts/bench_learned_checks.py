@@ -34,14 +34,14 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from verityrag import Settings, VerityRAGPipeline
+from verityrag.bundled import bundled_pipeline
+from verityrag.checks.registry import CHECK_ATTRIBUTES
+from verityrag.eval.benchmarks import learned_checks_table
+from verityrag.eval.dataset import DEFAULT_DATA_DIR, EvalQuestion, load_questions
+from verityrag.pipeline import IN_MEMORY
 
-from verityrag import Settings, VerityRAGPipeline  # noqa: E402
-from verityrag.bundled import bundled_pipeline  # noqa: E402
-from verityrag.eval.dataset import DEFAULT_DATA_DIR, EvalQuestion, load_questions  # noqa: E402
-from verityrag.checks.registry import CHECK_ATTRIBUTES  # noqa: E402
-from verityrag.pipeline import IN_MEMORY  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 OUT = ROOT / "scripts" / "results" / "bench_learned_checks.json"
 #: name -> the settings' check flags; "none" first (the ratios' base), "all" last.
@@ -106,35 +106,6 @@ def measure(name: str, checks: tuple[str, ...], questions: list[EvalQuestion]) -
     }
 
 
-def _pct(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.1%}"
-
-
-def render_table(data: dict[str, Any]) -> str:
-    lines = [
-        "| checks on | thresholds (from) | start-up s | query p50 ms | p95 ms | p50 / none | coverage | in-domain unanswerable abstention |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    base = data["runs"][0]["query_ms"]["p50"]
-    for run in data["runs"]:
-        thresholds = (
-            ", ".join(
-                f"{stage} {info['threshold']:.3g} ({info['threshold_from']})"
-                for stage, info in run["checks"].items()
-            )
-            or "-"
-        )
-        q = run["query_ms"]
-        lines.append(
-            f"| {run['config']} | {thresholds} | {run['startup_s']:.1f} | {q['p50']:.1f} | {q['p95']:.1f} "
-            f"| {q['p50'] / base:.2f} | {_pct(run['coverage'])} | {_pct(run['in_domain_unanswerable_abstention'])} |"
-        )
-    skipped = data.get("configs_skipped", [])
-    if skipped:
-        lines += ["", f"Not measured in this run (`--configs`): {', '.join(skipped)}."]
-    return "\n".join(lines)
-
-
 def chosen_configs(names: str | None) -> dict[str, tuple[str, ...]]:
     """The configurations to run: "none" first, then the named ones in table order."""
     if names is None:
@@ -177,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    print(render_table(data))
+    print(learned_checks_table(data))
     return 0
 
 

@@ -26,11 +26,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from verityrag.errors import VerityRAGError
+from verityrag.verify.calibration import IsotonicCalibrator, confirm_threshold, pick_threshold
 
-from verityrag.errors import VerityRAGError  # noqa: E402
-from verityrag.verify.calibration import IsotonicCalibrator, confirm_threshold, pick_threshold  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def sha256(path: Path) -> str:

@@ -29,7 +29,8 @@ from pathlib import Path
 
 import httpx
 import numpy as np
-from api_server import running_api_server
+
+from verityrag.serve import running_api_server
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "data" / "built" / "corpus.jsonl"

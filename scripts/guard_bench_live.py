@@ -20,12 +20,11 @@ from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from verityrag.checks.answerability import LearnedAnswerability
+from verityrag.checks.base import LearnedPairCheck
+from verityrag.checks.guard import LearnedGuard
 
-from verityrag.checks.base import LearnedPairCheck  # noqa: E402
-from verityrag.checks.guard import LearnedGuard  # noqa: E402
-from verityrag.crossenc import LearnedAnswerability  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 RESULTS = ROOT / "scripts" / "results" / "crossenc_latency.json"
 

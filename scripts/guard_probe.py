@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from verityrag.checks.guard import BUILD_GUARD, LearnedGuard
+from verityrag.errors import VerityRAGError
 
-from verityrag.checks.guard import BUILD_GUARD, LearnedGuard  # noqa: E402
-from verityrag.errors import VerityRAGError  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 RESULTS = ROOT / "scripts" / "results" / "crossenc_guard_probe.json"
 TESLA = (

@@ -27,15 +27,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from verityrag.checks.guard import LearnedGuard
+from verityrag.crossenc import OnnxCrossEncoder
+from verityrag.crossenc.metrics import auroc
+from verityrag.errors import VerityRAGError
+from verityrag.eval.ragtruth import RAGTRUTH_PATH, load_ragtruth, split_ragtruth
+from verityrag.verify.protocols import NLIScorer
 
-from verityrag.checks.guard import LearnedGuard  # noqa: E402
-from verityrag.crossenc import OnnxCrossEncoder  # noqa: E402
-from verityrag.crossenc.metrics import auroc  # noqa: E402
-from verityrag.errors import VerityRAGError  # noqa: E402
-from verityrag.eval.ragtruth import RAGTRUTH_PATH, load_ragtruth, split_ragtruth  # noqa: E402
-from verityrag.verify.protocols import NLIScorer  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 RESULTS = ROOT / "scripts" / "results" / "crossenc_ragtruth.json"
 

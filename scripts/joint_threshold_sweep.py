@@ -23,22 +23,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from verityrag.checks.registry import load_check  # noqa: E402
-from verityrag.checks.thresholds import (  # noqa: E402
+from verityrag.checks.registry import load_check
+from verityrag.checks.thresholds import (
     SWEEP_THRESHOLDS,
     choose_joint_thresholds,
     joint_outcomes,
     sweep_row,
 )
-from verityrag.eval.dataset import EvalQuestion, load_corpus, load_questions  # noqa: E402
-from verityrag.eval.runner import EvalOptions, build_pipeline  # noqa: E402
+from verityrag.eval.dataset import EvalQuestion, load_corpus, load_questions
+from verityrag.eval.runner import EvalOptions, build_pipeline
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _triples(questions: Sequence[EvalQuestion]) -> list[tuple[str, str, Sequence[str]]]:

@@ -23,9 +23,8 @@ import tempfile
 from pathlib import Path
 
 import httpx
-from api_server import running_api_server
 
-from verityrag.serve import API_KEEP_ALIVE_S
+from verityrag.serve import API_KEEP_ALIVE_S, running_api_server
 
 UVICORN_DEFAULT_S = 5
 

@@ -20,17 +20,15 @@ import argparse
 import datetime as dt
 import gzip
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from verityrag.agent.controller import QUESTION_CHECK_CHUNKS
+from verityrag.checks.reader_check import ReaderCheck
+from verityrag.errors import VerityRAGError
+from verityrag.eval.llm_eval import reader_metrics
 
-from verityrag.agent.controller import QUESTION_CHECK_CHUNKS  # noqa: E402
-from verityrag.checks.reader_check import ReaderCheck  # noqa: E402
-from verityrag.errors import VerityRAGError  # noqa: E402
-from verityrag.eval.llm_eval import reader_metrics  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 RESULTS = ROOT / "scripts" / "results"
 #: What :func:`rescore` reads of an answered record.

@@ -10,17 +10,16 @@ Sections are delimited by ``<!-- NAME:start -->`` / ``<!-- NAME:end -->`` marker
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import re
 import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from verityrag.eval.benchmarks import index_table, learned_checks_table
+from verityrag.eval.report import headline_rows
 
-from verityrag.eval.report import headline_rows  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 README = ROOT / "README.md"
 REPORTS = {
@@ -78,22 +77,21 @@ def _run_description(report: dict[str, Any]) -> str:
     )
 
 
-def _benchmark(path: Path, script: str) -> tuple[dict[str, Any], Any, str] | None:
-    """A benchmark script's JSON, its ``render_table`` and the "Measured ..." lead; None if not run yet."""
+def _benchmark(path: Path) -> tuple[dict[str, Any], str] | None:
+    """A benchmark script's JSON and the "Measured ..." lead; None if not run yet."""
     if not path.exists():
         return None
-    sys.path.insert(0, str(ROOT / "scripts"))
     data: dict[str, Any] = json.loads(path.read_text())
     lead = f"Measured {data['date']} on {data['machine']}, Python {data['python']}"
-    return data, importlib.import_module(script).render_table, lead
+    return data, lead
 
 
 def bench_section() -> str:
-    bench = _benchmark(BENCH, "bench_index")
+    bench = _benchmark(BENCH)
     if bench is None:
         return "_No benchmark output yet: run `make bench`._"
-    data, render_table, lead = bench
-    return lead + (" (quick mode)" if data.get("quick") else "") + ":\n\n```\n" + render_table(data) + "\n```"
+    data, lead = bench
+    return lead + (" (quick mode)" if data.get("quick") else "") + ":\n\n```\n" + index_table(data) + "\n```"
 
 
 RAGTRUTH = ROOT / "eval_report_ragtruth.json"
@@ -204,11 +202,13 @@ CHECKS_BENCH = ROOT / "scripts" / "results" / "bench_learned_checks.json"
 
 
 def learned_checks_section() -> str:
-    bench = _benchmark(CHECKS_BENCH, "bench_learned_checks")
+    bench = _benchmark(CHECKS_BENCH)
     if bench is None:
         return "_No benchmark output yet: run `make bench-checks`._"
-    data, render_table, lead = bench
-    return f"{lead}, {data['questions']} test questions (`make bench-checks`):\n\n" + render_table(data)
+    data, lead = bench
+    return f"{lead}, {data['questions']} test questions (`make bench-checks`):\n\n" + learned_checks_table(
+        data
+    )
 
 
 def render(text: str) -> str:

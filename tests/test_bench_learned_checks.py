@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from verityrag.eval.benchmarks import learned_checks_table
+
 
 def _run(config: str, p50: float) -> dict[str, Any]:
     return {
@@ -33,11 +35,10 @@ def test_an_unknown_configuration_is_refused_by_name(load_script: Callable[[str]
         bench.chosen_configs("gaurd")
 
 
-def test_the_table_names_what_was_left_out(load_script: Callable[[str], ModuleType]) -> None:
-    bench = load_script("bench_learned_checks")
+def test_the_table_names_what_was_left_out() -> None:
     data = {"runs": [_run("none", 2.0), _run("answerability", 20.0)], "configs_skipped": ["guard", "reader"]}
-    table = bench.render_table(data)
+    table = learned_checks_table(data)
     assert "| answerability | - | 1.0 | 20.0 | 40.0 | 10.00 | 80.0% | 50.0% |" in table
     assert table.endswith("Not measured in this run (`--configs`): guard, reader.")
-    full = bench.render_table({"runs": data["runs"]})  # reports from before the option
+    full = learned_checks_table({"runs": data["runs"]})  # reports from before the option
     assert "Not measured" not in full

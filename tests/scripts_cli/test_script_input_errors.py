@@ -1,4 +1,5 @@
-"""scripts/ command lines answer --help without a model, and bad input with one line and exit 2."""
+"""scripts/ command lines and ``python -m verityrag.train`` recipes answer --help without a model, and
+bad input with one line and exit 2."""
 
 from __future__ import annotations
 
@@ -20,13 +21,16 @@ pytestmark = pytest.mark.integration
 
 
 def run(script: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return _run([str(SCRIPTS / script), *args], env)
+
+
+def run_recipe(name: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return _run(["-m", "verityrag.train", name, *args], None)
+
+
+def _run(args: list[str], env: dict[str, str] | None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, str(SCRIPTS / script), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        env=env,
+        [sys.executable, *args], capture_output=True, text=True, timeout=60, check=False, env=env
     )
 
 
@@ -72,12 +76,12 @@ def test_reader_rescore_bad_answers_line_is_named(tmp_path: Path) -> None:
 
 def test_requantize_missing_folder_is_named(tmp_path: Path) -> None:
     folder = tmp_path / "no-model"
-    line = error_line(run("requantize.py", str(folder)))
+    line = error_line(run_recipe("requantize", str(folder)))
     assert f"{folder}: no such folder" in line
 
 
 def test_requantize_folder_without_files_names_them(tmp_path: Path) -> None:
-    line = error_line(run("requantize.py", str(tmp_path)))
+    line = error_line(run_recipe("requantize", str(tmp_path)))
     assert "missing metadata.json" in line
 
 
@@ -89,11 +93,17 @@ def test_guard_ragtruth_missing_folder_is_named(tmp_path: Path) -> None:
     assert f"--folder {folder}: no such folder" in line
 
 
-def test_api_server_run_directly_says_it_is_a_helper() -> None:
-    done = run("api_server.py", "--help")
-    assert done.returncode == 1  # it exited 0 with no output at all
-    assert "Not a command" in done.stderr
-    assert "python -m verityrag.serve" in done.stderr
+def test_a_moved_script_runs_its_recipe() -> None:
+    done = run("requantize.py", "--help")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: python -m verityrag.train requantize")
+
+
+def test_an_unknown_recipe_is_refused_naming_the_recipes() -> None:
+    done = run_recipe("gaurd")
+    assert done.returncode == 1
+    assert "unknown recipe 'gaurd'" in done.stderr
+    assert "guard" in done.stderr.split("choose one of", 1)[1]
 
 
 @pytest.mark.timeout(120)
