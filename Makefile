@@ -197,7 +197,7 @@ $(NLI)/results.json: $(NLI_DATA)
 # its figures), so an interrupted build restarts at the first unfinished step.
 SPAN := guard_work/answer_span
 READER_DATA := guard_work/reader_data/halueval_qa.jsonl.gz
-models-reader: setup guard_work/reader/results.json
+models-reader: setup guard_work/reader_check/results.json
 
 $(READER_DATA):
 	$(TRAIN) reader-check-data
@@ -211,7 +211,7 @@ $(SPAN)/stage2/results.json: $(SPAN)/stage1/results.json
 $(SPAN)/results.json: $(SPAN)/stage2/results.json | $(READER_DATA)
 	$(HEAVY) $(TRAIN) answerability --span --warm-start $(<D) --extra-train $(READER_DATA) --out $(@D) --lr 3e-5 --epochs 1 --seed 15 --max-minutes 45 --results $@
 
-guard_work/reader/results.json: $(SPAN)/results.json $(GUARD)/final.json
+guard_work/reader_check/results.json: $(SPAN)/results.json $(GUARD)/final.json
 	$(HEAVY) $(TRAIN) reader-check
 	cp scripts/results/answer_reader.json $@
 

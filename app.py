@@ -83,12 +83,15 @@ def ask_llm(provider: str, result: QueryResult) -> LLMView:
 def show_result(view: ResultView) -> None:
     if view.abstained:
         st.warning(f"**Abstained** - reason `{view.reason}`: {view.reason_text}")
+    elif view.short_answer:
+        st.success(f"**{view.short_answer}**\n\n{view.answer or ''}")
     else:
         st.success(view.answer or "")
-    cols = st.columns(3)
-    cols[0].metric("Grounding", f"{view.grounding:.2f}")
-    cols[1].metric("Confidence", f"{view.confidence:.2f}")
-    cols[2].metric("Latency", f"{view.latency_ms:.1f} ms")
+    metrics = [("Confidence", f"{view.confidence:.2f}"), ("Latency", f"{view.latency_ms:.1f} ms")]
+    if not view.abstained:  # a refusal has no answer to ground
+        metrics.insert(0, ("Grounding", f"{view.grounding:.2f}"))
+    for col, (label, value) in zip(st.columns(len(metrics)), metrics, strict=True):
+        col.metric(label, value)
     if view.claims:
         st.markdown("**Support per claim** (0..1; the answer is as grounded as its weakest claim)")
         st.table(view.claims)

@@ -228,7 +228,7 @@ SPAN_STAGES = [
     "guard_work/answer_span/results.json",
 ]
 READER_DATA = "guard_work/reader_data/halueval_qa.jsonl.gz"
-READER = "guard_work/reader/results.json"
+READER = "guard_work/reader_check/results.json"
 
 
 def test_reader_recipe_from_finished_gates_runs_every_step_in_order(tmp_path: Path) -> None:

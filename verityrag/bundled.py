@@ -48,14 +48,20 @@ def load_bundled_corpus(
 
 
 def calibrate_on_bundled(pipeline: VerityRAGPipeline, data_dir: Path = DEFAULT_DATA_DIR) -> None:
-    """Train the ICT reranker on the corpus and fit the gate on the calibration questions.
+    """Train the ICT reranker on the corpus, fit the gate on the calibration questions and choose
+    the reader's threshold.
 
-    Only answerable and held-out questions are used: the in-domain unanswerable ones stay
-    a pure test of abstention (see ROADMAP, "calibration split").
+    The gate learns from the answerable and held-out-topic questions; the in-domain unanswerable
+    ones (on topic, not answered by the documents) only take part in choosing the reader's
+    threshold: a gate taught to refuse them on topic alone would refuse answerable ones too.
     """
     pipeline.train_reranker()
     calib = load_questions(data_dir / CALIBRATION_FILE)
-    pipeline.calibrate([(q.question, q.answers) for q in calib if q.kind != "unanswerable_in_domain"])
+    in_domain = [q for q in calib if q.kind == "unanswerable_in_domain"]
+    pipeline.calibrate(
+        [(q.question, q.answers) for q in calib if q.kind != "unanswerable_in_domain"],
+        reader_questions=[(q.question, q.answers) for q in in_domain],
+    )
 
 
 def holds_bundled_corpus(pipeline: VerityRAGPipeline, docs: Sequence[Document]) -> bool:

@@ -61,6 +61,7 @@ _ADMITS: dict[str, tuple[type, type | None, str]] = {
     "float": (numbers.Real, float, "a number"),
     "float | None": (numbers.Real, float, "a number or None"),
     "bool": (bool, None, "true or false"),
+    "str": (str, None, "a string"),
 }
 
 
@@ -114,6 +115,15 @@ class Settings:
     # What the sufficiency gate learns: "evidence" (a gold answer is in the evidence the
     # generator reads) or "answer" (the generated answer contains a gold answer).
     gate_label: GateLabel = "evidence"
+    # The extractive reader: reads the best evidence sentences for the answer span, or finds none
+    # (then the question is refused, AbstainReason.ANSWERABILITY). ``reader_model``: "" for the
+    # reader shipped with VerityRAG, else a reader folder or a Hugging Face extractive-QA model
+    # (name or local folder). ``reader_answer_threshold``: the reader's answer probability below
+    # which it refuses (at the balanced level; the strictness level moves it); None: the one
+    # ``calibrate`` fitted, else the model's own.
+    reader: bool = True
+    reader_model: str = ""
+    reader_answer_threshold: float | None = None
     # Learned checks trained here (`make models`), off by default: each needs its model folder
     # (VERITY_ANSWER_DIR / VERITY_GUARD_DIR / VERITY_READER_DIR, else guard_work/...) and the
     # pipeline refuses to start without it. A threshold of None means: fitted by ``calibrate``
@@ -145,7 +155,12 @@ class Settings:
         for name in ("abstention_target", "dense_weight"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise InvalidInputError(name, f"must be within [0, 1], got {getattr(self, name)!r}")
-        for name in ("answerability_threshold", "guard_threshold", "reader_threshold"):
+        for name in (
+            "answerability_threshold",
+            "guard_threshold",
+            "reader_threshold",
+            "reader_answer_threshold",
+        ):
             value = getattr(self, name)
             if value is not None and not 0.0 <= value <= 1.0:
                 raise InvalidInputError(name, f"must be within [0, 1] or unset, got {value}")

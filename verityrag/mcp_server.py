@@ -74,8 +74,10 @@ def query_result_dict(result: QueryResult) -> dict[str, Any]:
     return {
         "question": result.question,
         "answer": result.answer,
+        "short_answer": result.short_answer.text if result.short_answer else None,
         "abstained": result.abstained,
         "abstain_reason": result.abstain_reason.value if result.abstain_reason else None,
+        "explanation": result.explanation,
         "confidence": result.confidence,
         "grounding_score": result.grounding.overall_score,
         "unsupported_claims": list(result.unsupported_claims),

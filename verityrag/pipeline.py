@@ -10,26 +10,30 @@ strategy) change; calibration is :mod:`verityrag.agent.calibration`'s, learned-c
 from __future__ import annotations
 
 import logging
+import math
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence, Set
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from verityrag.agent.calibration import check_reranker, fit_sufficiency_gate
+from verityrag.agent.calibration import check_reranker, choose_reader_threshold, fit_sufficiency_gate
 from verityrag.agent.controller import AgentController
 from verityrag.agent.protocols import AnswerabilityModel, AnswerGuard, ReaderAgreementCheck
+from verityrag.agent.questions import check_labelled, check_question
 from verityrag.agent.reformulation import Reformulator, SalientTermExpansion, TitleAnchoredRewrite
 from verityrag.agent.sufficiency import SufficiencyGate
 from verityrag.checks.registry import CHECK_ATTRIBUTES, load_check, requested_checks
-from verityrag.checks.thresholds import PairedSufficiency, ScoredCheck, fit_thresholds
+from verityrag.checks.thresholds import PairedSufficiency, ScoredCheck, fit_thresholds, gate_outcomes
 from verityrag.config import Settings
+from verityrag.crossenc.hf_reader import open_reader
 from verityrag.embed.base import Embedder
 from verityrag.embed.hashing import HashingEmbedder
 from verityrag.errors import InvalidInputError
 from verityrag.generation.extractive import ExtractiveGenerator
 from verityrag.generation.llm import LLMGenerator
+from verityrag.generation.reading import EvidenceReader, logit
 from verityrag.generation.sentence_selector import SentenceSelector
 from verityrag.generation.verified import AnswerStrategy, RejectAndRetry
 from verityrag.index.live import LiveIndex
@@ -138,6 +142,16 @@ class VerityRAGPipeline:
         for stage, threshold in requested_checks(self.settings).items():
             # Loaded now: a missing model stops the start, not a query.
             self.attach_check(stage, load_check(stage, threshold, llm_answers), threshold is not None)
+        # The extractive reader, its files checked now (a missing model stops the start, naming the
+        # command that builds it); the model itself loads on first use or warm_up().
+        self.reader: EvidenceReader | None = None
+        self._reader_threshold: float | None = None  # on the answer logit; None: settings or model
+        if self.settings.reader:
+            model = open_reader(self.settings.reader_model or None)
+            check = getattr(model, "check_files", None)
+            if callable(check):
+                check()
+            self.reader = EvidenceReader(model)
         self.writer = DocumentWriter(
             self.index, self.embedder, analyzer, self.settings, resolve_data_dir(data_dir)
         )
@@ -284,6 +298,24 @@ class VerityRAGPipeline:
             return None
         return paired.threshold
 
+    @property
+    def reader_threshold(self) -> float:
+        """The reader's answer threshold on the answer logit at the balanced level: the setting,
+        else what ``calibrate`` fitted, else the model's own (0: an answer preferred to none)."""
+        if self.settings.reader_answer_threshold is not None:
+            return logit(self.settings.reader_answer_threshold)
+        if self._reader_threshold is not None:
+            return self._reader_threshold
+        metadata = getattr(self.reader.model, "metadata", None) if self.reader is not None else None
+        return logit(float(metadata.threshold)) if metadata is not None else 0.0
+
+    def warm_up(self) -> VerityRAGPipeline:
+        """Load the models a first query would (the reader, the selector, the gate)."""
+        if self.reader is not None:
+            self.reader.warm_up()
+        _ = self.selector, self.gate
+        return self
+
     def _reformulators(self) -> list[Reformulator]:
         return [SalientTermExpansion(self._chunk_terms, self.index.idf), TitleAnchoredRewrite()]
 
@@ -293,6 +325,7 @@ class VerityRAGPipeline:
         gate: SufficiencyGate | None,
         checks: Mapping[str, Any],
         sufficiency_threshold: float | None,
+        reader_threshold: float | None = None,
     ) -> AgentController:
         retriever = self.retriever
         if (settings.fusion, settings.dense_weight) != (retriever.fusion, retriever.dense_weight):
@@ -323,6 +356,8 @@ class VerityRAGPipeline:
             verify=settings.verify,
             answer_strategy=self.answer_strategy,
             sufficiency_threshold=sufficiency_threshold,
+            reader=self.reader,
+            reader_threshold=self.reader_threshold if reader_threshold is None else reader_threshold,
         )
 
     def new_controller(self, settings: Settings | None = None) -> AgentController:
@@ -349,6 +384,8 @@ class VerityRAGPipeline:
             paired,
             id(self.answer_strategy),
             id(self.generator),
+            id(self.reader),
+            self.reader_threshold,
         )
         with self._controller_lock:
             cached = self._controller_cache
@@ -360,13 +397,28 @@ class VerityRAGPipeline:
             return built
 
     def query_with(
-        self, question: str, checks: Mapping[str, ScoredCheck], sufficiency_threshold: float | None
+        self,
+        question: str,
+        checks: Mapping[str, ScoredCheck],
+        sufficiency_threshold: float | None,
+        reader_threshold: float | None = None,
     ) -> QueryResult:
-        """One question through the agent with exactly ``checks`` attached (by stage) and the
-        sufficiency gate at ``sufficiency_threshold`` (None: its own): how thresholds are fitted
-        and swept (:mod:`verityrag.checks.thresholds`) without touching the pipeline."""
-        _check_question("question", question, self.settings.max_query_chars)
-        return self._build_controller(self.settings, self.gate, checks, sufficiency_threshold).run(question)
+        """One question through the agent with exactly ``checks`` attached (by stage), the
+        sufficiency gate at ``sufficiency_threshold`` (None: its own) and the reader's threshold at
+        ``reader_threshold`` (on the answer logit; None: its own): how thresholds are fitted and
+        swept (:mod:`verityrag.checks.thresholds`) without touching the pipeline."""
+        check_question("question", question, self.settings.max_query_chars)
+        agent = self._build_controller(
+            self.settings, self.gate, checks, sufficiency_threshold, reader_threshold
+        )
+        return agent.run(question)
+
+    def reader_open_query(self) -> Callable[[str], QueryResult]:
+        """``query`` with the reader refusing nothing for want of confidence (a span of the wrong kind
+        still is): one pass gives every reader threshold's outcome, as the reader only ever turns
+        an answer into an abstention."""
+        checks, paired = self.checks(), self._paired_threshold()
+        return lambda question: self.query_with(question, checks, paired, reader_threshold=-math.inf)
 
     def train_reranker(self, n_queries: int = 800, seed: int = 0) -> VerityRAGPipeline:
         """Train the LightGBM reranker on the current corpus by inverse-cloze-task weak supervision.
@@ -386,7 +438,11 @@ class VerityRAGPipeline:
         logger.info("reranker trained in %.2fs", time.perf_counter() - started)
         return self
 
-    def calibrate(self, questions: Iterable[tuple[str, Sequence[str]]]) -> dict[str, Any]:
+    def calibrate(
+        self,
+        questions: Iterable[tuple[str, Sequence[str]]],
+        reader_questions: Iterable[tuple[str, Sequence[str]]] = (),
+    ) -> dict[str, Any]:
         """Fit the sufficiency gate on labelled questions: ``(question, gold answers)``.
 
         An empty answer list means the corpus cannot answer the question. The
@@ -395,6 +451,11 @@ class VerityRAGPipeline:
         (``answer``); its threshold follows ``Settings.abstention_target``
         (see :mod:`verityrag.agent.calibration`).
 
+        The reader's answer threshold (unless the settings fix it) is then chosen on the same
+        questions plus ``reader_questions`` (questions for the reader only, e.g. on-topic ones the
+        documents do not answer, which the gate should not learn to refuse on topic alone): the
+        threshold where a wrong answer stops paying (:func:`~verityrag.agent.calibration.choose_reader_threshold`).
+
         Learned checks the settings attached with an open threshold then get theirs by the
         main eval's rule (:mod:`verityrag.checks.thresholds`): the labelled questions are run
         through the whole agent once per check. Not with an LLM answer strategy (that would
@@ -402,9 +463,11 @@ class VerityRAGPipeline:
         folders recorded (the guard's and the reader's were fitted on LLM answers).
         """
         labelled = list(questions)
+        for_reader = list(reader_questions)
         if not labelled:
             raise InvalidInputError("questions", "need at least one labelled question")
-        _check_labelled(labelled, self.settings.max_query_chars)
+        check_labelled(labelled, self.settings.max_query_chars)
+        check_labelled(for_reader, self.settings.max_query_chars, "reader_questions")
         if len(self.index) == 0:
             # Every question would find nothing and be labelled wrong: "need both correct and
             # incorrect examples" said nothing of the cause.
@@ -428,6 +491,8 @@ class VerityRAGPipeline:
             k: summary.pop(k) for k in ("reformulation", "threshold_single_attempt") if k in summary
         }
         summary = {**summary, "reranker": reranker_check, **loop}
+        if self.reader is not None and self.settings.reader_answer_threshold is None:
+            summary["reader"] = self._fit_reader_threshold(labelled + for_reader)
         # Settings-attached checks without a fixed threshold get the main eval's rule, fitted here
         # with the gate just fitted (checks set on the pipeline directly are the caller's to tune).
         unfixed = [stage for stage, src in self.check_threshold_sources.items() if src != "settings"]
@@ -446,6 +511,26 @@ class VerityRAGPipeline:
             summary["learned_checks"] = self._fit_check_thresholds(labelled, unfixed)
             logger.info("learned check thresholds: %s", summary["learned_checks"])
         return summary
+
+    def _fit_reader_threshold(self, labelled: Sequence[tuple[str, Sequence[str]]]) -> dict[str, Any]:
+        """Run ``labelled`` once with the reader refusing nothing; keep the threshold where a wrong
+        answer stops paying. Exact: the reader's decision only turns answers into abstentions."""
+        self._reader_threshold = None
+        questions = [(q, "answerable" if answers else "unanswerable", answers) for q, answers in labelled]
+        outcomes = gate_outcomes(self.reader_open_query(), questions, "reader_decision")
+        probability = choose_reader_threshold(outcomes)
+        self._reader_threshold = logit(probability)
+        reached = sum(o.score is not None for o in outcomes)
+        answered = [o for o in outcomes if o.answered and o.score is not None and o.score >= probability]
+        fit = {
+            "threshold": probability,
+            "questions": len(outcomes),
+            "questions_reaching_reader": reached,
+            "answered": len(answered),
+            "answered_right": sum(o.correct for o in answered),
+        }
+        logger.info("reader threshold: %s", fit)
+        return fit
 
     def _fit_check_thresholds(
         self, labelled: Sequence[tuple[str, Sequence[str]]], stages: Sequence[str]
@@ -499,43 +584,5 @@ class VerityRAGPipeline:
         s = settings or self.settings
         if k is not None:
             s = s.replace(top_k=k)
-        _check_question("question", question, s.max_query_chars)
+        check_question("question", question, s.max_query_chars)
         return self.controller(s).run(question, on_stage=on_stage)
-
-
-def _check_question(field: str, question: object, max_chars: int) -> None:
-    """The checks ``query`` runs on a question, naming ``field``."""
-    if not isinstance(question, str):
-        raise InvalidInputError(field, f"must be a string, got {type(question).__name__}")
-    if not question.strip():
-        raise InvalidInputError(field, "is empty")
-    if len(question) > max_chars:
-        raise InvalidInputError(field, f"is {len(question):,} characters; the limit is {max_chars:,}")
-    try:  # a lone surrogate (half an emoji) passed, and the result could not be serialised
-        question.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InvalidInputError(field, f"is not valid Unicode text ({exc.reason})") from exc
-
-
-def _check_labelled(labelled: Sequence[object], max_chars: int) -> None:
-    """Each item is ``(question, gold answers)``: a question ``query`` accepts and a list of strings.
-
-    A bare string as the answers is a ``Sequence[str]`` too: its characters were matched as the
-    gold answers ("1", "7", "7", "6" for "1776", never whole tokens of the evidence), so the question
-    was labelled wrong and calibrate fitted the gate on wrong labels or failed far from the cause.
-    """
-    for i, item in enumerate(labelled):
-        if not isinstance(item, Sequence) or isinstance(item, str) or len(item) != 2:
-            raise InvalidInputError(f"questions[{i}]", "must be a (question, answers) pair")
-        question, answers = item
-        _check_question(f"questions[{i}].question", question, max_chars)
-        if isinstance(answers, str | bytes) or not isinstance(answers, Sequence | Set):
-            raise InvalidInputError(
-                f"questions[{i}].answers",
-                f"must be a list of answer strings ([] if the corpus cannot answer), got {type(answers).__name__}",
-            )
-        bad = next((a for a in answers if not isinstance(a, str)), None)
-        if bad is not None:
-            raise InvalidInputError(
-                f"questions[{i}].answers", f"must hold strings only, got {type(bad).__name__}"
-            )

@@ -163,6 +163,18 @@ class TraceStep:
 
 
 @dataclass(frozen=True, slots=True)
+class ShortAnswer:
+    """The answer span the reader found: ``text`` is ``chunk.text[start:end]`` of chunk ``chunk_id``;
+    ``probability`` is the reader's confidence that the evidence answers the question at all."""
+
+    text: str
+    chunk_id: str
+    start: int
+    end: int
+    probability: float
+
+
+@dataclass(frozen=True, slots=True)
 class QueryResult:
     question: str
     answer: str | None
@@ -176,6 +188,11 @@ class QueryResult:
     # Sentences of an LLM answer its verifier did not support: dropped from ``answer`` by the
     # strictness level, or kept in it under ``loose``. Empty for an extractive answer.
     unsupported_claims: tuple[str, ...] = ()
+    # The span of the evidence that answers, when the extractive reader found one (``answer``
+    # then holds the sentence(s) around it); None for an abstention or an LLM answer.
+    short_answer: ShortAnswer | None = None
+    # Why the question was refused, in words a user can be shown (None for an answer).
+    explanation: str | None = None
 
     @property
     def citations(self) -> tuple[Citation, ...]:

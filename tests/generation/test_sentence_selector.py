@@ -320,7 +320,7 @@ def test_load_with_other_feature_names_says_to_retrain(
     meta = json.loads(meta_path.read_text(encoding="utf-8"))
     meta["feature_names"] = meta["feature_names"][:-1]
     meta_path.write_text(json.dumps(meta), encoding="utf-8")
-    with pytest.raises(ModelLoadError, match="train_sentence_selector"):
+    with pytest.raises(ModelLoadError, match=r"verityrag\.train selector"):
         SentenceSelector.load(tmp_path)
 
 

@@ -10,6 +10,8 @@ answer list: the corpus cannot answer it), through the agent's public methods on
   of a false accept), so its threshold is chosen again on that maximum, out of fold (each
   question looped with a gate fitted without it), and the loop is kept only if it beats a
   single attempt on the rule's objective.
+- :func:`choose_reader_threshold`: the extractive reader's answer threshold, where answering
+  stops paying: a wrong answer costs :data:`WRONG_ANSWER_COST` right ones.
 - :func:`check_reranker`: the ICT reranker is kept only if it ranks a gold-holding chunk
   first significantly more often than fusion alone (one-sided sign test).
 """
@@ -25,7 +27,8 @@ import numpy as np
 import numpy.typing as npt
 
 from verityrag.agent.controller import AgentController
-from verityrag.agent.sufficiency import SufficiencyGate
+from verityrag.agent.sufficiency import GATE_FEATURES, READER_FEATURES, SufficiencyGate
+from verityrag.checks.thresholds import GateOutcome
 from verityrag.config import Settings
 from verityrag.index.protocol import AnyIndex, SnapshotView
 from verityrag.retrieval.features import ChunkTermCache, QueryTerms
@@ -73,7 +76,11 @@ def fit_sufficiency_gate(
         else:  # "evidence": a gold answer is in the evidence the generator reads
             correct.append(bool(answers) and gold_in(attempt.hits[:max_hits], answers))
         must_abstain.append(not answers)
-    gate = SufficiencyGate(abstention_target=settings.abstention_target).fit(features, correct, must_abstain)
+    # A gate for an agent that reads takes the reader's features too (the attempts carry them).
+    feature_set = GATE_FEATURES + READER_FEATURES if len(features[0]) > len(GATE_FEATURES) else GATE_FEATURES
+    gate = SufficiencyGate(abstention_target=settings.abstention_target, features=feature_set).fit(
+        features, correct, must_abstain
+    )
     summary: dict[str, Any] = dict(gate.fit_summary_)
     reformulate = True
     if settings.max_reformulations > 0 and settings.gate_label == "evidence":
@@ -123,7 +130,7 @@ def looped_oof(
         # needs no unanswerable question of its own: with fit(), a training part without one (a
         # single unanswerable question, or few in one fold: the split stratifies on correct) was
         # refused and calibrate failed.
-        fold_gate = SufficiencyGate(abstention_target=settings.abstention_target)
+        fold_gate = SufficiencyGate(abstention_target=settings.abstention_target, features=gate.features)
         fold_gate.fit_probabilities(x[train_idx], y[train_idx])
         looped = with_gate(fold_gate)
         for i in test_idx:
@@ -178,3 +185,28 @@ def check_reranker(
     }
     logger.info("reranker check on labelled questions: %s", check)
     return used, check
+
+
+#: A wrong answer costs this many right ones when the reader's threshold is chosen: the threshold
+#: answers where, at the margin, at least 3 answers in 4 are right (an answer given where the
+#: documents do not say counts as wrong).
+WRONG_ANSWER_COST = 3.0
+
+
+def reader_thresholds(outcomes: Sequence[GateOutcome]) -> list[float]:
+    """Candidate thresholds on the reader's answer probability: 0, 1 and each score reached."""
+    scores = sorted({round(o.score, 6) for o in outcomes if o.score is not None})
+    return sorted({0.0, 1.0, *scores})
+
+
+def choose_reader_threshold(outcomes: Sequence[GateOutcome], wrong_cost: float = WRONG_ANSWER_COST) -> float:
+    """The answer-probability threshold with the most right answers less ``wrong_cost`` x the wrong
+    ones over ``outcomes`` (every question, answerable or not, run with the reader refusing
+    nothing); the lowest such threshold (the most answers) on a tie."""
+
+    def utility(t: float) -> float:
+        answered = [o for o in outcomes if o.answered and (o.score is None or o.score >= t)]
+        right = sum(o.correct for o in answered)
+        return right - wrong_cost * (len(answered) - right)
+
+    return max(reader_thresholds(outcomes), key=lambda t: (utility(t), -t))

@@ -1,12 +1,14 @@
 """``AgentController``: the bounded answer-or-abstain loop.
 
     loop <= 1 + max_reformulations:
-        retrieve (hybrid) -> rerank (LightGBM) -> select sentence -> sufficiency gate
+        retrieve (hybrid) -> rerank (LightGBM) -> rank sentences -> reader (answer span or none)
+        -> sufficiency gate (retrieval, sentence and reader features)
         sufficient -> leave the loop
         insufficient, some signal, retries left -> reformulate, loop again
         otherwise -> ABSTAIN(sufficiency)
-    answerability gate (optional) -> generator's answer -> grounding check -> guard (optional)
-    -> reader check (optional: does the answer say what a reader finds for the question?)
+    reader: no span above its threshold, or a span of the wrong kind -> ABSTAIN(answerability)
+    answerability gate (optional) -> answer (the span's sentence(s), or an LLM's) -> grounding
+    check -> guard (optional) -> reader check (optional: does the answer say what a reader finds?)
 
 Every attempt and stage is recorded in the trace with its figures and timing.
 An abstention is a normal result with a reason, never an exception.
@@ -30,14 +32,23 @@ from verityrag.agent.protocols import (
     Retriever,
 )
 from verityrag.agent.reformulation import Reformulator
-from verityrag.agent.sufficiency import GATE_FEATURES, SELECTOR_FEATURES_FOR_GATE
+from verityrag.agent.sufficiency import GATE_FEATURES, READER_FEATURES, SELECTOR_FEATURES_FOR_GATE
 from verityrag.config import STRICTNESS_LEVELS, Strictness
 from verityrag.errors import NotFittedError
+from verityrag.generation.reading import EvidenceReader, Reading, probability
 from verityrag.generation.sentence_selector import ScoredSentence
 from verityrag.generation.verified import AnswerStrategy
 from verityrag.index.protocol import AnyIndex, SnapshotView
 from verityrag.retrieval.features import ChunkTermCache, QueryTerms, chunk_features
-from verityrag.types import AbstainReason, CitedSentence, GroundingReport, Hit, QueryResult, TraceStep
+from verityrag.types import (
+    AbstainReason,
+    CitedSentence,
+    GroundingReport,
+    Hit,
+    QueryResult,
+    ShortAnswer,
+    TraceStep,
+)
 from verityrag.verify.grounding import GroundingChecker
 from verityrag.verify.strictness import strictness_policy
 
@@ -59,6 +70,17 @@ GROUNDING_THRESHOLDS: dict[str, float] = {
     level: strictness_policy(level).grounding_threshold for level in STRICTNESS_LEVELS
 }
 
+
+#: What each abstention tells the user, unless the stage that refused says more.
+ABSTAIN_EXPLANATIONS: dict[AbstainReason, str] = {
+    AbstainReason.NO_EVIDENCE: "nothing in the documents matches the question",
+    AbstainReason.SUFFICIENCY: "the documents found do not cover the question well enough to answer it",
+    AbstainReason.ANSWERABILITY: "the documents do not say: no passage answers the question",
+    AbstainReason.GROUNDING: "the answer could not be checked against the documents closely enough",
+    AbstainReason.GUARD: "the answer is not supported by the documents it cites",
+    AbstainReason.READER: "the answer does not say what the documents give for the question",
+    AbstainReason.VERIFIER_ERROR: "the answer could not be verified (the verifier failed)",
+}
 
 #: Top chunks the question-side checks (answerability, reader) read: enough for the answer,
 #: few enough for one model window once trimmed to the question.
@@ -86,18 +108,28 @@ class Attempt:
     probability: float
     features: list[float]
     timings_ms: dict[str, float] = field(default_factory=dict)
+    reading: Reading | None = None  # what the extractive reader found (None: no reader)
 
     def trace_details(self) -> dict[str, Any]:
-        return {
+        names = GATE_FEATURES + (READER_FEATURES if len(self.features) > len(GATE_FEATURES) else ())
+        details = {
             "query": self.query,
             "strategy": self.strategy,
             # Exact, not rounded: the gate's calibrated probabilities come in steps and often sit
             # exactly on the threshold (37/45 = 0.8222...); a rounded one reads as under it.
             "probability": self.probability,
             "top_chunks": [h.chunk_id for h in self.hits[:3]],
-            "features": dict(zip(GATE_FEATURES, (round(f, 4) for f in self.features), strict=True)),
+            "features": dict(zip(names, (round(f, 4) for f in self.features), strict=True)),
             "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
         }
+        if self.reading is not None:
+            details["reader"] = self.reading.trace_details()
+        return details
+
+
+def reader_features(reading: Reading) -> list[float]:
+    """One row of :data:`READER_FEATURES`."""
+    return [reading.answer_logit, float(reading.type_ok)]
 
 
 def gate_features(
@@ -171,9 +203,15 @@ class AgentController:
         verify: bool = True,
         answer_strategy: AnswerStrategy | None = None,
         sufficiency_threshold: float | None = None,
+        reader: EvidenceReader | None = None,
+        reader_threshold: float = 0.0,
     ) -> None:
         if max_reformulations < 0:
             raise ValueError("max_reformulations must be >= 0")
+        if gate is not None and getattr(gate, "reads", False) and reader is None:
+            raise ValueError(
+                "this sufficiency gate was fitted with the reader's features: give the agent a reader"
+            )
         self.index = index
         self.retriever = retriever
         self.generator = generator
@@ -196,6 +234,10 @@ class AgentController:
         # Set when it was fitted together with the answerability check (verityrag.checks.thresholds);
         # None: the gate's own threshold.
         self.sufficiency_threshold = sufficiency_threshold
+        # The extractive reader and its threshold on the answer logit at the balanced level; the
+        # strictness level moves it (verityrag.verify.strictness: reader_margin).
+        self.reader = reader
+        self.reader_threshold = reader_threshold
 
     def attempt(self, q: QueryTerms, query: str, strategy: str, snap: SnapshotView) -> Attempt:
         """One retrieval (``query``, a rewrite of ``q`` or ``q`` itself): hits, sentences, gate features
@@ -217,11 +259,21 @@ class AgentController:
         t3 = time.perf_counter()
         timings["select"] = (t3 - t2) * 1000
         features = gate_features(q, top, sentences, self.cache, self.index.analyzer.analyze)
+        reading = None
+        if self.reader is not None:
+            # The user's question, not a rewrite: the rewrite only finds other evidence.
+            reading = self.reader.read(q.text, top, sentences)
+            t4 = time.perf_counter()
+            timings["read"] = (t4 - t3) * 1000
+            t3 = t4
+            # Calibration (no gate yet) collects them too: the gate it fits reads them.
+            if self.gate is None or getattr(self.gate, "reads", False):
+                features = features + reader_features(reading)
         # The probability alone: the loop compares it with the threshold it is given (the fold
         # gates of calibrate's out-of-fold loop check score without a threshold of their own).
         probability = float(self.gate.predict_proba([features])[0]) if top and self.gate is not None else 0.0
         timings["gate"] = (time.perf_counter() - t3) * 1000
-        return Attempt(query, strategy, top, sentences, probability, features, timings)
+        return Attempt(query, strategy, top, sentences, probability, features, timings, reading)
 
     def _idf(self, snap: SnapshotView) -> Callable[[str], float]:
         return lambda term: self.index.idf(term, snap)
@@ -269,6 +321,13 @@ class AgentController:
         if best.probability < threshold:
             return self._abstain(question, AbstainReason.SUFFICIENCY, best, trace, base)
 
+        short_answer: ShortAnswer | None = None
+        if best.reading is not None:
+            refusal = self._reader_refusal(best.reading, trace)
+            if refusal is not None:
+                return self._abstain(question, AbstainReason.ANSWERABILITY, best, trace, base | refusal)
+            short_answer = best.reading.short_answer
+
         evidence_text = " ".join(h.chunk.text for h in best.hits[:QUESTION_CHECK_CHUNKS])
         if self.answerability is not None and not _passes(
             "answerability", self.answerability, (question, evidence_text), trace
@@ -276,7 +335,11 @@ class AgentController:
             return self._abstain(question, AbstainReason.ANSWERABILITY, best, trace, base)
 
         evidence = {h.chunk_id: h.chunk for h in best.hits}
-        answer_sentences: list[CitedSentence] = [best.sentences[0].sentence]
+        answer_sentences: list[CitedSentence] = (
+            list(best.reading.sentences)
+            if best.reading is not None and best.reading.sentences
+            else [best.sentences[0].sentence]
+        )
         unsupported_claims: tuple[str, ...] = ()
         # An LLM answer's text for the user: its kept sentences with the verifier's annotations
         # (a fail-open judge's "[Confidence: N%]"). The checks below read the plain sentences.
@@ -308,6 +371,7 @@ class AgentController:
                     reason = AbstainReason.VERIFIER_ERROR
                 return self._abstain(question, reason, best, trace, base)
             answer_sentences = list(generated.sentences)
+            short_answer = None  # the LLM's answer is not the reader's span
             unsupported_claims = generated.unsupported_claims
             annotated_answer = generated.answer
             if not self.verify:  # reported, not enforced: a generated answer is not verbatim evidence
@@ -361,7 +425,32 @@ class AgentController:
             evidence=tuple(best.hits),
             trace=tuple(trace),
             unsupported_claims=unsupported_claims,
+            short_answer=short_answer,
         )
+
+    def effective_reader_threshold(self) -> float:
+        """The reader's threshold on the answer logit at this agent's strictness level."""
+        return self.reader_threshold + strictness_policy(self.strictness).reader_margin
+
+    def _reader_refusal(self, reading: Reading, trace: list[TraceStep]) -> dict[str, Any] | None:
+        """Why the reader's finding cannot be answered from (trace details), or None to go on."""
+        threshold = self.effective_reader_threshold()
+        details: dict[str, Any] = {
+            **reading.trace_details(),
+            # On the probability scale, as every check's score and threshold in the trace.
+            "score": reading.answer_probability,
+            "threshold": probability(threshold),
+        }
+        explanation = None
+        if reading.short_answer is None or reading.answer_logit < threshold:
+            explanation = "the documents do not say: no passage answers the question"
+        elif not reading.type_ok:
+            explanation = (
+                f"the documents do not say: the question asks for a {reading.expected.value}, and the best "
+                f"passage offers {reading.short_answer.text!r}"
+            )
+        trace.append(TraceStep("reader_decision", 0.0, {**details, "answers": explanation is None}))
+        return None if explanation is None else {"explanation": explanation}
 
     def _abstain(
         self,
@@ -373,8 +462,18 @@ class AgentController:
         report: GroundingReport | None = None,
     ) -> QueryResult:
         logger.debug("abstain (%s) on %r: p=%.3f", reason.value, question, best.probability)
+        explanation = details.get("explanation") or ABSTAIN_EXPLANATIONS[reason]
         trace.append(
-            TraceStep("abstain", 0.0, {"reason": reason.value, "probability": best.probability, **details})
+            TraceStep(
+                "abstain",
+                0.0,
+                {
+                    "reason": reason.value,
+                    "probability": best.probability,
+                    **details,
+                    "explanation": explanation,
+                },
+            )
         )
         return QueryResult(
             question=question,
@@ -385,4 +484,5 @@ class AgentController:
             confidence=best.probability,
             evidence=tuple(best.hits),
             trace=tuple(trace),
+            explanation=explanation,
         )

@@ -58,6 +58,13 @@ GATE_FEATURES: tuple[str, ...] = (
     "sentence_top3_matched",  # share of the question's 3 rarest terms in the sentence
     "sentence_window_cov",  # coverage by the sentence and its neighbours
 )
+# What the extractive reader found, appended to GATE_FEATURES for a gate that reads it.
+READER_FEATURES: tuple[str, ...] = (
+    "reader_logit",  # best answer span's score minus the no-answer score (clipped to +-20)
+    "reader_type_ok",  # the span is of the kind the question asks for (a number for "how many" ...)
+)
+#: The feature sets a gate may be fitted on.
+FEATURE_SETS: tuple[tuple[str, ...], ...] = (GATE_FEATURES, GATE_FEATURES + READER_FEATURES)
 # Names of the selector features copied into the last gate features, in order.
 SELECTOR_FEATURES_FOR_GATE: tuple[str, ...] = (
     "entity_cov",
@@ -93,9 +100,15 @@ class SufficiencyGate:
         cv: int = 5,
         random_state: int = 0,
         cv_repeats: int = 5,
+        features: Sequence[str] = GATE_FEATURES,
     ) -> None:
         if cv_repeats < 1:
             raise InvalidInputError("cv_repeats", f"must be >= 1, got {cv_repeats}")
+        if tuple(features) not in FEATURE_SETS:
+            raise InvalidInputError(
+                "features", "must be GATE_FEATURES, or GATE_FEATURES + READER_FEATURES for a gate that reads"
+            )
+        self.features = tuple(features)
         self.n_estimators = n_estimators
         self.num_leaves = num_leaves
         self.learning_rate = learning_rate
@@ -105,6 +118,11 @@ class SufficiencyGate:
         self.cv = cv
         self.cv_repeats = cv_repeats
         self.random_state = random_state
+
+    @property
+    def reads(self) -> bool:
+        """Whether the gate takes the reader's features (``READER_FEATURES``) after ``GATE_FEATURES``."""
+        return len(self.features) > len(GATE_FEATURES)
 
     def _params(self) -> dict[str, Any]:
         return lightgbm_params(
@@ -118,7 +136,7 @@ class SufficiencyGate:
     def _train(self, x: npt.NDArray[np.float64], y: npt.NDArray[np.int32]) -> Any:
         import lightgbm as lgb
 
-        data = lgb.Dataset(x, label=y, feature_name=list(GATE_FEATURES))
+        data = lgb.Dataset(x, label=y, feature_name=list(self.features))
         return lgb.train(self._params(), data, num_boost_round=self.n_estimators)
 
     def fit(
@@ -185,8 +203,8 @@ class SufficiencyGate:
     ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int32]]:
         x = np.asarray(features, dtype=np.float64)
         labels = np.asarray(correct).reshape(-1)
-        if x.ndim != 2 or x.shape[1] != len(GATE_FEATURES):
-            raise InvalidInputError("features", f"need shape (n, {len(GATE_FEATURES)}), got {x.shape}")
+        if x.ndim != 2 or x.shape[1] != len(self.features):
+            raise InvalidInputError("features", f"need shape (n, {len(self.features)}), got {x.shape}")
         if len(labels) != len(x):
             raise InvalidInputError("correct", f"has {len(labels)} labels for {len(x)} examples")
         if not np.isin(labels, (0, 1)).all():
@@ -269,8 +287,8 @@ class SufficiencyGate:
     def predict_proba(self, features: npt.ArrayLike) -> npt.NDArray[np.float64]:
         self._check_fitted()
         x = np.atleast_2d(np.asarray(features, dtype=np.float64))
-        if x.shape[1] != len(GATE_FEATURES):
-            raise InvalidInputError("features", f"need shape (n, {len(GATE_FEATURES)}), got {x.shape}")
+        if x.shape[1] != len(self.features):
+            raise InvalidInputError("features", f"need shape (n, {len(self.features)}), got {x.shape}")
         raw = self.booster_.predict(x, num_threads=1)
         return np.asarray(self.isotonic_.predict(raw), dtype=np.float64)
 
@@ -282,7 +300,7 @@ class SufficiencyGate:
         self._check_fitted()
         return {
             "format": "verityrag-sufficiency-gate/1",
-            "features": list(GATE_FEATURES),
+            "features": list(self.features),
             "params": {
                 "n_estimators": self.n_estimators,
                 "num_leaves": self.num_leaves,
@@ -308,10 +326,11 @@ class SufficiencyGate:
         import lightgbm as lgb
         from sklearn.isotonic import IsotonicRegression
 
-        if data.get("features") != list(GATE_FEATURES):
+        features = tuple(data.get("features") or ())
+        if features not in FEATURE_SETS:
             raise InvalidInputError("gate", "saved gate was fitted on other features; refit it")
         # A file saved before cv_repeats existed was fitted with one split.
-        gate = cls(**{"cv_repeats": 1, **data["params"]})
+        gate = cls(**{"cv_repeats": 1, **data["params"]}, features=features)
         iso = IsotonicRegression(out_of_bounds="clip", y_min=0.0, y_max=1.0)
         xs, ys = np.asarray(data["isotonic"]["x"]), np.asarray(data["isotonic"]["y"])
         gate.isotonic_ = iso.fit(xs, ys)
@@ -329,8 +348,8 @@ class SufficiencyGate:
 
     @classmethod
     def default(cls) -> SufficiencyGate:
-        """The gate fitted on the bundled SQuAD calibration questions (scripts/train_default_gate.py)."""
+        """The gate fitted on the bundled SQuAD calibration questions (python -m verityrag.train gate)."""
         path = Path(__file__).resolve().parent.parent / "resources" / "sufficiency_gate.json"
         if not path.exists():
-            raise NotFittedError(f"no default gate at {path}: run scripts/train_default_gate.py")
+            raise NotFittedError(f"no default gate at {path}: run python -m verityrag.train gate")
         return cls.load(path)

@@ -178,6 +178,16 @@ class CitationOut(BaseModel):
     end: int = Field(description="End (exclusive) of the cited span within the chunk's text.")
 
 
+class ShortAnswerOut(BaseModel):
+    text: str = Field(description="The answer span, as the document gives it.")
+    chunk_id: str
+    start: int = Field(description="Start of the span within the chunk's text.")
+    end: int = Field(description="End (exclusive) of the span within the chunk's text.")
+    probability: float = Field(
+        ge=0.0, le=1.0, description="The reader's confidence that the evidence answers."
+    )
+
+
 class TraceStepOut(BaseModel):
     stage: str
     duration_ms: float
@@ -187,8 +197,16 @@ class TraceStepOut(BaseModel):
 _ANSWER_EXAMPLE: dict[str, Any] = {
     "question": "Who improved the steam engine?",
     "answer": "James Watt improved it in 1776.",
+    "short_answer": {
+        "text": "James Watt",
+        "chunk_id": "steam-engine#0",
+        "start": 53,
+        "end": 63,
+        "probability": 0.96,
+    },
     "abstained": False,
     "abstain_reason": None,
+    "explanation": None,
     "confidence": 0.93,
     "grounding": {
         "overall_score": 0.91,
@@ -215,8 +233,10 @@ _ABSTAIN_EXAMPLE: dict[str, Any] = {
     **_ANSWER_EXAMPLE,
     "question": "What is the capital of Mongolia?",
     "answer": None,
+    "short_answer": None,
     "abstained": True,
     "abstain_reason": "sufficiency",
+    "explanation": "the documents found do not cover the question well enough to answer it",
     "confidence": 0.0,
     "grounding": {"overall_score": 0.0, "claims": []},
     "citations": [],
@@ -233,10 +253,16 @@ class QueryOut(BaseModel):
     model_config = ConfigDict(json_schema_extra={"examples": [_ANSWER_EXAMPLE, _ABSTAIN_EXAMPLE]})
 
     question: str
-    answer: str | None
+    answer: str | None = Field(description="The cited sentence(s) that answer, or null when it abstained.")
+    short_answer: ShortAnswerOut | None = Field(
+        default=None, description="The answer span the reader found inside `answer` (null for an LLM answer)."
+    )
     abstained: bool
     abstain_reason: str | None = Field(
         description="Why it abstained: no_evidence, sufficiency, answerability, grounding, guard, reader, verifier_error."
+    )
+    explanation: str | None = Field(
+        default=None, description="Why it abstained, in words a user can be shown."
     )
     confidence: float
     grounding: GroundingOut

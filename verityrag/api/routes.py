@@ -40,6 +40,7 @@ from verityrag.api.models import (
     IngestOut,
     QueryIn,
     QueryOut,
+    ShortAnswerOut,
     StatsOut,
     TraceStepOut,
 )
@@ -318,6 +319,7 @@ async def metrics(holder: HolderDep, api_metrics: MetricsDep) -> PlainTextRespon
 
 
 _CITATION_FIELDS = ("chunk_id", "doc_id", "title", "start", "end")
+_SHORT_ANSWER_FIELDS = ("text", "chunk_id", "start", "end", "probability")
 
 
 def _fields(obj: object, *names: str) -> dict[str, Any]:
@@ -364,8 +366,12 @@ def _query_out(result: QueryResult) -> QueryOut:
     return QueryOut(
         question=result.question,
         answer=result.answer,
+        short_answer=ShortAnswerOut(**_fields(result.short_answer, *_SHORT_ANSWER_FIELDS))
+        if result.short_answer
+        else None,
         abstained=result.abstained,
         abstain_reason=result.abstain_reason.value if result.abstain_reason else None,
+        explanation=result.explanation,
         confidence=result.confidence,
         grounding=GroundingOut(
             overall_score=result.grounding.overall_score,

@@ -3,7 +3,7 @@
 Implements the controller's ``AnswerabilityModel`` protocol (``threshold``,
 ``score(question, evidence) -> probability``). The evidence (the top retrieved
 chunks) is first trimmed to the sentences most relevant to the question, as in
-training (scripts/answer_data.py), then scored with windowing (max over windows).
+training (python -m verityrag.train answerability-data), then scored with windowing (max over windows).
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ ANSWER_DIR_ENV = "VERITY_ANSWER_DIR"
 #: 67.6 MB int8 and ~12-18 ms per pair; ROADMAP, sessions 10 and 15).
 DEFAULT_ANSWER_DIR = Path("guard_work/answerability_mpnet6")
 BUILD_ANSWERABILITY = "make models-answerability-mpnet"
-#: The MiniLM gate and the training pairs every answerability model reads (scripts/answer_data.py,
-#: scripts/answer_train.py's defaults); the reader check's span model starts from it. Faster to
+#: The MiniLM gate and the training pairs every answerability model reads (python -m verityrag.train answerability-data,
+#: python -m verityrag.train answerability's defaults); the reader check's span model starts from it. Faster to
 #: build (~90 min against ~4.5 h) and weaker: serve it with ``VERITY_ANSWER_DIR=guard_work/answerability``.
 ANSWER_TRAINING_DIR = Path("guard_work/answerability")
-#: Word budget of trimmed evidence; the same value trains the model (scripts/answer_data.py).
+#: Word budget of trimmed evidence; the same value trains the model (python -m verityrag.train answerability-data).
 #: 80 words keep a gold answer for 97.3% of answerable SQuAD 2.0 questions (120: 99.8%, 64: 94.9%)
 #: at ~70% of the tokens of 120.
 EVIDENCE_WORDS = 80

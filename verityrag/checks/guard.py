@@ -2,7 +2,7 @@
 
 Implements the controller's ``AnswerGuard`` protocol (``threshold``,
 ``score(evidence, answer) -> probability``) with a cross-encoder trained here
-(scripts/guard_train.py, HaluEval QA with sentence-style augmentation) and served as
+(python -m verityrag.train guard, HaluEval QA with sentence-style augmentation) and served as
 int8 ONNX. The evidence is trimmed to the sentences most relevant to the answer, as in
 training, and scored window by window (max). An answer of several sentences is
 scored sentence by sentence (the model was trained on one-sentence answers), each
@@ -16,7 +16,7 @@ every sentence must be supported, and nothing is cut.
 The right threshold depends on who writes the answers. ``metadata.json`` records the
 default (at most 10% of HaluEval's validation answers flagged: short human-written
 answers) and, under ``metrics.threshold_by_validation_source``, the same rule applied to
-other answer sources (``gemma``: gemma-3-270m's answers, scripts/guard_gemma_answers.py).
+other answer sources (``gemma``: gemma-3-270m's answers, python -m verityrag.train gemma-answers).
 For the guard rebuilt in session 15 they are 0.946 (HaluEval) and 0.055 (gemma): at the
 HaluEval threshold it flags 62.5% of gemma's *supported* test answers
 (scripts/results/crossenc_guard.json).
@@ -32,7 +32,7 @@ from verityrag.errors import InvalidInputError, ModelLoadError
 GUARD_DIR_ENV = "VERITY_GUARD_DIR"
 DEFAULT_GUARD_DIR = Path("guard_work/guard")
 BUILD_GUARD = "make models-guard"
-#: Word budget of trimmed evidence, the same in training (scripts/guard_data.py).
+#: Word budget of trimmed evidence, the same in training (python -m verityrag.train guard-data).
 EVIDENCE_WORDS = 80
 #: ``metadata.json`` metrics key: answer source -> threshold fitted on its validation answers.
 THRESHOLDS_BY_SOURCE_KEY = "threshold_by_validation_source"

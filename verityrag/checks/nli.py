@@ -1,9 +1,9 @@
 """``LearnedNLI``: the NLI verifier model trained here, served as int8 ONNX.
 
-No NLI weights can be had offline, so scripts/nli_data.py makes (premise, one-sentence
+No NLI weights can be had offline, so python -m verityrag.train nli-data makes (premise, one-sentence
 hypothesis) pairs from SQuAD 2.0 paragraphs (copied, restated, partial and merged
 sentences against answer-swapped, other-paragraph, half-foreign and false-premise ones,
-all with the same random rewording) and HaluEval, and scripts/nli_train.py trains a
+all with the same random rewording) and HaluEval, and python -m verityrag.train nli trains a
 MiniLM cross-encoder on them (warm-started from Verity-Guard when it is there). At run time an
 answer is scored sentence by sentence against the evidence trimmed for each sentence,
 and the least supported sentence decides (:class:`SentenceSupportCheck`).
@@ -21,7 +21,7 @@ from verityrag.checks.base import SentenceSupportCheck
 NLI_DIR_ENV = "VERITY_NLI_DIR"
 DEFAULT_NLI_DIR = Path("guard_work/nli")
 BUILD_NLI = "make models-nli"
-#: Word budget of trimmed evidence, the same in training (scripts/nli_data.py).
+#: Word budget of trimmed evidence, the same in training (python -m verityrag.train nli-data).
 EVIDENCE_WORDS = 80
 
 __all__ = ["DEFAULT_NLI_DIR", "EVIDENCE_WORDS", "NLI_DIR_ENV", "LearnedNLI"]

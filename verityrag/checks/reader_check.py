@@ -17,7 +17,7 @@ Implements the controller's ``ReaderAgreementCheck`` protocol (``threshold``,
 
 The reader is a MiniLM that learned from ~7k SQuAD 2.0 and ~6.6k HaluEval QA answers
 (``make models-reader``), so it is often wrong itself: the threshold in ``metadata.json`` is
-the one scripts/reader_build.py fitted on gemma's labelled validation answers, and its
+the one python -m verityrag.train reader-check fitted on gemma's labelled validation answers, and its
 figures (scripts/results/answer_reader.json, README) say what it costs.
 """
 
@@ -34,9 +34,9 @@ from verityrag.errors import InvalidInputError
 from verityrag.text.answers import contains_gold
 
 READER_DIR_ENV = "VERITY_READER_DIR"
-DEFAULT_READER_DIR = Path("guard_work/reader")
+DEFAULT_READER_DIR = Path("guard_work/reader_check")
 BUILD_READER = "make models-reader"
-#: Word budget of the evidence the reader reads, as in its training data (scripts/answer_data.py).
+#: Word budget of the evidence the reader reads, as in its training data (python -m verityrag.train answerability-data).
 EVIDENCE_WORDS = 80
 
 __all__ = ["DEFAULT_READER_DIR", "READER_DIR_ENV", "ReaderCheck", "reader_agreement"]
@@ -67,7 +67,7 @@ class ReaderCheck(ThresholdedCheck):
         self.top_k = top_k
 
     def recorded_threshold(self) -> float:
-        """The one ``metadata.json`` records (fitted by scripts/reader_build.py)."""
+        """The one ``metadata.json`` records (fitted by python -m verityrag.train reader-check)."""
         return self.reader.metadata.threshold
 
     def warm_up(self) -> ReaderCheck:

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 CHECK_ATTRIBUTES = {"answerability": "answerability", "guard": "answer_guard", "reader": "answer_reader"}
 
 #: The answer source whose threshold the guard's folder records for LLM-written answers
-#: (fitted on gemma-3-270m's labelled answers, scripts/guard_gemma_answers.py).
+#: (fitted on gemma-3-270m's labelled answers, python -m verityrag.train gemma-answers).
 LLM_ANSWER_SOURCE = "gemma"
 
 

@@ -364,6 +364,8 @@ class ReaderTrainer:
                 "step": step,
                 "trained_seconds": trained_seconds,
                 "losses": losses[-1000:],
+                # Dropout draws from it: restored, a resumed run takes the very steps an unbroken one would.
+                "torch_rng": torch.get_rng_state(),
             },
             partial,
         )
@@ -389,6 +391,8 @@ class ReaderTrainer:
         model.load_state_dict(saved["model"])
         optimizer.load_state_dict(saved["optimizer"])
         scheduler.load_state_dict(saved["scheduler"])
+        if "torch_rng" in saved:
+            torch.set_rng_state(saved["torch_rng"])
         logger.info("reader training: resuming from %s at step %d", path, saved["step"])
         return {
             "step": saved["step"],

@@ -2,7 +2,7 @@
 
 The extractive-QA answerability model (:mod:`verityrag.crossenc.span`, a start/end head
 trained here on SQuAD 2.0, then with HaluEval QA added) is exported a second way, with its per-token start and end
-logits (``scripts/reader_build.py``), and served by this class. :meth:`SpanReader.top_spans`
+logits (``python -m verityrag.train reader-check``), and served by this class. :meth:`SpanReader.top_spans`
 returns the best answer spans of at most ``MAX_ANSWER_TOKENS`` tokens as character spans
 of the evidence, so a caller can compare them with an answer written by someone else
 (:mod:`verityrag.checks.reader_check`). Evidence longer than the model window is read in
@@ -37,6 +37,10 @@ logger = logging.getLogger(__name__)
 
 #: Longest answer span scored, in tokens (SQuAD answers: 95% are under 12 words).
 MAX_ANSWER_TOKENS = 30
+# Loaded sessions by (ONNX file, its mtime, threads): a session is thread-safe to run.
+_SHARED: dict[tuple[str, int, int], tuple[PairEncoder, onnxruntime.InferenceSession]] = {}
+_SHARED_LOCK = threading.Lock()
+
 #: Longest question read, in tokens (longer ones are cut, in training as in serving).
 MAX_QUESTION_TOKENS = 64
 #: Spans returned by default; their probabilities are a softmax over these.
@@ -142,22 +146,39 @@ class SpanReader:
         return self._metadata
 
     def warm_up(self) -> SpanReader:
-        """Check the files and load the tokenizer and the ONNX session (idempotent)."""
+        """Check the files and load the tokenizer and the ONNX session (idempotent). Readers of the
+        same folder in one process share one session: a pipeline per test or per tenant costs no
+        second load."""
         with self._lock:
             if self._session is None:
                 meta = self.metadata
-                tokenizer = load_tokenizer(self.folder / meta.tokenizer_files[0])
-                self._encoder = PairEncoder(tokenizer, meta.max_length, "second", meta.stride)
-                session = open_session(self.folder / meta.onnx_file, self.threads)
-                outputs = [o.name for o in session.get_outputs()]
-                if outputs != list(READER_OUTPUTS):
-                    raise InvalidInputError(
-                        "folder",
-                        f"{self.folder / meta.onnx_file} outputs {outputs}, not {list(READER_OUTPUTS)}: "
-                        f"not a reader export; build one with `{self.build_command}`",
-                    )
-                self._session = session
+                onnx = self.folder / meta.onnx_file
+                key = (str(onnx.resolve()), onnx.stat().st_mtime_ns, self.threads)
+                with _SHARED_LOCK:
+                    shared = _SHARED.get(key)
+                    if shared is None:
+                        shared = _SHARED[key] = self._load(meta)
+                self._encoder, self._session = shared
         return self
+
+    def _load(self, meta: ModelMetadata) -> tuple[PairEncoder, onnxruntime.InferenceSession]:
+        tokenizer = load_tokenizer(self.folder / meta.tokenizer_files[0])
+        encoder = PairEncoder(tokenizer, meta.max_length, "second", meta.stride)
+        session = open_session(self.folder / meta.onnx_file, self.threads)
+        outputs = [o.name for o in session.get_outputs()]
+        if outputs != list(READER_OUTPUTS):
+            raise InvalidInputError(
+                "folder",
+                f"{self.folder / meta.onnx_file} outputs {outputs}, not {list(READER_OUTPUTS)}: "
+                f"not a reader export; build one with `{self.build_command}`",
+            )
+        return encoder, session
+
+    def count_tokens(self, text: str) -> int:
+        """How many model tokens ``text`` is (what a window budget counts)."""
+        self.warm_up()
+        assert self._encoder is not None
+        return len(self._encoder.tokenizer.encode(text, add_special_tokens=False).ids)
 
     def top_spans(self, question: str, evidence: str, k: int = TOP_K) -> list[ReaderSpan]:
         """The ``k`` best answer spans in ``evidence`` for ``question``, best first; [] for empty evidence."""

@@ -31,13 +31,13 @@ Verifiers (rows, cheapest first):
 - ``guard:<folder>``: Verity-Guard (:class:`verityrag.checks.guard.LearnedGuard`: evidence trimmed
   per answer sentence, min over sentences), ``guard_work/guard`` by default when present;
 - ``nli:<folder>``: the NLI verifier model trained here (:class:`verityrag.verify.LearnedNLI`,
-  scripts/nli_train.py; served like the guard), ``guard_work/nli`` by default when present;
+  python -m verityrag.train nli; served like the guard), ``guard_work/nli`` by default when present;
 - ``onnx:<folder>``: any other cross-encoder folder of ``verityrag.crossenc`` (every
   ``guard_work/*`` folder with a metadata.json except the question-side ones in
   ``NOT_SUPPORT_MODELS`` is tried by default);
 - ``hf:<model>``: any HF sequence-classification NLI model (:mod:`verityrag.verify.nli`);
 - ``folds:<a>+<b>``: added when two or more cross-encoders were each trained on part of the
-  RAGTruth fitting half (scripts/nli_ragtruth_adapt.py ``--bucket``): their mean, with every
+  RAGTruth fitting half (python -m verityrag.train nli-ragtruth ``--bucket``): their mean, with every
   fitting-half response scored by the members not trained on it (:func:`cross_fitted_run`);
 - ``ens-{min,mean,max}``: :func:`~verityrag.verify.ensemble.aggregate` over the
   members' scores after an isotonic calibration fitted on the fitting half (raw scores
@@ -94,7 +94,7 @@ NOT_SUPPORT_MODELS = {
 DEFAULT_OUT = ROOT / "eval_report_ragtruth.json"
 BASE_VERIFIERS = ("lexical", "tfidf-lr", "grounding")
 #: A cross-encoder folder's metadata.json ``data`` key listing the RAGTruth sources it was
-#: trained on (scripts/nli_ragtruth_adapt.py): its threshold is fitted without them.
+#: trained on (python -m verityrag.train nli-ragtruth): its threshold is fitted without them.
 TRAINED_SOURCES_KEY = "trained_on_ragtruth_sources"
 ENSEMBLES = (*(f"ens-{how}" for how in AGGREGATIONS), "ens-lr")
 
@@ -142,7 +142,7 @@ def split_ragtruth(examples: Sequence[PairExample]) -> tuple[list[PairExample], 
     return [e for e in examples if fit(e)], [e for e in examples if not fit(e)]
 
 
-# HaluEval items in file order: the cross-encoder guard (scripts/guard_data.py) trains on the
+# HaluEval items in file order: the cross-encoder guard (python -m verityrag.train guard-data) trains on the
 # first 7,500, picks its threshold on the next 500 and never sees the last 2,000. The same
 # positions here keep its row honest: fit = its validation items, report = its test items.
 HALUEVAL_TRAIN_END = 7500

@@ -24,6 +24,7 @@ from verityrag.eval.dataset import (
 )
 from verityrag.eval.metrics import (
     contains_gold,
+    exact_match,
     max_token_f1,
     percentiles,
     rate,
@@ -88,10 +89,14 @@ class QuestionOutcome:
     stage_ms: dict[str, float]
     answer: str | None
     gold_rank: int | None  # rank (from 1) of the first evidence chunk holding a gold answer
+    short_answer: str | None = None  # the reader's span, when the answer came with one
+    short_f1: float = 0.0  # SQuAD F1 of the short answer (answerable questions; 0 without one)
+    short_em: bool = False
 
     @classmethod
     def of(cls, q: EvalQuestion, result: QueryResult, latency_ms: float) -> QuestionOutcome:
         answer = result.answer if not result.abstained else None
+        short = result.short_answer.text if result.short_answer and not result.abstained else None
         correct = bool(answer) and q.answerable and contains_gold(answer or "", q.answers)
         gold_rank = None
         if q.answerable:
@@ -118,6 +123,9 @@ class QuestionOutcome:
             stage_ms=stages,
             answer=answer,
             gold_rank=gold_rank,
+            short_answer=short,
+            short_f1=max_token_f1(short, q.answers) if short and q.answerable else 0.0,
+            short_em=bool(short) and q.answerable and exact_match(short or "", q.answers),
         )
 
 
@@ -207,11 +215,16 @@ def run_eval(options: EvalOptions) -> dict[str, Any]:
         attach_learned_gates(
             pipeline, options.answerability, options.guard, options.reader, options.answerability_threshold
         )
-    # The gates are fitted on answerable and held-out-topic calibration questions. The in-domain
-    # unanswerable ones stay out: that figure is reported, not fitted (data/built/corpus_manifest.json).
+    # The gates are fitted on answerable and held-out-topic calibration questions; the in-domain
+    # unanswerable calibration questions take part only in choosing the reader's threshold. Test
+    # questions are never seen (data/built/corpus_manifest.json).
     fit_on = [q for q in calibration if q.kind != "unanswerable_in_domain"]
+    reader_only = [q for q in calibration if q.kind == "unanswerable_in_domain"]
     t0 = time.perf_counter()
-    calibration_result = pipeline.calibrate([(q.question, q.answers) for q in fit_on])
+    calibration_result = pipeline.calibrate(
+        [(q.question, q.answers) for q in fit_on],
+        reader_questions=[(q.question, q.answers) for q in reader_only],
+    )
     calibrate_s = time.perf_counter() - t0
 
     learned_gates: dict[str, Any] = {}
@@ -221,6 +234,12 @@ def run_eval(options: EvalOptions) -> dict[str, Any]:
         learned_gates = sweep_learned_gates(
             pipeline, calibration, test, calibration_result.get("learned_checks", {}), options.progress
         )
+
+    reader_sweep: dict[str, Any] = {}
+    if pipeline.reader is not None:
+        from verityrag.eval.reader_sweep import sweep_reader
+
+        reader_sweep = sweep_reader(pipeline, calibration, test, options.progress)
 
     outcomes: list[QuestionOutcome] = []
     for q in _progress(test, "eval", options.progress):
@@ -249,12 +268,14 @@ def run_eval(options: EvalOptions) -> dict[str, Any]:
         "calibration": {
             "questions": len(fit_on),
             "excluded_kinds": ["unanswerable_in_domain"],
+            "reader_only_questions": len(reader_only),
             **calibration_result,
         },
         "test": {"questions": len(outcomes), "by_kind": dict(Counter(o.kind for o in outcomes))},
         "metrics": summarise(outcomes),
         "outcomes": [dataclasses.asdict(o) for o in outcomes],
         **({"learned_gates": learned_gates} if learned_gates else {}),
+        **({"reader_sweep": reader_sweep} if reader_sweep else {}),
     }
     return report
 
@@ -298,6 +319,12 @@ def summarise(outcomes: Sequence[QuestionOutcome]) -> dict[str, Any]:
         "accuracy_of_all_answers": rate(correct, answers_given),
         "f1_answerable": rate(sum(o.f1 for o in answerable), len(answerable)),
         "f1_answered": rate(sum(o.f1 for o in answered), len(answered)),
+        # The reader's span against the gold answers (SQuAD EM / F1), over answered answerable questions.
+        "short_answer": {
+            "answered_with_span": sum(o.short_answer is not None for o in answered),
+            "f1_answered": rate(sum(o.short_f1 for o in answered), len(answered)),
+            "em_answered": rate(sum(o.short_em for o in answered), len(answered)),
+        },
         "correct_abstention": abstention,
         "abstain_reasons": {k: dict(v) for k, v in reasons.items()},
         "evidence_recall": {
@@ -323,24 +350,36 @@ def summarise(outcomes: Sequence[QuestionOutcome]) -> dict[str, Any]:
 def failure_categories(answerable: Sequence[QuestionOutcome], evidence_k: int = 3) -> dict[str, int]:
     """Where answerable questions go: answered right, or which stage lost them.
 
-    ``gold in evidence`` means a gold answer is in one of the top ``evidence_k``
-    chunks the answer was chosen from: a wrong answer then is a sentence-selection
-    error, an abstention a gate (or check) that was too strict.
+    ``gold in evidence`` means a gold answer is in one of the top ``evidence_k`` chunks the
+    answer was chosen from. Then a wrong answer is the wrong span or sentence picked; a refusal
+    by the reader (``answerability``) is the reader finding no span where there was one; any
+    other refusal a gate or check that was too strict.
     """
     out = {
         "answered_correct": 0,
-        "answered_wrong_gold_in_evidence": 0,
+        "answered_wrong_span_gold_in_evidence": 0,
         "answered_wrong_gold_not_retrieved": 0,
-        "abstained_gold_in_evidence": 0,
+        "reader_found_no_span_gold_in_evidence": 0,
+        "abstained_other_gold_in_evidence": 0,
         "abstained_gold_not_retrieved": 0,
     }
     for o in answerable:
         in_evidence = o.gold_rank is not None and o.gold_rank <= evidence_k
-        where = "gold_in_evidence" if in_evidence else "gold_not_retrieved"
         if o.answered:
-            out["answered_correct" if o.correct else f"answered_wrong_{where}"] += 1
+            if o.correct:
+                out["answered_correct"] += 1
+            else:
+                out[
+                    "answered_wrong_span_gold_in_evidence"
+                    if in_evidence
+                    else "answered_wrong_gold_not_retrieved"
+                ] += 1
+        elif not in_evidence:
+            out["abstained_gold_not_retrieved"] += 1
+        elif o.abstain_reason == "answerability":
+            out["reader_found_no_span_gold_in_evidence"] += 1
         else:
-            out[f"abstained_{where}"] += 1
+            out["abstained_other_gold_in_evidence"] += 1
     return out
 
 

@@ -23,7 +23,7 @@ Typical use::
     ranked = selector.select(question, hits, idf=lambda t: index.idf(t, snapshot))
     best = ranked[0].sentence                # a CitedSentence
 
-Train a new one with ``python scripts/train_sentence_selector.py``.
+Train a new one with ``python -m verityrag.train selector``.
 """
 
 from __future__ import annotations
@@ -651,7 +651,7 @@ class SentenceSelector:
                     (
                         source,
                         "its features differ from this version's FEATURE_NAMES; retrain it with "
-                        "python scripts/train_sentence_selector.py",
+                        "python -m verityrag.train selector",
                     )
                 ],
             )
@@ -696,7 +696,7 @@ class SentenceSelector:
         except OSError as exc:
             raise ModelLoadError(
                 "sentence selector",
-                [(source, f"{exc}; reinstall verityrag or run python scripts/train_sentence_selector.py")],
+                [(source, f"{exc}; reinstall verityrag or run python -m verityrag.train selector")],
             ) from exc
         return cls._from_texts(model_text, meta_text, source, analyzer)
 

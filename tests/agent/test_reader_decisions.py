@@ -1,0 +1,109 @@
+"""The reader in the agent: no span, a span of the wrong kind, strictness, the short answer."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from verityrag import VerityRAGPipeline
+from verityrag.generation.reading import EvidenceReader
+from verityrag.types import AbstainReason
+
+pytestmark = pytest.mark.integration
+
+
+@dataclass
+class _Span:
+    text: str
+    start: int
+    end: int
+    score: float
+
+
+@dataclass
+class _Result:
+    best: _Span | None
+    answer_logit: float
+
+
+class _FirstWords:
+    """A stand-in reader: the evidence's ``words`` first words as the span, at a fixed answer logit."""
+
+    def __init__(self, logit: float, words: int = 2) -> None:
+        self.logit = logit
+        self.words = words
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def read_batch(self, pairs: Sequence[tuple[str, str]], k: int = 1) -> list[_Result]:
+        out = []
+        for _, evidence in pairs:
+            span = " ".join(evidence.split()[: self.words])
+            at = evidence.index(span)
+            out.append(_Result(_Span(span, at, at + len(span), 1.0), self.logit))
+        return out
+
+
+@pytest.fixture
+def pipeline(corpus_slice: list[dict[str, Any]]) -> VerityRAGPipeline:
+    p = VerityRAGPipeline()
+    p.ingest_documents(corpus_slice, progress=False)
+    return p
+
+
+def _with_reader(pipeline: VerityRAGPipeline, logit: float, words: int = 2) -> VerityRAGPipeline:
+    pipeline.reader = EvidenceReader(_FirstWords(logit, words))
+    pipeline._reader_threshold = 0.0  # answer when the reader prefers an answer to none
+    return pipeline
+
+
+def test_no_answer_from_the_reader_is_an_answerability_refusal_that_says_why(
+    pipeline: VerityRAGPipeline, answered_question: str
+) -> None:
+    result = _with_reader(pipeline, -4.0).query(answered_question)
+    assert result.abstained
+    assert result.abstain_reason is AbstainReason.ANSWERABILITY
+    assert result.explanation is not None
+    assert "do not say" in result.explanation
+    decision = next(s for s in result.trace if s.stage == "reader_decision")
+    assert decision.details["answers"] is False
+    assert decision.details["score"] < decision.details["threshold"]
+
+
+def test_an_answer_carries_the_span_as_a_short_answer_inside_its_cited_sentence(
+    pipeline: VerityRAGPipeline, answered_question: str
+) -> None:
+    result = _with_reader(pipeline, 4.0).query(answered_question)
+    assert not result.abstained
+    short = result.short_answer
+    assert short is not None
+    chunk = next(h.chunk for h in result.evidence if h.chunk_id == short.chunk_id)
+    assert chunk.text[short.start : short.end] == short.text
+    assert short.text in (result.answer or "")
+    assert all(c.chunk_id == short.chunk_id for c in result.citations)
+
+
+def test_a_span_of_the_wrong_kind_is_refused_naming_the_kind(pipeline: VerityRAGPipeline) -> None:
+    _with_reader(pipeline, 4.0, words=1)
+    pipeline.gate.set_threshold(0.0)  # every attempt reaches the reader
+    result = pipeline.query("How many wins did the Broncos have in the regular season?")
+    span = next(s for s in result.trace if s.stage == "reader_decision").details["short_answer"]
+    assert not any(c.isdigit() for c in span)  # the evidence's first word
+    assert result.abstain_reason is AbstainReason.ANSWERABILITY
+    assert result.explanation is not None
+    assert "asks for a number" in result.explanation
+
+
+def test_a_stricter_level_wants_a_surer_reader(pipeline: VerityRAGPipeline, answered_question: str) -> None:
+    _with_reader(pipeline, 1.0)  # above the balanced threshold (0), below the paranoid one (0 + 3)
+    assert not pipeline.query(answered_question).abstained
+    paranoid = pipeline.query(answered_question, settings=pipeline.settings.replace(strictness="paranoid"))
+    assert paranoid.abstain_reason is AbstainReason.ANSWERABILITY
+    loose = _with_reader(pipeline, -1.0).query(
+        answered_question, settings=pipeline.settings.replace(strictness="loose")
+    )
+    assert not loose.abstained

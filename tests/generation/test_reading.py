@@ -1,0 +1,140 @@
+"""EvidenceReader: what it puts in front of the reader, and how the span comes back to its chunk."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from verityrag.generation.reading import LOGIT_CLIP, EvidenceReader, answer_sentences
+from verityrag.generation.sentence_selector import ScoredSentence
+from verityrag.text.answer_types import AnswerType
+from verityrag.text.sentences import sentence_spans
+from verityrag.types import Chunk, Citation, CitedSentence, Hit
+
+pytestmark = pytest.mark.unit
+
+TEXT_A = "Halcyon was founded in 1891 by Mara Lind. In the same year, she patented a steel kettle. It holds 1.7 litres."
+TEXT_B = "The factory stands in Ostby. It employs 40 people."
+
+
+def _chunk(chunk_id: str, text: str) -> Chunk:
+    return Chunk(chunk_id, chunk_id.split("#")[0], "Halcyon", text, 0, 0, len(text))
+
+
+def _ranked(chunks: Sequence[Chunk], order: Sequence[tuple[int, int]]) -> list[ScoredSentence]:
+    """Sentences ``(chunk index, sentence index)`` in the given rank order."""
+    out = []
+    for rank, (c, i) in enumerate(order):
+        chunk = chunks[c]
+        s, e = sentence_spans(chunk.text)[i]
+        cited = CitedSentence(chunk.text[s:e], (Citation(chunk.chunk_id, chunk.doc_id, chunk.title, s, e),))
+        out.append(ScoredSentence(cited, 10.0 - rank, c, np.zeros(1, dtype=np.float32)))
+    return out
+
+
+@dataclass
+class _Span:
+    text: str
+    start: int
+    end: int
+    score: float
+
+
+@dataclass
+class _Result:
+    best: _Span | None
+    answer_logit: float
+
+
+class _FakeModel:
+    """Finds ``answer`` in the evidence it is given (None: no span), with a fixed answer logit."""
+
+    def __init__(self, answer: str | None, logit: float = 3.0) -> None:
+        self.answer = answer
+        self.logit = logit
+        self.seen: list[tuple[str, str]] = []
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def read_batch(self, pairs: Sequence[tuple[str, str]], k: int = 1) -> list[_Result]:
+        self.seen.extend(pairs)
+        out = []
+        for _, evidence in pairs:
+            at = evidence.find(self.answer) if self.answer else -1
+            span = _Span(self.answer, at, at + len(self.answer), 5.0) if self.answer and at >= 0 else None
+            out.append(_Result(span, self.logit if span else -5.0))
+        return out
+
+
+def _setup() -> tuple[list[Chunk], list[Hit]]:
+    chunks = [_chunk("a#0", TEXT_A), _chunk("b#0", TEXT_B)]
+    return chunks, [Hit(c, 1.0) for c in chunks]
+
+
+def test_the_span_maps_back_to_its_chunk_exactly_and_brings_the_sentence_beside_it() -> None:
+    chunks, hits = _setup()
+    # The selector ranks "In the same year, she patented..." first; the year is in the sentence before.
+    ranked = _ranked(chunks, [(0, 1), (1, 0), (0, 0)])
+    model = _FakeModel("1891")
+    reading = EvidenceReader(model, evidence_tokens=40).read("When did she patent a kettle?", hits, ranked)
+    short = reading.short_answer
+    assert short is not None
+    assert (short.chunk_id, TEXT_A[short.start : short.end]) == ("a#0", "1891")
+    assert [s.text for s in reading.sentences] == [
+        "Halcyon was founded in 1891 by Mara Lind.",
+        "In the same year, she patented a steel kettle.",
+    ]
+    assert reading.expected is AnswerType.DATE
+    assert reading.type_ok
+    assert reading.answer_probability == pytest.approx(1 / (1 + math.exp(-3.0)))
+
+
+def test_sentences_of_one_chunk_are_read_in_their_order_within_the_budget() -> None:
+    chunks, hits = _setup()
+    ranked = _ranked(chunks, [(0, 2), (1, 1), (0, 0), (1, 0), (0, 1)])
+    model = _FakeModel(None)
+    reader = EvidenceReader(model, evidence_tokens=20)
+    text, passages, used = reader.passages(hits, ranked)
+    # Best first until 20 words: a#0's third and first sentences (in order), then b#0's second.
+    assert text == "Halcyon was founded in 1891 by Mara Lind. It holds 1.7 litres. It employs 40 people."
+    assert used <= 20
+    assert [p.chunk.chunk_id for p in passages] == ["a#0", "a#0", "b#0"]
+    for p in passages:
+        assert text[p.offset : p.offset + p.end - p.start] == p.chunk.text[p.start : p.end]
+
+
+def test_no_span_is_no_answer_and_a_span_of_the_wrong_kind_is_flagged() -> None:
+    chunks, hits = _setup()
+    ranked = _ranked(chunks, [(0, 2), (0, 0)])
+    none = EvidenceReader(_FakeModel(None)).read("How much does the kettle cost?", hits, ranked)
+    assert none.short_answer is None
+    assert none.answer_logit == -5.0
+    wrong = EvidenceReader(_FakeModel("1.7 litres")).read("How much does the kettle cost?", hits, ranked)
+    assert wrong.short_answer is not None
+    assert wrong.expected is AnswerType.MONEY
+    assert not wrong.type_ok
+
+
+def test_nothing_to_read_and_a_nan_logit_read_as_no_answer() -> None:
+    chunks, hits = _setup()
+    empty = EvidenceReader(_FakeModel("1891")).read("When?", hits, [])
+    assert empty.short_answer is None
+    assert empty.answer_logit == -LOGIT_CLIP
+    nan = EvidenceReader(_FakeModel("1891", logit=float("nan"))).read(
+        "When?", hits, _ranked(chunks, [(0, 0)])
+    )
+    assert nan.answer_logit == -LOGIT_CLIP
+
+
+def test_a_span_over_a_sentence_boundary_cites_both_sentences() -> None:
+    text = "Tesla was born on 10 July [O.S. 28 June] 1856 in Smiljan. He studied in Graz."
+    chunk = _chunk("t#0", text)
+    start = text.index("10 July")
+    end = text.index(" in Smiljan")
+    cited = answer_sentences(chunk, start, end, [])
+    assert " ".join(s.text for s in cited).startswith("Tesla was born on 10 July [O.S. 28 June] 1856")

@@ -1,0 +1,235 @@
+"""The extractive reader in the answer path: the short answer, the sentence(s) holding it, or none.
+
+:class:`EvidenceReader` puts the best sentences of the top hits (the sentence selector's
+ranking) in front of an extractive reader, within a token budget that keeps one model window
+per question, and reads the best answer span and the reader's no-answer score:
+
+- the **short answer** is the span, mapped back to its chunk and character offsets;
+- the **answer sentences** are the sentence holding it and, when the sentence that matches
+  the question best sits right beside it in the same chunk, that one too (so "In the same
+  year, he patented ..." is answered together with the sentence that names the year);
+- the **answer logit** (best span score minus the no-answer score) says how sure the reader is
+  that the evidence answers at all; the agent compares it with a threshold;
+- the **expected type** of the question (:mod:`verityrag.text.answer_types`) and whether the
+  span is of that type: a price question answered by a capacity is refused.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from verityrag.generation.sentence_selector import ScoredSentence
+from verityrag.text.answer_types import AnswerType, expected_type, matches
+from verityrag.text.sentences import sentence_spans
+from verityrag.types import Chunk, Citation, CitedSentence, Hit, ShortAnswer
+
+#: Tokens of evidence one read puts in front of the model (one window with the question).
+DEFAULT_EVIDENCE_TOKENS = 160
+#: The answer logit is clipped here for features and reports (a NaN reads as "no answer").
+LOGIT_CLIP = 20.0
+
+
+class SpanFound(Protocol):
+    """One candidate span of a read: ``evidence[start:end]`` and its score."""
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def start(self) -> int: ...
+
+    @property
+    def end(self) -> int: ...
+
+    @property
+    def score(self) -> float: ...
+
+
+class ReadResult(Protocol):
+    """What a reader model returns for one (question, evidence) pair."""
+
+    @property
+    def best(self) -> SpanFound | None: ...
+
+    @property
+    def answer_logit(self) -> float: ...
+
+
+class ReaderModel(Protocol):
+    """An extractive reader model (:class:`~verityrag.crossenc.reader.SpanReader`, or one of a hub)."""
+
+    def read_batch(self, pairs: Sequence[tuple[str, str]], k: int = ...) -> Sequence[ReadResult]: ...
+
+    def count_tokens(self, text: str) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class _Passage:
+    """A run of consecutive sentences of one chunk, as placed in the text the reader reads."""
+
+    chunk: Chunk
+    start: int  # in the chunk's text
+    end: int
+    offset: int  # where it begins in the text the reader reads
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """What the reader found for one attempt's evidence."""
+
+    short_answer: ShortAnswer | None
+    answer_logit: float  # clipped to +-LOGIT_CLIP; -LOGIT_CLIP when nothing was read
+    sentences: tuple[CitedSentence, ...]
+    expected: AnswerType
+    type_ok: bool
+    evidence_tokens: int
+
+    @property
+    def answer_probability(self) -> float:
+        return probability(self.answer_logit)
+
+    def trace_details(self) -> dict[str, object]:
+        return {
+            "answer_logit": round(self.answer_logit, 4),
+            "answer_probability": round(self.answer_probability, 4),
+            "short_answer": self.short_answer.text if self.short_answer else None,
+            "chunk_id": self.short_answer.chunk_id if self.short_answer else None,
+            "expected_type": self.expected.value,
+            "type_ok": self.type_ok,
+            "evidence_tokens": self.evidence_tokens,
+        }
+
+
+NOTHING_READ = Reading(None, -LOGIT_CLIP, (), AnswerType.ANY, False, 0)
+
+
+def logit(p: float) -> float:
+    """The log-odds of a probability (+-inf at 1 and 0)."""
+    if p <= 0.0:
+        return -math.inf
+    if p >= 1.0:
+        return math.inf
+    return math.log(p / (1.0 - p))
+
+
+def probability(x: float) -> float:
+    """The probability of a log-odds (0 and 1 at -inf and +inf), without overflow."""
+    if math.isinf(x):
+        return 1.0 if x > 0 else 0.0
+    return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
+
+
+def _clip(x: float) -> float:
+    if math.isnan(x):
+        return -LOGIT_CLIP
+    return max(-LOGIT_CLIP, min(LOGIT_CLIP, x))
+
+
+class EvidenceReader:
+    """Reads the best-ranked sentences of an attempt with ``model``; constructor stores parameters only."""
+
+    def __init__(self, model: ReaderModel, evidence_tokens: int = DEFAULT_EVIDENCE_TOKENS) -> None:
+        if evidence_tokens < 16:
+            raise ValueError("evidence_tokens must be >= 16")
+        self.model = model
+        self.evidence_tokens = evidence_tokens
+
+    def warm_up(self) -> EvidenceReader:
+        warm = getattr(self.model, "warm_up", None)
+        if callable(warm):
+            warm()
+        return self
+
+    def passages(
+        self, hits: Sequence[Hit], ranked: Sequence[ScoredSentence]
+    ) -> tuple[str, list[_Passage], int]:
+        """The text the reader reads: the best sentences within the budget, each chunk's in order.
+
+        Sentences are taken best first until the budget is spent (the first always, cut by the
+        model's window if it is longer); those of one chunk are joined in their order, merged
+        where they touch, and the chunks follow the rank of their best sentence.
+        """
+        chunks = {h.chunk_id: h.chunk for h in hits}
+        picked: dict[str, list[tuple[int, int]]] = {}
+        used = 0
+        for s in ranked:
+            cit = s.sentence.citations[0]
+            if cit.chunk_id not in chunks:
+                continue
+            tokens = self.model.count_tokens(s.sentence.text)
+            if picked and used + tokens > self.evidence_tokens:
+                continue
+            used += tokens
+            picked.setdefault(cit.chunk_id, []).append((cit.start, cit.end))
+            if used >= self.evidence_tokens:
+                break
+        text_parts: list[str] = []
+        passages: list[_Passage] = []
+        offset = 0
+        for chunk_id, spans in picked.items():
+            chunk = chunks[chunk_id]
+            runs: list[list[int]] = []
+            for start, end in sorted(spans):
+                if runs and start <= runs[-1][1] + 1:
+                    runs[-1][1] = max(runs[-1][1], end)
+                else:
+                    runs.append([start, end])
+            for start, end in runs:
+                if text_parts:
+                    text_parts.append(" ")
+                    offset += 1
+                passages.append(_Passage(chunk, start, end, offset))
+                piece = chunk.text[start:end]
+                text_parts.append(piece)
+                offset += len(piece)
+        return "".join(text_parts), passages, used
+
+    def read(self, question: str, hits: Sequence[Hit], ranked: Sequence[ScoredSentence]) -> Reading:
+        """The reader's finding in the best sentences of ``ranked`` (the selector's order over ``hits``)."""
+        text, passages, used = self.passages(hits, ranked)
+        if not passages:
+            return NOTHING_READ
+        result = self.model.read_batch([(question, text)], k=1)[0]
+        best = result.best
+        kind = expected_type(question)
+        if best is None:
+            return Reading(None, _clip(result.answer_logit), (), kind, False, used)
+        passage = next((p for p in reversed(passages) if p.offset <= best.start), passages[0])
+        start = passage.start + best.start - passage.offset
+        end = min(passage.end, passage.start + best.end - passage.offset)
+        span_text = passage.chunk.text[start:end].strip()
+        logit = _clip(result.answer_logit)
+        short = ShortAnswer(span_text, passage.chunk.chunk_id, start, end, 1.0 / (1.0 + math.exp(-logit)))
+        sentences = answer_sentences(passage.chunk, start, end, ranked)
+        return Reading(short, logit, sentences, kind, matches(span_text, kind), used)
+
+
+def answer_sentences(
+    chunk: Chunk, start: int, end: int, ranked: Sequence[ScoredSentence]
+) -> tuple[CitedSentence, ...]:
+    """The sentence(s) of ``chunk`` holding ``chunk.text[start:end]`` (a span may run over a sentence
+    boundary the splitter saw, as after "[O.S."), with the best-ranked sentence of the same chunk
+    when it is right beside them (before or after), in their order."""
+    spans = sentence_spans(chunk.text)
+    if not spans:
+        return ()
+    holding = [i for i, (s, e) in enumerate(spans) if s < max(end, start + 1) and e > start]
+    if not holding:
+        holding = [min(range(len(spans)), key=lambda i: abs(spans[i][0] - start))]
+    chosen = set(holding)
+    best_here = next((s for s in ranked if s.sentence.citations[0].chunk_id == chunk.chunk_id), None)
+    if best_here is not None:
+        cit = best_here.sentence.citations[0]
+        index = next((i for i, (s, e) in enumerate(spans) if s == cit.start and e == cit.end), None)
+        if index is not None and (index == holding[0] - 1 or index == holding[-1] + 1):
+            chosen.add(index)
+    return tuple(
+        CitedSentence(
+            chunk.text[spans[i][0] : spans[i][1]],
+            (Citation(chunk.chunk_id, chunk.doc_id, chunk.title, spans[i][0], spans[i][1]),),
+        )
+        for i in sorted(chosen)
+    )
