@@ -17,12 +17,12 @@ from typing import Any
 
 import streamlit as st
 
-from verityrag.bundled import bundled_pipeline
 from verityrag.config import STRICTNESS_LEVELS
 from verityrag.errors import InvalidInputError, LLMError, VerityRAGError
 from verityrag.generation.completion import CompleteFn
 from verityrag.llm_providers import PROVIDERS, complete_fn_for
 from verityrag.pipeline import IN_MEMORY, VerityRAGPipeline
+from verityrag.serve.bundled import bundled_pipeline
 from verityrag.types import QueryResult
 from verityrag.ui.llm_compare import LLMView, llm_side_by_side
 from verityrag.ui.streaming_story import StoryEvent, StoryOutcome, run_streaming_story

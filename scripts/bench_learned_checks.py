@@ -35,11 +35,11 @@ from typing import Any
 import numpy as np
 
 from verityrag import Settings, VerityRAGPipeline
-from verityrag.bundled import bundled_pipeline
 from verityrag.checks.registry import CHECK_ATTRIBUTES
 from verityrag.eval.benchmarks import learned_checks_table
 from verityrag.eval.dataset import DEFAULT_DATA_DIR, EvalQuestion, load_questions
 from verityrag.pipeline import IN_MEMORY
+from verityrag.serve.bundled import bundled_pipeline
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from verityrag import VerityRAGPipeline
-from verityrag.bundled import bundled_pipeline
 from verityrag.pipeline import IN_MEMORY
+from verityrag.serve.bundled import bundled_pipeline
 
 pytestmark = pytest.mark.unit
 

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from verityrag import bundled, mcp_server
+from verityrag import mcp_server
 from verityrag.pipeline import VerityRAGPipeline
+from verityrag.serve import bundled
 
 pytestmark = pytest.mark.unit
 

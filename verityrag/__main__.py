@@ -17,10 +17,10 @@ import sys
 import time
 from pathlib import Path
 
-from verityrag.bundled import bundled_pipeline
 from verityrag.errors import InvalidInputError, VerityRAGError
 from verityrag.eval.dataset import DEFAULT_DATA_DIR
 from verityrag.pipeline import IN_MEMORY, VerityRAGPipeline
+from verityrag.serve.bundled import bundled_pipeline
 from verityrag.types import QueryResult
 
 SAMPLES = (

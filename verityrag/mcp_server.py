@@ -33,10 +33,10 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from verityrag.bundled import bundled_pipeline, load_bundled_corpus
 from verityrag.config import STRICTNESS_LEVELS
 from verityrag.errors import InvalidInputError, VerityRAGError
 from verityrag.pipeline import VerityRAGPipeline
+from verityrag.serve.bundled import bundled_pipeline, load_bundled_corpus
 from verityrag.types import Chunk, Citation, CitedSentence, QueryResult
 from verityrag.verify.grounding import GroundingChecker
 

@@ -58,6 +58,9 @@ from verityrag.verify.grounding import GroundingChecker
 
 logger = logging.getLogger(__name__)
 
+#: The format of :meth:`VerityRAGPipeline.calibration_state`; a saved state of another is refused.
+CALIBRATION_FORMAT = "verityrag-calibration/1"
+
 __all__ = [
     "DATA_DIR_ENV",
     "IN_MEMORY",
@@ -561,6 +564,35 @@ class VerityRAGPipeline:
                 PairedSufficiency(checks["answerability"], paired) if paired is not None else None
             )
         return fit.report
+
+    def calibration_state(self) -> dict[str, Any]:
+        """What ``train_reranker`` and ``calibrate`` fitted, as JSON, to restore with
+        :meth:`load_calibration_state` (a service starts without calibrating again). The learned
+        checks' thresholds are not in it: they come back from the settings or their folders."""
+        return {
+            "format": CALIBRATION_FORMAT,
+            "gate": self.gate.to_dict(),
+            "reranker": self.reranker.to_dict() if self.reranker.is_fitted else None,
+            "use_reranker": self.use_reranker,
+            "reformulate": self.reformulate,
+            "reader_threshold": self._reader_threshold,
+        }
+
+    def load_calibration_state(self, state: Mapping[str, Any]) -> VerityRAGPipeline:
+        """Restore what :meth:`calibration_state` saved (for the same corpus and models)."""
+        if state.get("format") != CALIBRATION_FORMAT:
+            raise InvalidInputError(
+                "state", f"not a calibration state of this version ({state.get('format')!r})"
+            )
+        self._gate = SufficiencyGate.from_dict(state["gate"])
+        self.reranker = (
+            LightGBMReranker.from_dict(state["reranker"]) if state["reranker"] else LightGBMReranker()
+        )
+        self.use_reranker = bool(state["use_reranker"])
+        self.reformulate = bool(state["reformulate"])
+        self._reader_threshold = state["reader_threshold"]
+        self.paired_sufficiency = None
+        return self
 
     def query(
         self,

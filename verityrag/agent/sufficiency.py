@@ -27,8 +27,8 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from verityrag._lightgbm import lightgbm_params
 from verityrag.errors import InvalidInputError, NotFittedError
+from verityrag.retrieval.lightgbm_params import lightgbm_params
 
 logger = logging.getLogger(__name__)
 

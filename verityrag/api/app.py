@@ -56,7 +56,7 @@ def pipeline_from_env() -> VerityRAGPipeline:
     """The pipeline ``uvicorn verityrag.api:app`` serves: persisted per ``VERITYRAG_DATA_DIR``,
     on the bundled corpus when ``VERITYRAG_LOAD_BUNDLED`` is truthy."""
     if os.environ.get(LOAD_BUNDLED_ENV, "").strip().lower() in {"1", "true", "yes", "on"}:
-        from verityrag.bundled import bundled_pipeline  # imports the eval dataset reader
+        from verityrag.serve.bundled import bundled_pipeline  # imports the eval dataset reader
 
         return bundled_pipeline()
     return VerityRAGPipeline()

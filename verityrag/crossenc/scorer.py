@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from verityrag._onnx import cpu_session_options
 from verityrag.crossenc.encoding import LongSide, PairEncoder, load_tokenizer, pad_batch
 from verityrag.crossenc.model_folder import ModelMetadata, require_files
+from verityrag.embed.onnx_options import cpu_session_options
 from verityrag.errors import ModelLoadError
 from verityrag.text.sentences import split_sentences
 

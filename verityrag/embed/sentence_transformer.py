@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import numpy as np
 
-from verityrag._onnx import cpu_session_options
 from verityrag.embed.base import FloatMatrix, l2_normalise
+from verityrag.embed.onnx_options import cpu_session_options
 from verityrag.errors import InvalidInputError, ModelLoadError
 
 if TYPE_CHECKING:

@@ -42,8 +42,8 @@ from typing import Any, Literal, NamedTuple, get_args
 import numpy as np
 import numpy.typing as npt
 
-from verityrag._lightgbm import lightgbm_params
 from verityrag.errors import InvalidInputError, ModelLoadError, NotFittedError
+from verityrag.retrieval.lightgbm_params import lightgbm_params
 from verityrag.text.analyzer import DEFAULT_ANALYZER, Analyzer
 from verityrag.text.sentences import sentence_spans
 from verityrag.types import Citation, CitedSentence, Hit

@@ -19,10 +19,10 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from verityrag._lightgbm import lightgbm_params
 from verityrag.errors import InvalidInputError, NotFittedError
 from verityrag.index.protocol import AnyIndex, SnapshotView
 from verityrag.retrieval.features import CHUNK_FEATURES, ChunkTermCache, QueryTerms, feature_matrix
+from verityrag.retrieval.lightgbm_params import lightgbm_params
 from verityrag.text.sentences import sentence_spans
 from verityrag.types import Hit
 
@@ -101,6 +101,30 @@ class LightGBMReranker:
             return np.zeros(0)
         _check_width(features)
         return np.asarray(self.booster_.predict(features, num_threads=1), dtype=np.float64)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fitted model as JSON (its parameters and the LightGBM model text)."""
+        if not self.is_fitted:
+            raise NotFittedError("this LightGBMReranker is not fitted: nothing to save")
+        params = {
+            k: getattr(self, k)
+            for k in ("n_estimators", "num_leaves", "learning_rate", "min_child_samples", "random_state")
+        }
+        return {
+            "format": "verityrag-reranker/1",
+            "params": params,
+            "booster": self.booster_.model_to_string(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LightGBMReranker:
+        import lightgbm as lgb
+
+        if data.get("format") != "verityrag-reranker/1":
+            raise InvalidInputError("reranker", f"not a saved reranker (format {data.get('format')!r})")
+        reranker = cls(**data["params"])
+        reranker.booster_ = lgb.Booster(model_str=data["booster"])
+        return reranker
 
     def rerank(self, q: QueryTerms, hits: Sequence[Hit], cache: ChunkTermCache) -> list[Hit]:
         """Hits sorted by the model's score, which is kept on each hit as ``rerank_score``."""

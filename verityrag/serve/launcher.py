@@ -31,7 +31,7 @@ from verityrag.checks.registry import requested_checks
 from verityrag.config import Settings
 from verityrag.errors import VerityRAGError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 APP_FILE = ROOT / "app.py"
 CHECK_QUESTION = "Which company did Tesla work for in 1881?"
 
@@ -286,7 +286,3 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\nStopped.")
         return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

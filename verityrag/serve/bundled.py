@@ -4,14 +4,17 @@ Streamlit demo and the MCP server share, so they all answer the same way.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from verityrag.errors import VerityRAGError
 from verityrag.eval.dataset import DEFAULT_DATA_DIR, load_corpus, load_questions
-from verityrag.pipeline import VerityRAGPipeline
+from verityrag.pipeline import CALIBRATION_FORMAT, VerityRAGPipeline
 from verityrag.types import Document
 
 logger = logging.getLogger(__name__)
@@ -47,7 +50,58 @@ def load_bundled_corpus(
     return n
 
 
-def calibrate_on_bundled(pipeline: VerityRAGPipeline, data_dir: Path = DEFAULT_DATA_DIR) -> None:
+def calibration_key(pipeline: VerityRAGPipeline, data_dir: Path) -> str:
+    """What a saved calibration depends on: the chunks indexed and the questions, the settings, the
+    analyzer, the embedder and every shipped model file (its size and time), and this version."""
+    import dataclasses
+
+    import verityrag
+
+    digest = hashlib.sha256()
+    for part in (
+        CALIBRATION_FORMAT,
+        getattr(verityrag, "__version__", ""),
+        json.dumps(dataclasses.asdict(pipeline.settings), sort_keys=True, default=str),
+        pipeline.analyzer.fingerprint(),
+        pipeline.embedder.fingerprint(),
+        "\n".join(sorted(c.chunk_id for c in pipeline.index.live_chunks(pipeline.index.snapshot()))),
+    ):
+        digest.update(part.encode("utf-8"))
+    for path in (data_dir / CORPUS_FILE, data_dir / CALIBRATION_FILE):  # the texts behind the ids
+        digest.update(path.read_bytes())
+    resources = Path(__file__).resolve().parents[1] / "resources"
+    for path in sorted(p for p in resources.rglob("*") if p.is_file()):
+        stat = path.stat()
+        digest.update(f"{path.relative_to(resources)}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    return digest.hexdigest()[:20]
+
+
+def calibrate_on_bundled(
+    pipeline: VerityRAGPipeline, data_dir: Path = DEFAULT_DATA_DIR, cache: bool = True
+) -> None:
+    """:func:`fit_on_bundled`, or its saved result: the calibration is saved under
+    ``data_dir/calibration`` keyed by :func:`calibration_key`, so the next start (the app, the
+    API, the MCP server) takes a fraction of a second instead of a minute."""
+    if not cache or pipeline.checks():  # learned checks' fits are not saved: fit every time
+        fit_on_bundled(pipeline, data_dir)
+        return
+    path = data_dir / "calibration" / f"{calibration_key(pipeline, data_dir)}.json"
+    if path.is_file():
+        try:
+            pipeline.load_calibration_state(json.loads(path.read_text(encoding="utf-8")))
+            logger.info("calibration restored from %s", path)
+            return
+        except (ValueError, KeyError, VerityRAGError) as exc:  # a damaged or older file: fit again
+            logger.warning("saved calibration %s unusable (%s): fitting again", path, exc)
+    fit_on_bundled(pipeline, data_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    partial.write_text(json.dumps(pipeline.calibration_state()), encoding="utf-8")
+    partial.replace(path)
+    logger.info("calibration saved to %s", path)
+
+
+def fit_on_bundled(pipeline: VerityRAGPipeline, data_dir: Path = DEFAULT_DATA_DIR) -> None:
     """Train the ICT reranker on the corpus, fit the gate on the calibration questions and choose
     the reader's threshold.
 

@@ -1,0 +1,31 @@
+"""Serving: the launcher of ``make run`` (the API and the app), and the bundled pipeline they share.
+
+``python -m verityrag.serve`` starts both; :mod:`verityrag.serve.bundled` builds the pipeline
+over the bundled corpus (calibrated once, then restored from disk); the API lives in
+:mod:`verityrag.api`, the app's views in :mod:`verityrag.ui`, the MCP server in
+:mod:`verityrag.mcp_server`.
+"""
+
+from verityrag.serve.launcher import (
+    API_KEEP_ALIVE_S,
+    Service,
+    api_command,
+    check_query,
+    free_port,
+    main,
+    running_api_server,
+    ui_command,
+    wait_healthy,
+)
+
+__all__ = [
+    "API_KEEP_ALIVE_S",
+    "Service",
+    "api_command",
+    "check_query",
+    "free_port",
+    "main",
+    "running_api_server",
+    "ui_command",
+    "wait_healthy",
+]
