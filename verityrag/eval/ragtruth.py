@@ -49,41 +49,50 @@ Verifiers (rows, cheapest first):
 
 from __future__ import annotations
 
-import gzip
-import hashlib
 import json
 import logging
-import math
 import platform
-import random
-import re
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from verityrag import datasets
-from verityrag.crossenc.build import halueval_knowledge
-from verityrag.errors import DatasetMissingError, InvalidInputError, NotFittedError, VerityRAGError
-from verityrag.eval.metrics import auroc_interval
-from verityrag.text.analyzer import DEFAULT_ANALYZER
-from verityrag.text.sentences import split_sentences
-from verityrag.types import Chunk, Citation, CitedSentence
-from verityrag.verify.calibration import IsotonicCalibrator
-from verityrag.verify.ensemble import AGGREGATIONS, aggregate
-from verityrag.verify.grounding import GroundingChecker
+from verityrag.errors import InvalidInputError, VerityRAGError
+from verityrag.eval.ragtruth_data import (
+    HALUEVAL_FIT,
+    HALUEVAL_PATH,
+    HALUEVAL_REPORT,
+    HALUEVAL_TRAIN_END,
+    RAGTRUTH_PATH,
+    PairExample,
+    load_halueval,
+    load_ragtruth,
+    read_ragtruth_rows,
+    split_ragtruth,
+)
+from verityrag.eval.ragtruth_ensembles import (
+    ScoredRun,
+    cross_fitted_run,
+    ensemble_runs,
+    stacked_run,
+    top_members,
+)
+from verityrag.eval.ragtruth_metrics import best_f1_threshold, evaluate_scores
+from verityrag.eval.ragtruth_scorers import (
+    GroundingScorer,
+    LexicalEntityScorer,
+    TfidfLogisticScorer,
+    lexical_features,
+)
+from verityrag.eval.ragtruth_table import render_table, table_notes
+from verityrag.verify.ensemble import AGGREGATIONS
 from verityrag.verify.protocols import NLIScorer
 
 logger = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parents[2]
-# Under the datasets root (VERITYRAG_DATASETS, default ../shared/data), as it was when imported.
-RAGTRUTH_PATH = datasets.datasets_root() / datasets.RAGTRUTH_QA
-HALUEVAL_PATH = datasets.datasets_root() / datasets.HALUEVAL_QA
 GUARD_WORK = ROOT / "guard_work"
 #: guard_work/ folders that hold question-side models, not (premise, hypothesis) support scorers.
 NOT_SUPPORT_MODELS = {
@@ -98,315 +107,44 @@ BASE_VERIFIERS = ("lexical", "tfidf-lr", "grounding")
 TRAINED_SOURCES_KEY = "trained_on_ragtruth_sources"
 ENSEMBLES = (*(f"ens-{how}" for how in AGGREGATIONS), "ens-lr")
 
-
-@dataclass(frozen=True, slots=True)
-class PairExample:
-    premise: str
-    hypothesis: str
-    unsupported: int  # 1 = the hypothesis has unsupported content
-    group: str  # examples of one group stay in one split
-
-
-# ------------------------------------------------------------------ data
-
-
-def _open_text(path: Path) -> Iterable[str]:
-    if not path.exists():
-        raise DatasetMissingError(
-            str(path), str(path.parent), f"set {datasets.ENV_VAR} to the datasets folder (see data/README.md)"
-        )
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as fh:
-        yield from fh
-
-
-def read_ragtruth_rows(path: Path = RAGTRUTH_PATH) -> list[dict[str, Any]]:
-    """The raw RAGTruth-QA rows (passages ``d1``, response ``d2``, hallucination spans ``labels``)."""
-    return [json.loads(line) for line in _open_text(path)]
-
-
-def load_ragtruth(path: Path = RAGTRUTH_PATH) -> list[PairExample]:
-    out = []
-    for row in read_ragtruth_rows(path):
-        premise = row["d1"].strip()  # the evidence only: the question is not evidence
-        out.append(PairExample(premise, row["d2"], int(bool(row["labels"])), str(row["source_id"])))
-    return out
-
-
-def split_ragtruth(examples: Sequence[PairExample]) -> tuple[list[PairExample], list[PairExample]]:
-    """(fitting half, report half) by source: sha1(source_id) even / odd."""
-
-    def fit(e: PairExample) -> bool:
-        return int(hashlib.sha1(e.group.encode()).hexdigest(), 16) % 2 == 0
-
-    return [e for e in examples if fit(e)], [e for e in examples if not fit(e)]
-
-
-# HaluEval items in file order: the cross-encoder guard (python -m verityrag.train guard-data) trains on the
-# first 7,500, picks its threshold on the next 500 and never sees the last 2,000. The same
-# positions here keep its row honest: fit = its validation items, report = its test items.
-HALUEVAL_TRAIN_END = 7500
-HALUEVAL_FIT = (7500, 8000)
-HALUEVAL_REPORT = (8000, 10000)
-
-
-def load_halueval(
-    path: Path = HALUEVAL_PATH,
-    train_items: int = 3000,
-    report_items: int = 2000,
-    fit_items: int = 500,
-    seed: int = 0,
-) -> tuple[list[PairExample], list[PairExample], list[PairExample]]:
-    """(train, fit, report), two pairs per item (right and hallucinated answer).
-
-    train: ``train_items`` seeded from the first 7,500 items (for tfidf-lr); fit: the first
-    ``fit_items`` of items 7,500-7,999; report: the first ``report_items`` of items 8,000-9,999.
-    """
-    rows = [json.loads(line) for line in _open_text(path)]
-    if len(rows) < HALUEVAL_REPORT[1]:
-        raise InvalidInputError("data", f"{path} has {len(rows)} items; HaluEval QA has 10,000")
-    limits = {
-        "train_items": (train_items, HALUEVAL_TRAIN_END),
-        "fit_items": (fit_items, 500),
-        "report_items": (report_items, 2000),
-    }
-    for field, (value, most) in limits.items():
-        if not 1 <= value <= most:
-            raise InvalidInputError(field, f"needs 1..{most}, got {value}")
-
-    def pairs(indices: Iterable[int]) -> list[PairExample]:
-        out = []
-        for i in indices:
-            r = rows[i]
-            premise = halueval_knowledge(r["knowledge"])  # as the cross-encoders were trained
-            out.append(PairExample(premise, r["right_answer"], 0, str(i)))
-            out.append(PairExample(premise, r["hallucinated_answer"], 1, str(i)))
-        return out
-
-    train = sorted(random.Random(seed).sample(range(HALUEVAL_TRAIN_END), train_items))
-    fit = range(HALUEVAL_FIT[0], HALUEVAL_FIT[0] + fit_items)
-    report = range(HALUEVAL_REPORT[0], HALUEVAL_REPORT[0] + report_items)
-    return pairs(train), pairs(fit), pairs(report)
-
-
-# ------------------------------------------------------------------ baselines
-
-_NUMBER_RE = re.compile(r"\d+(?:[.,]\d+)*")
-_NAME_RE = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-zA-Z'\-]+")
-
-
-def lexical_features(premise: str, hypothesis: str) -> dict[str, float]:
-    """Coverage figures of the hypothesis by the premise (content terms, numbers, names)."""
-    analyze = DEFAULT_ANALYZER.analyze
-    p_terms = set(analyze(premise))
-    h_terms = analyze(hypothesis)
-    coverage = sum(t in p_terms for t in set(h_terms)) / len(set(h_terms)) if h_terms else 1.0
-    sentence_cov = []
-    for sentence in split_sentences(hypothesis):
-        terms = set(analyze(sentence))
-        if terms:
-            sentence_cov.append(sum(t in p_terms for t in terms) / len(terms))
-    p_numbers = {n.replace(",", "") for n in _NUMBER_RE.findall(premise)}
-    h_numbers = {n.replace(",", "") for n in _NUMBER_RE.findall(hypothesis)}
-    numbers = len(h_numbers & p_numbers) / len(h_numbers) if h_numbers else 1.0
-    p_lower = premise.lower()
-    names = {m.lower() for m in _NAME_RE.findall(hypothesis)}
-    name_share = sum(n in p_lower for n in names) / len(names) if names else 1.0
-    return {
-        "coverage": coverage,
-        "min_sentence_coverage": min(sentence_cov, default=1.0),
-        "numbers": numbers,
-        "names": name_share,
-        "novel_terms": float(len(set(h_terms) - p_terms)),
-        "log_length": math.log1p(len(h_terms)),
-    }
-
-
-class LexicalEntityScorer:
-    """P(supported) ~ coverage x numbers share x names share. No learning, ~1 ms per pair."""
-
-    def score_pairs(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
-        out = []
-        for premise, hypothesis in pairs:
-            f = lexical_features(premise, hypothesis)
-            out.append(f["coverage"] * f["numbers"] * f["names"])
-        return out
-
-
-def _novel_words(premise: str, hypothesis: str) -> str:
-    p_terms = set(DEFAULT_ANALYZER.analyze(premise))
-    return " ".join(t for t in DEFAULT_ANALYZER.analyze(hypothesis) if t not in p_terms)
-
-
-_LEXICAL_COLUMNS = ("coverage", "min_sentence_coverage", "numbers", "names", "novel_terms", "log_length")
-
-
-class TfidfLogisticScorer:
-    """Logistic regression on TF-IDF of the hypothesis words absent from the premise + lexical figures."""
-
-    def __init__(self, c: float = 1.0) -> None:
-        self.c = c
-        self.vectorizer_: Any = None
-        self.scaler_: Any = None
-        self.model_: Any = None
-
-    @staticmethod
-    def _raw(pairs: Sequence[tuple[str, str]]) -> tuple[list[str], np.ndarray]:
-        novel, dense = [], []
-        for premise, hypothesis in pairs:
-            f = lexical_features(premise, hypothesis)
-            dense.append([f[c] for c in _LEXICAL_COLUMNS])
-            novel.append(_novel_words(premise, hypothesis))
-        return novel, np.asarray(dense, dtype=float)
-
-    def _fit_raw(self, novel: Sequence[str], dense: np.ndarray, y: np.ndarray) -> TfidfLogisticScorer:
-        from sklearn.feature_extraction.text import TfidfVectorizer
-        from sklearn.linear_model import LogisticRegression
-        from sklearn.preprocessing import StandardScaler
-
-        self.vectorizer_ = TfidfVectorizer(min_df=2, sublinear_tf=True, token_pattern=r"\S+")
-        self.scaler_ = StandardScaler()
-        x = self._stack(self.vectorizer_.fit_transform(novel), self.scaler_.fit_transform(dense))
-        self.model_ = LogisticRegression(C=self.c, max_iter=2000, class_weight="balanced").fit(x, y)
-        return self
-
-    @staticmethod
-    def _stack(sparse: Any, dense: np.ndarray) -> Any:
-        from scipy import sparse as sp  # type: ignore[import-untyped]
-
-        return sp.hstack([sparse, sp.csr_matrix(dense)]).tocsr()
-
-    def _predict_raw(self, novel: Sequence[str], dense: np.ndarray) -> list[float]:
-        x = self._stack(self.vectorizer_.transform(novel), self.scaler_.transform(dense))
-        return [float(p) for p in self.model_.predict_proba(x)[:, 1]]
-
-    def fit(self, pairs: Sequence[tuple[str, str]], supported: Sequence[int]) -> TfidfLogisticScorer:
-        novel, dense = self._raw(pairs)
-        return self._fit_raw(novel, dense, np.asarray(supported))
-
-    def out_of_fold(
-        self, pairs: Sequence[tuple[str, str]], supported: Sequence[int], folds: int = 5
-    ) -> list[float]:
-        """Cross-fitted P(supported) for the training pairs themselves (to fit a threshold honestly)."""
-        from sklearn.model_selection import StratifiedKFold
-
-        novel, dense = self._raw(pairs)
-        y = np.asarray(supported)
-        out = np.zeros(len(pairs))
-        for train_idx, held_idx in StratifiedKFold(folds, shuffle=True, random_state=0).split(dense, y):
-            part = TfidfLogisticScorer(self.c)._fit_raw(
-                [novel[i] for i in train_idx], dense[train_idx], y[train_idx]
-            )
-            out[held_idx] = part._predict_raw([novel[i] for i in held_idx], dense[held_idx])
-        return [float(v) for v in out]
-
-    def score_pairs(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
-        if self.model_ is None:
-            raise NotFittedError("TfidfLogisticScorer is not fitted: call fit(pairs, supported) first")
-        novel, dense = self._raw(pairs)
-        return self._predict_raw(novel, dense)
-
-
-class GroundingScorer:
-    """The project's GroundingChecker as a pair scorer: the response's weakest claim."""
-
-    def __init__(self, checker: GroundingChecker | None = None) -> None:
-        self.checker = checker or GroundingChecker(evidence_cache_size=0)
-
-    def score_pairs(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
-        out = []
-        for premise, hypothesis in pairs:
-            chunk = Chunk("ev", "ev", "", premise, 0, 0, len(premise))
-            cite = (Citation("ev", "ev", "", 0, len(premise)),)
-            sentences = [CitedSentence(s, cite) for s in split_sentences(hypothesis)] or [
-                CitedSentence(hypothesis, cite)
-            ]
-            out.append(self.checker.check(sentences, {"ev": chunk}).overall_score)
-        return out
-
-
-# ------------------------------------------------------------------ metrics
-
-
-def _binary_metrics(flag: np.ndarray, y: np.ndarray) -> dict[str, float]:
-    tp = int((flag & (y == 1)).sum())
-    fp = int((flag & (y == 0)).sum())
-    fn = int((~flag & (y == 1)).sum())
-    tn = int((~flag & (y == 0)).sum())
-    precision = tp / (tp + fp) if tp + fp else 0.0
-    recall = tp / (tp + fn) if tp + fn else 0.0
-    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    specificity = tn / (tn + fp) if tn + fp else 0.0
-    return {
-        "f1": f1,
-        "precision": precision,
-        "recall": recall,
-        "balanced_accuracy": (recall + specificity) / 2,
-    }
-
-
-def best_f1_threshold(detector: Sequence[float] | np.ndarray, unsupported: Sequence[int]) -> float:
-    """The detector threshold (flag when score >= t) with the best F1 for the unsupported class.
-
-    The cut is placed midway between the best score and the next lower one, so it does not
-    sit on a fitting example.
-    """
-    d, y = np.asarray(detector, dtype=float), np.asarray(unsupported)
-    values = np.unique(d)
-    best_i, best_f1 = len(values) - 1, -1.0
-    for i, t in enumerate(values):
-        f1 = _binary_metrics(d >= t, y)["f1"]
-        if f1 > best_f1:
-            best_i, best_f1 = i, f1
-    if best_i == 0:
-        return float(values[0])
-    return float((values[best_i] + values[best_i - 1]) / 2)
-
-
-def evaluate_scores(
-    fit_support: Sequence[float],
-    fit_labels: Sequence[int],
-    test_support: Sequence[float],
-    test_labels: Sequence[int],
-    test_groups: Sequence[str] | None = None,
-) -> dict[str, float]:
-    """Threshold from the fitting half, figures on the report half (positive = unsupported).
-
-    With ``test_groups`` (the report half's sources or items) the AUROC also gets its 95%
-    bootstrap interval over those groups (``auroc_low``, ``auroc_high``).
-    """
-    from sklearn.metrics import roc_auc_score
-
-    fit_d = 1.0 - np.asarray(fit_support, dtype=float)
-    test_d = 1.0 - np.asarray(test_support, dtype=float)
-    y = np.asarray(test_labels)
-    threshold = best_f1_threshold(fit_d, fit_labels)
-    metrics = _binary_metrics(test_d >= threshold, y)
-    interval: dict[str, float] = {}
-    if test_groups is not None:
-        low, high = auroc_interval(test_labels, test_d.tolist(), test_groups)
-        interval = {"auroc_low": low, "auroc_high": high}
-    return {
-        "auroc": float(roc_auc_score(y, test_d)),
-        **interval,
-        **metrics,
-        "threshold_p_supported": float(1.0 - threshold),
-    }
-
-
-# ------------------------------------------------------------------ verifiers
-
-
-@dataclass
-class ScoredRun:
-    name: str
-    fit: list[float]
-    test: list[float]
-    ms_per_pair: float
-    note: str = ""
-    #: Fitting-half examples whose scores may fit a threshold (None: all). A model trained on
-    #: part of the fitting half must not pick its threshold on what it was trained on.
-    fit_keep: list[bool] | None = None
+__all__ = [
+    "BASE_VERIFIERS",
+    "DEFAULT_OUT",
+    "ENSEMBLES",
+    "GUARD_WORK",
+    "HALUEVAL_FIT",
+    "HALUEVAL_PATH",
+    "HALUEVAL_REPORT",
+    "HALUEVAL_TRAIN_END",
+    "NOT_SUPPORT_MODELS",
+    "RAGTRUTH_PATH",
+    "TRAINED_SOURCES_KEY",
+    "GroundingScorer",
+    "LexicalEntityScorer",
+    "PairExample",
+    "ScoredRun",
+    "TfidfLogisticScorer",
+    "best_f1_threshold",
+    "build_scorer",
+    "cross_fitted_run",
+    "ensemble_runs",
+    "evaluate_scores",
+    "guard_work_folders",
+    "lexical_features",
+    "load_halueval",
+    "load_ragtruth",
+    "main_from_args",
+    "read_ragtruth_rows",
+    "render_table",
+    "run_cli",
+    "run_ragtruth",
+    "score_dataset",
+    "split_ragtruth",
+    "stacked_run",
+    "table_notes",
+    "top_members",
+    "trained_sources",
+]
 
 
 def _timed(
@@ -545,107 +283,6 @@ def score_dataset(
     return runs, notes
 
 
-def ensemble_runs(
-    runs: Sequence[ScoredRun], fit_labels: Sequence[int], prefix: str = "ens"
-) -> list[ScoredRun]:
-    """min / mean / max of the members' isotonic-calibrated scores (maps fitted on the fitting half)."""
-    if len(runs) < 2:
-        return []
-    supported = [1 - y for y in fit_labels]
-    calibrated = []
-    for run in runs:
-        cal = IsotonicCalibrator().fit(run.fit, supported)
-        calibrated.append((cal.transform(run.fit), cal.transform(run.test)))
-    members = "+".join(r.name for r in runs)
-    out = []
-    for how in AGGREGATIONS:
-        fit = [aggregate([c[0][i] for c in calibrated], how) for i in range(len(supported))]  # type: ignore[arg-type]
-        test = [aggregate([c[1][i] for c in calibrated], how) for i in range(len(runs[0].test))]  # type: ignore[arg-type]
-        out.append(
-            ScoredRun(
-                f"{prefix}-{how}",
-                fit,
-                test,
-                sum(r.ms_per_pair for r in runs),
-                f"isotonic-calibrated {members}",
-            )
-        )
-    return out
-
-
-def stacked_run(runs: Sequence[ScoredRun], fit_labels: Sequence[int]) -> ScoredRun | None:
-    """``ens-lr``: a logistic regression over every member's scores, fitted on the fitting half.
-
-    Its fitting-half scores are 5-fold out-of-fold, so the threshold chosen on them is
-    not chosen on scores the model was fitted to.
-    """
-    from verityrag.verify.ensemble import StackedScorer
-
-    if len(runs) < 2:
-        return None
-    supported = [1 - y for y in fit_labels]
-    stack = StackedScorer([_Named(r.name) for r in runs]).fit_scores([r.fit for r in runs], supported)
-    weights = ", ".join(f"{k} {v:+.2f}" for k, v in stack.coefficients().items())
-    return ScoredRun(
-        "ens-lr",
-        stack.out_of_fold([r.fit for r in runs], supported),
-        stack.combine([r.test for r in runs]),
-        sum(r.ms_per_pair for r in runs),
-        f"logistic regression on the logit scores, fitted on the fitting half (threshold from 5-fold "
-        f"out-of-fold scores); weights: {weights}",
-    )
-
-
-@dataclass(frozen=True)
-class _Named:
-    """A member of a stack fitted from precomputed scores: only its name is needed."""
-
-    name: str
-
-    def __repr__(self) -> str:
-        return self.name
-
-    def score_pairs(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
-        raise NotImplementedError("scores of this member were precomputed")
-
-
-def cross_fitted_run(runs: Sequence[ScoredRun]) -> ScoredRun | None:
-    """``folds``: models each trained on part of the fitting half, used as one cross-fitted verifier.
-
-    A fitting-half example is scored by the mean of the members that were *not* trained on
-    it (its out-of-fold score), a report-half example by the mean of all members. When the
-    members' held-out parts cover the whole fitting half, its threshold is fitted on every
-    fitting-half example and the run can join the ensembles like any untrained verifier.
-    """
-    adapted = [r for r in runs if r.fit_keep is not None]
-    if len(adapted) < 2:
-        return None
-    fit, keep = [], []
-    for i in range(len(adapted[0].fit)):
-        held_out = [r.fit[i] for r in adapted if r.fit_keep is not None and r.fit_keep[i]]
-        keep.append(bool(held_out))
-        fit.append(float(np.mean(held_out)) if held_out else 0.0)
-    test = np.mean([r.test for r in adapted], axis=0).tolist()
-    names = "+".join(r.name.rsplit("/", 1)[-1] for r in adapted)
-    return ScoredRun(
-        f"folds:{names}",
-        fit,
-        test,
-        sum(r.ms_per_pair for r in adapted),
-        f"mean of {len(adapted)} models trained on parts of the fitting half; each fitting-half response "
-        f"scored by the members not trained on it ({sum(keep)} of {len(keep)} covered), the report half by all",
-        None if all(keep) else keep,
-    )
-
-
-def top_members(runs: Sequence[ScoredRun], fit_labels: Sequence[int], k: int = 2) -> list[ScoredRun]:
-    """The ``k`` runs with the best AUROC on the *fitting* half (never the report half)."""
-    from sklearn.metrics import roc_auc_score
-
-    y = [1 - v for v in fit_labels]
-    return sorted(runs, key=lambda r: -float(roc_auc_score(y, r.fit)))[:k]
-
-
 def _dataset_report(
     label: str,
     names: Sequence[str],
@@ -762,57 +399,6 @@ def _cpu_count() -> int:
     import os
 
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
-def render_table(report: dict[str, Any]) -> str:
-    """The README table: one row per verifier, RAGTruth then HaluEval figures."""
-    halu = {r["verifier"]: r for r in report["halueval"]["rows"]}
-    lines = [
-        "| verifier | RAGTruth AUROC | F1 | precision | recall | bal. acc. | ms / pair | HaluEval AUROC | F1 | ms / pair |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    for row in report["ragtruth"]["rows"]:
-        h = halu.get(row["verifier"])
-        hv = f"{h['auroc']:.3f} | {h['f1']:.3f} | {h['ms_per_pair']:.2f}" if h else "n/a | n/a | n/a"
-        auroc = f"{row['auroc']:.3f}" + (
-            f" ({row['auroc_low']:.3f}-{row['auroc_high']:.3f})" if "auroc_low" in row else ""
-        )
-        lines.append(
-            f"| `{row['verifier']}` | {auroc} | {row['f1']:.3f} | {row['precision']:.3f} | {row['recall']:.3f} "
-            f"| {row['balanced_accuracy']:.3f} | {row['ms_per_pair']:.2f} | {hv} |"
-        )
-    rt, hv_ = report["ragtruth"], report["halueval"]
-    lines += [
-        "",
-        f"RAGTruth QA: threshold fitted on {rt['fit']['pairs']} responses ({rt['fit']['unsupported']} unsupported), "
-        f"reported on the other {rt['report']['pairs']} ({rt['report']['unsupported']} unsupported), split by source. "
-        f"HaluEval QA: fitted on {hv_['fit']['pairs']} answers, reported on {hv_['report']['pairs']} (half unsupported). "
-        f"Positive class = unsupported. Measured {report['date']} on {report['machine']}."
-        + (
-            " RAGTruth AUROC brackets: 95% bootstrap interval, resampling the report half's sources."
-            if any("auroc_low" in r for r in rt["rows"])
-            else ""
-        ),
-    ]
-    lines += [f"- {n}" for n in dict.fromkeys(report["notes"] + table_notes(report))]
-    return "\n".join(lines)
-
-
-def table_notes(report: dict[str, Any]) -> list[str]:
-    """Each dataset's own notes, and each verifier's note. A row shows both datasets' figures,
-    and a same-named run can be built differently on each (tfidf-lr is trained on HaluEval's
-    train pairs there; the ensembles have other members): such notes name their dataset."""
-    labels = {"ragtruth": "RAGTruth", "halueval": "HaluEval"}
-    notes = [f"{labels[d]}: {n}" for d in labels for n in report[d].get("notes", [])]
-    halu = {r["verifier"]: r.get("note", "") for r in report["halueval"]["rows"]}
-    for row in report["ragtruth"]["rows"]:
-        name, rt_note, hv_note = row["verifier"], row.get("note", ""), halu.get(row["verifier"], "")
-        if rt_note and (rt_note == hv_note or row["verifier"] not in halu):
-            notes.append(f"`{name}`: {rt_note}")
-        elif rt_note or hv_note:
-            both = [f"{labels[d]}: {n}" for d, n in (("ragtruth", rt_note), ("halueval", hv_note)) if n]
-            notes.append(f"`{name}`: " + "; ".join(both))
-    return notes
 
 
 def run_cli(

@@ -3,8 +3,9 @@
 The Elasticsearch backend lives in ``verityrag.index.elastic`` (imported on demand).
 """
 
-from verityrag.index.live import DENSE_BACKENDS, DenseBackend, IndexSnapshot, LiveIndex, Scored
-from verityrag.index.protocol import AnyIndex, IndexBackend, SnapshotView
+from verityrag.index.live import DENSE_BACKENDS, DenseBackend, LiveIndex
+from verityrag.index.protocol import AnyIndex, IndexBackend, Scored, SnapshotView
+from verityrag.index.snapshot import IndexSnapshot
 from verityrag.index.store import Durability, SQLiteDocumentStore, StoredDocument
 
 __all__ = [

@@ -24,90 +24,28 @@ import logging
 import math
 import threading
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import chain
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from verityrag.errors import InvalidInputError
-from verityrag.index._growable import ColumnMatrix, GrowableArray
-from verityrag.index.protocol import check_upserts
+from verityrag.index._hnsw import HnswIndex
+from verityrag.index.protocol import Scored, check_upserts
+from verityrag.index.snapshot import ALIVE, IndexSnapshot, Segment, holds, slots_held
 from verityrag.text.analyzer import DEFAULT_ANALYZER, Analyzer
 from verityrag.types import Chunk
 
+__all__ = ["DENSE_BACKENDS", "DenseBackend", "IndexSnapshot", "LiveIndex", "Scored"]
+
 logger = logging.getLogger(__name__)
 
-_ALIVE = np.iinfo(np.int64).max
 # Batches with at least this many chunks build postings with numpy grouping (bulk ingest, restore).
 _BULK_POSTINGS_MIN = 64
 DenseBackend = Literal["exact", "hnsw"]
 DENSE_BACKENDS: tuple[str, ...] = ("exact", "hnsw")
-
-# One term's postings as published: (slots buffer, term-frequency buffer, length).
-_Posting = tuple[npt.NDArray[np.int32], npt.NDArray[np.float32], int]
-
-
-class Scored(NamedTuple):
-    chunk: Chunk
-    score: float
-
-
-@dataclass(eq=False)
-class _Segment:
-    """Storage for one generation of slots. Replaced wholesale only by compaction."""
-
-    dim: int
-    chunks: list[Chunk] = field(default_factory=list)
-    postings: dict[str, _Posting] = field(default_factory=dict)
-    died: GrowableArray = field(default_factory=lambda: GrowableArray(np.int64, fill=_ALIVE))
-    doc_len: GrowableArray = field(default_factory=lambda: GrowableArray(np.int32))
-    vectors: ColumnMatrix = field(init=False)
-    ann: _HnswIndex | None = None
-
-    def __post_init__(self) -> None:
-        self.vectors = ColumnMatrix(self.dim)
-
-
-@dataclass(frozen=True, eq=False)
-class IndexSnapshot:
-    """An immutable view of the index at one version. Obtain with ``LiveIndex.snapshot()``."""
-
-    segment: _Segment
-    version: int
-    n_slots: int
-    n_live: int
-    total_len: int
-    n_dead: int
-    died: npt.NDArray[np.int64]
-    doc_len: npt.NDArray[np.int32]
-    vectors: npt.NDArray[np.float32]  # column-major: vectors[:, slot]
-
-    @property
-    def avgdl(self) -> float:
-        return self.total_len / self.n_live if self.n_live else 0.0
-
-    def is_visible(self, slot: int) -> bool:
-        return slot < self.n_slots and int(self.died[slot]) > self.version
-
-    def visible_mask(self, slots: npt.NDArray[np.int32]) -> npt.NDArray[np.bool_]:
-        inside = slots < self.n_slots
-        if self.n_dead == 0:
-            return inside
-        return inside & (self.died[np.minimum(slots, self.n_slots - 1)] > self.version)
-
-    def live_slots(self) -> npt.NDArray[np.int64]:
-        return np.flatnonzero(self.died[: self.n_slots] > self.version)
-
-    def chunk(self, slot: int) -> Chunk:
-        return self.segment.chunks[slot]
-
-
-def _holds(snap: IndexSnapshot, slot: int, chunk_id: str) -> bool:
-    """Whether ``snap`` shows ``chunk_id`` at ``slot`` (a slot from the newest version's map)."""
-    return snap.is_visible(slot) and snap.chunk(slot).chunk_id == chunk_id
 
 
 def _top_k(scores: npt.NDArray[np.floating[Any]], k: int) -> list[int]:
@@ -130,54 +68,6 @@ def _top_k(scores: npt.NDArray[np.floating[Any]], k: int) -> list[int]:
     else:
         top = np.arange(n)
     return sorted(top.tolist(), key=lambda i: (-scores[i], i))
-
-
-def _slots_held(snap: IndexSnapshot) -> dict[str, int]:
-    """Chunk id -> slot as ``snap`` holds them: a scan, for when the newest map is ahead of it."""
-    return {snap.chunk(int(s)).chunk_id: int(s) for s in snap.live_slots()}
-
-
-class _HnswIndex:
-    """Optional approximate dense search (``pip install hnswlib``); guarded by a lock.
-
-    Deleted slots stay in the graph until compaction rebuilds it: a search filters by the
-    reader's snapshot instead, so a snapshot taken before a delete still finds what it holds
-    (as the exact backend does), and one taken before an add never sees the new slots.
-    """
-
-    def __init__(self, dim: int, capacity: int = 1024) -> None:
-        try:
-            import hnswlib
-        except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise ImportError(
-                "dense_backend='hnsw' needs hnswlib: pip install 'verityrag[ann]' (or hnswlib)"
-            ) from exc
-        self._lock = threading.Lock()
-        self._index = hnswlib.Index(space="ip", dim=dim)
-        self._index.init_index(max_elements=capacity, ef_construction=200, M=16)
-        self._index.set_ef(128)
-        self._capacity = capacity
-
-    def add(self, vectors: npt.NDArray[np.float32], first_slot: int) -> None:
-        with self._lock:
-            needed = first_slot + len(vectors)
-            if needed > self._capacity:
-                while self._capacity < needed:
-                    self._capacity *= 2
-                self._index.resize_index(self._capacity)
-            self._index.add_items(vectors, np.arange(first_slot, needed), num_threads=1)
-
-    def query(
-        self, vector: npt.NDArray[np.float32], k: int, visible: Callable[[int], bool]
-    ) -> tuple[npt.NDArray[Any], Any] | None:
-        """The ``k`` nearest slots that ``visible`` accepts, or None when the graph search
-        could not find ``k`` of them (a heavily filtered graph; the caller scans instead)."""
-        with self._lock:
-            try:
-                labels, distances = self._index.knn_query(vector, k=k, num_threads=1, filter=visible)
-            except RuntimeError:  # hnswlib: fewer than k results passed the filter
-                return None
-        return labels[0], 1.0 - distances[0]
 
 
 class LiveIndex:
@@ -218,10 +108,10 @@ class LiveIndex:
             segment, 0, 0, 0, 0, 0, segment.died.buf, segment.doc_len.buf, segment.vectors.buf
         )
 
-    def _new_segment(self) -> _Segment:
-        segment = _Segment(self.dim)
+    def _new_segment(self) -> Segment:
+        segment = Segment(self.dim)
         if self.dense_backend == "hnsw":
-            segment.ann = _HnswIndex(self.dim)
+            segment.ann = HnswIndex(self.dim)
         return segment
 
     def indexed_terms(self, chunk: Chunk) -> list[str]:
@@ -265,13 +155,13 @@ class LiveIndex:
     def get_chunk(self, chunk_id: str) -> Chunk | None:
         snap = self._snapshot
         slot = self._slot_of_chunk.get(chunk_id)
-        if slot is not None and _holds(snap, slot, chunk_id):
+        if slot is not None and holds(snap, slot, chunk_id):
             return snap.chunk(slot)
         if snap is self._snapshot and not self._write_lock.locked():
             return None  # the slot map and the published version agree: no such chunk
         # A write in flight (or just published): the slot map may already point at slots the
         # snapshot read above does not show, so look the chunk up in what that snapshot holds.
-        slot = _slots_held(snap).get(chunk_id)
+        slot = slots_held(snap).get(chunk_id)
         return None if slot is None else snap.chunk(slot)
 
     def live_chunks(self, snapshot: IndexSnapshot | None = None) -> list[Chunk]:
@@ -406,17 +296,17 @@ class LiveIndex:
         held: dict[str, int] | None = None  # the snapshot's own chunk-id -> slot map, built if needed
         for chunk_id in chunk_ids:
             slot = self._slot_of_chunk.get(chunk_id)
-            if slot is None or not _holds(snap, slot, chunk_id):
+            if slot is None or not holds(snap, slot, chunk_id):
                 # The map is the newest version's: a snapshot from before a replace, a delete or
                 # a compaction holds the chunk at another slot (or not at all).
                 if held is None:
-                    held = _slots_held(snap)
+                    held = slots_held(snap)
                 slot = held.get(chunk_id)
             out.append(float(query @ snap.vectors[:, slot]) if slot is not None else 0.0)
         return out
 
     def _search_ann(
-        self, ann: _HnswIndex, snap: IndexSnapshot, query: npt.NDArray[np.float32], k: int
+        self, ann: HnswIndex, snap: IndexSnapshot, query: npt.NDArray[np.float32], k: int
     ) -> list[Scored] | None:
         found = ann.query(query, min(k, snap.n_live), snap.is_visible)
         if found is None:
@@ -458,7 +348,7 @@ class LiveIndex:
             to_delete = [d for d in deletes] + [doc_id for doc_id, _, _ in upserts]
             for doc_id in to_delete:
                 for slot in self._doc_slots.pop(doc_id, ()):
-                    if seg.died.buf[slot] != _ALIVE:
+                    if seg.died.buf[slot] != ALIVE:
                         continue
                     seg.died.buf[slot] = version
                     chunk = seg.chunks[slot]
@@ -482,7 +372,7 @@ class LiveIndex:
         """Indexed term frequencies of every chunk of ``upserts`` (what ``apply`` indexes)."""
         return [[dict(Counter(self.indexed_terms(c))) for c in chunks] for _, chunks, _ in upserts]
 
-    def _add_postings_bulk(self, seg: _Segment, items: Sequence[tuple[int, Mapping[str, int]]]) -> None:
+    def _add_postings_bulk(self, seg: Segment, items: Sequence[tuple[int, Mapping[str, int]]]) -> None:
         """Append many chunks' postings at once: group by term with numpy, one merge per term."""
         if not items:
             return
@@ -528,7 +418,7 @@ class LiveIndex:
 
     def _append(
         self,
-        seg: _Segment,
+        seg: Segment,
         upserts: Sequence[tuple[str, Sequence[Chunk], npt.NDArray[np.float32]]],
         counts: Sequence[Sequence[Mapping[str, int]]],
     ) -> list[list[int]]:
@@ -558,7 +448,7 @@ class LiveIndex:
             slot += len(doc_chunks)
         return slots_by_doc
 
-    def _add_postings(self, seg: _Segment, slot: int, tf: Mapping[str, int]) -> None:
+    def _add_postings(self, seg: Segment, slot: int, tf: Mapping[str, int]) -> None:
         postings = seg.postings
         for term, freq in tf.items():
             entry = postings.get(term)
@@ -576,7 +466,7 @@ class LiveIndex:
             postings[term] = (sbuf, tbuf, n + 1)
         self._df.update(tf.keys())
 
-    def _publish(self, seg: _Segment, version: int, n_live: int, total_len: int, n_dead: int) -> None:
+    def _publish(self, seg: Segment, version: int, n_live: int, total_len: int, n_dead: int) -> None:
         self._snapshot = IndexSnapshot(
             segment=seg,
             version=version,

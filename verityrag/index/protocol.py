@@ -15,7 +15,7 @@ views; an Elasticsearch snapshot caches what it has read (see
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -25,10 +25,17 @@ from verityrag.text.analyzer import Analyzer
 from verityrag.types import Chunk
 
 if TYPE_CHECKING:
-    from verityrag.index.live import IndexSnapshot, LiveIndex, Scored
+    from verityrag.index.live import IndexSnapshot, LiveIndex
 
 # One document's write: (doc_id, its chunks, their vectors [n_chunks, dim]).
 Upsert = tuple[str, Sequence[Chunk], npt.NDArray[np.float32]]
+
+
+class Scored(NamedTuple):
+    """One search result: a chunk and its score (BM25, or the vectors' inner product)."""
+
+    chunk: Chunk
+    score: float
 
 
 def check_unique_ids(ids: Iterable[str], batch: str) -> None:

@@ -7,10 +7,11 @@ embedded ``LiveIndex``; pass it as ``VerityRAGPipeline(index=...)`` or set
 first request does. See docs/elasticsearch.md.
 """
 
-from verityrag.index.elastic.backend import SCORING_MODES, ElasticsearchIndex, ElasticsearchSnapshot, Scoring
+from verityrag.index.elastic.backend import SCORING_MODES, ElasticsearchIndex, Scoring
 from verityrag.index.elastic.connection import DEFAULT_INDEX_NAME, ElasticsearchConfig
 from verityrag.index.elastic.emulator import EMULATOR_NAME, ElasticsearchEmulator
 from verityrag.index.elastic.mapping import MAPPING_VERSION
+from verityrag.index.elastic.snapshot import ElasticsearchSnapshot
 
 __all__ = [
     "DEFAULT_INDEX_NAME",

@@ -29,7 +29,6 @@ How it maps the contract (``verityrag.index.protocol.IndexBackend``):
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import time
 from collections import Counter
@@ -41,9 +40,16 @@ import numpy.typing as npt
 
 from verityrag.errors import InvalidInputError, StorageError
 from verityrag.index.elastic.connection import ElasticsearchConfig, translated
-from verityrag.index.elastic.mapping import MAPPING_VERSION, expected_meta, index_body, meta_mismatch
-from verityrag.index.live import Scored
-from verityrag.index.protocol import IndexBackend, Upsert, check_upserts
+from verityrag.index.elastic.mapping import (
+    MAPPING_VERSION,
+    expected_meta,
+    index_body,
+    inner_product,
+    meta_mismatch,
+    term_filter,
+)
+from verityrag.index.elastic.snapshot import CHUNK_SOURCE, ElasticsearchSnapshot, chunk_of
+from verityrag.index.protocol import IndexBackend, Scored, Upsert, check_upserts
 from verityrag.text.analyzer import DEFAULT_ANALYZER, Analyzer
 from verityrag.types import Chunk
 
@@ -52,151 +58,17 @@ if TYPE_CHECKING:
 
     from verityrag.index.elastic.emulator import ElasticsearchEmulator
 
+__all__ = ["SCORING_MODES", "ElasticsearchIndex", "ElasticsearchSnapshot", "Scoring"]
+
 logger = logging.getLogger(__name__)
 
 Scoring = Literal["contract", "server"]
 SCORING_MODES: tuple[str, ...] = ("contract", "server")
-_CHUNK_SOURCE = ["chunk_id", "doc_id", "title", "text", "position", "start", "end", "seq", "terms"]
 _PAGE = 1000
 _MAX_WINDOW = 10_000  # Elasticsearch's default index.max_result_window
 _MAX_AGG_BUCKETS = 65_536  # search.max_buckets
 _BULK_CHUNK = 500
 _MAX_ID_BYTES = 512  # Elasticsearch refuses longer _id values (one failed item of a bulk request)
-# The whitespace tokenizer cuts tokens at 255 UTF-16 units: a term of up to 127 code points
-# (at most 254 units) is always indexed whole.
-_MAX_TOKEN_CHARS = 127
-
-
-def _chunk_of(source: Mapping[str, Any]) -> Chunk:
-    return Chunk(
-        source["chunk_id"],
-        source["doc_id"],
-        source.get("title", ""),
-        source["text"],
-        int(source["position"]),
-        int(source["start"]),
-        int(source["end"]),
-    )
-
-
-def _term_filter(term: str) -> dict[str, Any]:
-    """The chunks whose ``terms`` field holds ``term``, as the field's analyzer indexed it.
-
-    Its ``whitespace`` tokenizer cuts a token at 255 UTF-16 units, so a longer term (a
-    hash, a sequence) is indexed as consecutive pieces: a ``term`` query for it matches
-    nothing, a phrase of its pieces matches the chunks that hold it.
-    """
-    if len(term) > _MAX_TOKEN_CHARS:
-        return {"match_phrase": {"terms": term}}
-    return {"term": {"terms": term}}
-
-
-def _inner_product(score: float) -> float:
-    """Undo ``max_inner_product``'s score transform (dot+1 for dot>=0, 1/(1-dot) below)."""
-    return score - 1.0 if score >= 1.0 else 1.0 - 1.0 / score
-
-
-class ElasticsearchSnapshot:
-    """One query's consistent view: collection statistics fixed at first use, results cached.
-
-    Obtain with ``ElasticsearchIndex.snapshot()`` (it costs nothing until read).
-    """
-
-    def __init__(self, index: ElasticsearchIndex, version: int) -> None:
-        self._index = index
-        self.version = version
-        self.created = time.monotonic()
-        self._stats: tuple[int, int] | None = None  # (n_live, total_len)
-        self.df: dict[str, int] = {}
-        self._avg_idf: float | None = None
-        self.chunks: dict[str, Chunk] = {}
-        self.seq: dict[str, int] = {}
-        self.chunk_terms: dict[str, Counter[str]] = {}
-        self.vectors: dict[str, npt.NDArray[np.float32] | None] = {}
-        self.results: dict[tuple[Any, ...], list[Scored]] = {}
-        self._lock = threading.Lock()
-
-    @property
-    def n_live(self) -> int:
-        return self._load_stats()[0]
-
-    @property
-    def total_len(self) -> int:
-        return self._load_stats()[1]
-
-    @property
-    def avgdl(self) -> float:
-        n, total = self._load_stats()
-        return total / n if n else 0.0
-
-    def _load_stats(self, terms: Sequence[str] = ()) -> tuple[int, int]:
-        if self._stats is None:
-            self._index._fetch_statistics(self, terms)
-        assert self._stats is not None
-        return self._stats
-
-    def set_stats(self, n_live: int, total_len: int) -> None:
-        if self._stats is None:
-            self._stats = (n_live, total_len)
-
-    def ensure_df(self, terms: Iterable[str]) -> None:
-        """Document frequencies of ``terms`` (and N, total length) fetched in one request if missing."""
-        missing = sorted({t for t in terms if t not in self.df})
-        if self._stats is None or missing:
-            with self._lock:
-                missing = [t for t in missing if t not in self.df]
-                if self._stats is None or missing:
-                    self._index._fetch_statistics(self, missing)
-
-    def document_frequency(self, term: str) -> int:
-        if term not in self.df:
-            # An IDF lookup for a term of a chunk we returned (query expansion reads a whole
-            # chunk's terms): fetch all of that chunk's terms at once, not one request each.
-            related: set[str] = {term}
-            for counts in self.chunk_terms.values():
-                if term in counts:
-                    related.update(counts)
-                    break
-            self.ensure_df(related)
-        return self.df.get(term, 0)
-
-    def idf(self, term: str) -> float:
-        df = self.document_frequency(term)
-        return self.idf_from_df(df) if df else 0.0
-
-    def idf_from_df(self, df: int) -> float:
-        """``rank_bm25.BM25Okapi`` IDF, with its epsilon floor for terms in over half the chunks."""
-        n = self.n_live
-        idf = math.log(n - df + 0.5) - math.log(df + 0.5)
-        if idf < 0:
-            if self._avg_idf is None:
-                self._avg_idf = self._index._average_idf(n)
-            return self._index.epsilon * self._avg_idf
-        return idf
-
-    def remember(self, hit: Mapping[str, Any]) -> Chunk:
-        source = hit["_source"]
-        chunk_id = source["chunk_id"]
-        chunk = self.chunks.get(chunk_id)
-        if chunk is None:
-            chunk = self.chunks[chunk_id] = _chunk_of(source)
-            self.seq[chunk_id] = int(source.get("seq", 0))
-        if "terms" in source and chunk_id not in self.chunk_terms:
-            self.chunk_terms[chunk_id] = Counter(source["terms"].split())
-        return chunk
-
-    def bm25(self, query_counts: Mapping[str, int], chunk_id: str) -> float:
-        """The contract's Okapi BM25 of one chunk (as ``LiveIndex``), from this snapshot's statistics."""
-        tf = self.chunk_terms[chunk_id]
-        k1, b = self._index.k1, self._index.b
-        dl = sum(tf.values())
-        norm = k1 * (1.0 - b + b * dl / self.avgdl)
-        score = 0.0
-        for term, count in query_counts.items():
-            freq = tf.get(term, 0)
-            if freq and self.df.get(term, 0):
-                score += count * self.idf_from_df(self.df[term]) * (freq * (k1 + 1.0) / (freq + norm))
-        return score
 
 
 class ElasticsearchIndex:
@@ -399,8 +271,8 @@ class ElasticsearchIndex:
             after = hits[-1]["sort"]
 
     def chunks_of(self, doc_id: str, snapshot: ElasticsearchSnapshot | None = None) -> list[Chunk]:
-        hits = self._scan({"term": {"doc_id": doc_id}}, _CHUNK_SOURCE, f"reading document {doc_id!r}")
-        chunks = [_chunk_of(h["_source"]) for h in hits]
+        hits = self._scan({"term": {"doc_id": doc_id}}, CHUNK_SOURCE, f"reading document {doc_id!r}")
+        chunks = [chunk_of(h["_source"]) for h in hits]
         return sorted(chunks, key=lambda c: c.position)
 
     def get_chunk(self, chunk_id: str) -> Chunk | None:
@@ -408,14 +280,14 @@ class ElasticsearchIndex:
             return None  # no document has an empty _id (and the client refuses one in a URL)
         with self._es(f"reading chunk {chunk_id!r}"):
             resp = self.client.options(ignore_status=404).get(
-                index=self.name, id=chunk_id, realtime=False, source_includes=_CHUNK_SOURCE
+                index=self.name, id=chunk_id, realtime=False, source_includes=CHUNK_SOURCE
             )
-        return _chunk_of(resp["_source"]) if resp.get("found") else None
+        return chunk_of(resp["_source"]) if resp.get("found") else None
 
     def live_chunks(self, snapshot: ElasticsearchSnapshot | None = None) -> list[Chunk]:
         snap = self._resolve(snapshot)
         out = []
-        for hit in self._scan({"match_all": {}}, _CHUNK_SOURCE, "reading all chunks"):
+        for hit in self._scan({"match_all": {}}, CHUNK_SOURCE, "reading all chunks"):
             out.append(snap.remember(hit))
         return out
 
@@ -442,7 +314,7 @@ class ElasticsearchIndex:
         if terms:
             # filters (one exact doc count per term) rather than terms+include: exact on any number
             # of shards, and the noida-db emulator ignores include lists.
-            aggs["df"] = {"filters": {"filters": {t: _term_filter(t) for t in terms}}}
+            aggs["df"] = {"filters": {"filters": {t: term_filter(t) for t in terms}}}
         with self._es("reading term statistics"):
             resp = self.client.search(index=self.name, size=0, track_total_hits=True, aggs=aggs)
         snap.set_stats(
@@ -504,7 +376,7 @@ class ElasticsearchIndex:
                 index=self.name,
                 query={"match": {"terms": {"query": " ".join(terms)}}},
                 size=size,
-                source_includes=_CHUNK_SOURCE,
+                source_includes=CHUNK_SOURCE,
                 track_total_hits=False,
             )
         hits = resp["hits"]["hits"]
@@ -549,11 +421,11 @@ class ElasticsearchIndex:
                     "num_candidates": min(max(100, 2 * k_eff), _MAX_WINDOW),
                 },
                 size=k_eff,
-                source_includes=_CHUNK_SOURCE,
+                source_includes=CHUNK_SOURCE,
                 track_total_hits=False,
             )
         hits = resp["hits"]["hits"]
-        scored = [Scored(snap.remember(h), _inner_product(float(h["_score"]))) for h in hits]
+        scored = [Scored(snap.remember(h), inner_product(float(h["_score"]))) for h in hits]
         scored.sort(key=lambda s: (-s.score, snap.seq.get(s.chunk.chunk_id, 0)))
         snap.results[key] = scored
         return scored

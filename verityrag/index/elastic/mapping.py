@@ -12,6 +12,10 @@ the raw dot product, like ``LiveIndex`` (it accepts all-zero vectors, which
 ``_meta.verityrag`` records the mapping version, analyzer, vector dimension
 and embedder; opening an index written by a different layout, analyzer or
 embedder raises :class:`~verityrag.errors.StorageError` instead of mixing them.
+
+Reading the layout back: :func:`term_filter` selects the chunks holding one term of
+``terms`` as its tokenizer indexed it, :func:`inner_product` turns a kNN score back
+into the dot product.
 """
 
 from __future__ import annotations
@@ -99,3 +103,25 @@ def meta_mismatch(found: dict[str, Any] | None, expected: dict[str, Any]) -> str
     if expected["vectors"] is not None and found.get("vectors") not in (None, expected["vectors"]):
         return f"its vectors come from {found.get('vectors')!r}, this pipeline embeds with {expected['vectors']!r}"
     return None
+
+
+# The whitespace tokenizer cuts tokens at 255 UTF-16 units: a term of up to 127 code points
+# (at most 254 units) is always indexed whole.
+_MAX_TOKEN_CHARS = 127
+
+
+def term_filter(term: str) -> dict[str, Any]:
+    """The chunks whose ``terms`` field holds ``term``, as the field's analyzer indexed it.
+
+    Its ``whitespace`` tokenizer cuts a token at 255 UTF-16 units, so a longer term (a
+    hash, a sequence) is indexed as consecutive pieces: a ``term`` query for it matches
+    nothing, a phrase of its pieces matches the chunks that hold it.
+    """
+    if len(term) > _MAX_TOKEN_CHARS:
+        return {"match_phrase": {"terms": term}}
+    return {"term": {"terms": term}}
+
+
+def inner_product(score: float) -> float:
+    """Undo ``max_inner_product``'s score transform (dot+1 for dot>=0, 1/(1-dot) below)."""
+    return score - 1.0 if score >= 1.0 else 1.0 - 1.0 / score
