@@ -33,7 +33,7 @@ from typing import Any
 from verityrag import Document, VerityRAGPipeline
 from verityrag.embed.hashing import HashingEmbedder
 from verityrag.eval import dataset as eval_dataset
-from verityrag.eval.benchmarks import SyntheticDocs
+from verityrag.eval.benchmarks import SyntheticDocs, timed_stream_ingest
 from verityrag.index.elastic import EMULATOR_NAME, ElasticsearchConfig, ElasticsearchIndex
 from verityrag.index.elastic.emulator import ElasticsearchEmulator
 from verityrag.index.live import LiveIndex
@@ -146,16 +146,8 @@ def latency_at(
         while len(pipeline.index) < size:
             pipeline.ingest_documents([synthetic.make() for _ in range(400)], progress=False)
         chunks = len(pipeline.index)
-        new_docs = [synthetic.make() for _ in range(n_ingest)]
-        ingest_ms = []
-        for doc in new_docs:
-            t0 = time.perf_counter()
-            pipeline.ingest_document(doc.doc_id, doc.title, doc.text)
-            ingest_ms.append((time.perf_counter() - t0) * 1000)
-        # Read-after-write check: the last document is found by its unique token.
-        last = new_docs[-1]
-        token = last.text.split()[-1].rstrip(".")
-        found = [s.chunk.doc_id for s in pipeline.index.search_lexical(token, 1)] == [last.doc_id]
+        # found: the read-after-write check, the last document found by its unique token.
+        ingest_ms, found = timed_stream_ingest(pipeline, [synthetic.make() for _ in range(n_ingest)])
         pipeline.query(questions[-1])  # warm-up: the gate and selector load on first use
         query_ms = []
         for q in questions[:n_query]:

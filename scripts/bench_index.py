@@ -30,7 +30,7 @@ import numpy as np
 from verityrag import Document, Settings, VerityRAGPipeline
 from verityrag.embed.base import Embedder
 from verityrag.eval import dataset as eval_dataset
-from verityrag.eval.benchmarks import SyntheticDocs, index_table
+from verityrag.eval.benchmarks import SyntheticDocs, index_table, timed_stream_ingest
 from verityrag.pipeline import IN_MEMORY
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,17 +71,9 @@ def timed(fn: Callable[[], Any], repeat: int) -> list[float]:
 
 def stream_p50(pipeline: VerityRAGPipeline, docs: SyntheticDocs, n: int = 300) -> dict[str, float]:
     """Per-document latency of ingest_document (chunk + embed + index + publish)."""
-    new = [docs.make() for _ in range(n)]
-    times = []
-    for d in new:
-        t0 = time.perf_counter()
-        pipeline.ingest_document(d.doc_id, d.title, d.text)
-        times.append((time.perf_counter() - t0) * 1000)
-    # A streamed document is searchable at once: check the last one.
-    last = new[-1]
-    code = last.text.rsplit(" ", 1)[-1].strip(".")
-    hits = pipeline.index.search_lexical(code, 1)
-    if not hits or hits[0].chunk.doc_id != last.doc_id:
+    times, found = timed_stream_ingest(pipeline, [docs.make() for _ in range(n)])
+    # A streamed document is searchable at once: the last one is checked.
+    if not found:
         raise RuntimeError("a streamed document was not searchable right after ingest_document returned")
     return {"p50_ms": float(np.percentile(times, 50)), "p95_ms": float(np.percentile(times, 95))}
 

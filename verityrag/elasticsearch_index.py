@@ -34,7 +34,7 @@ import numpy.typing as npt
 from verityrag.errors import InvalidInputError, StorageError
 from verityrag.index.elastic import ElasticsearchConfig, ElasticsearchIndex
 from verityrag.index.elastic.connection import ENV_URL, translated
-from verityrag.index.elastic.mapping import expected_meta, index_body, meta_mismatch
+from verityrag.index.elastic.mapping import create_or_check_index
 from verityrag.text.analyzer import DEFAULT_ANALYZER, Analyzer
 
 if TYPE_CHECKING:
@@ -82,34 +82,18 @@ class ElasticsearchLexicalIndex:
     def index_name(self) -> str:
         return self.config.index_name
 
-    def _meta(self) -> dict[str, Any]:
-        return expected_meta(None, self.analyzer.fingerprint(), None, self.k1, self.b)
-
     def warm_up(self) -> ElasticsearchLexicalIndex:
         """Create the index with its versioned mapping, or check an existing one. Idempotent."""
         if self._ready:
             return self
-        with translated(self.config, "checking the lexical index"):
-            if not self.client.indices.exists(index=self.index_name):
-                body = index_body(
-                    None,
-                    self.analyzer.fingerprint(),
-                    None,
-                    self.k1,
-                    self.b,
-                    self.config.shards,
-                    self.config.replicas,
-                )
-                resp = self.client.options(ignore_status=400).indices.create(index=self.index_name, **body)
-                error = resp.body.get("error") if isinstance(resp.body, dict) else None
-                # Another process creating it at the same moment is fine; any other 400 is not.
-                if error and error.get("type") != "resource_already_exists_exception":
-                    raise StorageError(f"{self.config.describe()}: cannot create the index: {error}")
-            mapping = self.client.indices.get_mapping(index=self.index_name).body
-        first: Any = next(iter(mapping.values()), {})
-        problem = meta_mismatch(first.get("mappings", {}).get("_meta", {}).get("verityrag"), self._meta())
-        if problem:
-            raise StorageError(f"{self.config.describe()} cannot be used: {problem}")
+        create_or_check_index(  # no dim: no vectors
+            self.client,
+            self.config,
+            analyzer_fingerprint=self.analyzer.fingerprint(),
+            k1=self.k1,
+            b=self.b,
+            action="checking the lexical index",
+        )
         self._ready = True
         return self
 

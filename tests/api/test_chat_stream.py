@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from typing import Any
@@ -10,6 +9,7 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import FastAPI
+from sse_frames import sse_events
 
 from verityrag import AbstainReason, VerityRAGPipeline
 from verityrag.api import create_app
@@ -42,17 +42,7 @@ def _stream(client: httpx.Client, payload: dict[str, Any]) -> list[tuple[str, An
     with client.stream("POST", "/chat/stream", json=payload) as response:
         assert response.status_code == 200, response.read()
         assert response.headers["content-type"].startswith("text/event-stream")
-        event, data = "message", list[str]()
-        for line in response.iter_lines():
-            if not line:  # a blank line ends a frame
-                if data:
-                    events.append((event, json.loads("\n".join(data))))
-                event, data = "message", []
-            elif line.startswith("event:"):
-                event = line.removeprefix("event:").strip()
-            elif line.startswith("data:"):
-                data.append(line.removeprefix("data:").strip())
-    assert not data, "the stream ended inside a frame"
+        events.extend(sse_events(response.iter_lines()))
     return events
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -10,6 +9,7 @@ from contextlib import AbstractContextManager
 import httpx
 import pytest
 from fastapi import FastAPI
+from sse_frames import sse_events
 
 from verityrag import VerityRAGPipeline
 from verityrag.api import create_app
@@ -54,14 +54,10 @@ def _events_releasing_guard(url: str, guard: GatedGuard) -> list[tuple[str, dict
         client.stream("POST", "/chat/stream", json={"question": ANSWERABLE}) as response,
     ):
         assert response.status_code == 200
-        event = ""
-        for line in response.iter_lines():
-            if line.startswith("event:"):
-                event = line.removeprefix("event:").strip()
-            elif line.startswith("data:"):
-                events.append((event, json.loads(line.removeprefix("data:"))))
-                if event == "stage":
-                    guard.release.set()  # only a live stage can unblock the query
+        for event, data in sse_events(response.iter_lines()):
+            events.append((event, data))
+            if event == "stage":
+                guard.release.set()  # only a live stage can unblock the query
     return events
 
 

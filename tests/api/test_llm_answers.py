@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import FastAPI
+from sse_frames import sse_events
 
 from verityrag import VerityRAGPipeline
 from verityrag.api import create_app
@@ -55,13 +56,8 @@ def _openai_answer(text: str) -> Any:
 
 @pytest.fixture
 def llm_server() -> Iterator[Any]:
-    srv = LLM.ScriptedServer()
-    srv.thread.start()
-    try:
+    with LLM.ScriptedServer() as srv:
         yield srv
-    finally:
-        srv.httpd.shutdown()
-        srv.httpd.server_close()
 
 
 def _pipeline(squad_docs: list[dict[str, str]], generator: Any) -> VerityRAGPipeline:
@@ -74,12 +70,7 @@ def _stream(client: httpx.Client, payload: dict[str, Any]) -> list[tuple[str, An
     events: list[tuple[str, Any]] = []
     with client.stream("POST", "/chat/stream", json=payload) as response:
         assert response.status_code == 200, response.read()
-        event = ""
-        for line in response.iter_lines():
-            if line.startswith("event:"):
-                event = line.removeprefix("event:").strip()
-            elif line.startswith("data:"):
-                events.append((event, json.loads(line.removeprefix("data:"))))
+        events.extend(sse_events(response.iter_lines()))
     return events
 
 

@@ -108,14 +108,18 @@ class ScriptedServer:
         self.replies = list(replies)
         return self
 
+    def __enter__(self) -> ScriptedServer:
+        """``with ScriptedServer() as srv:`` serves in a thread for the block, then shuts down."""
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
 
 @pytest.fixture
 def server() -> Iterator[ScriptedServer]:
     """Import this fixture into a test module: ``from llm_http_server import server``."""
-    srv = ScriptedServer()
-    srv.thread.start()
-    try:
+    with ScriptedServer() as srv:
         yield srv
-    finally:
-        srv.httpd.shutdown()
-        srv.httpd.server_close()

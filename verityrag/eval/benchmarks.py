@@ -4,10 +4,15 @@ they grow an index with. The figures come from the benchmarks' JSON in scripts/r
 from __future__ import annotations
 
 import random
-from typing import Any
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from verityrag.text import split_sentences
 from verityrag.types import Document
+
+if TYPE_CHECKING:
+    from verityrag.pipeline import VerityRAGPipeline
 
 
 class SyntheticDocs:
@@ -29,6 +34,20 @@ class SyntheticDocs:
             total += len(sentence.split())
         parts.append(f"Reference code zq{self.counter:07d}.")
         return Document(f"syn-{self.counter:07d}", title, " ".join(parts))
+
+
+def timed_stream_ingest(pipeline: VerityRAGPipeline, docs: Sequence[Document]) -> tuple[list[float], bool]:
+    """``ingest_document`` of each document in turn: the wall time of each (ms), and whether the
+    last one is found right after by its reference code (read after write; :class:`SyntheticDocs`)."""
+    times = []
+    for doc in docs:
+        t0 = time.perf_counter()
+        pipeline.ingest_document(doc.doc_id, doc.title, doc.text)
+        times.append((time.perf_counter() - t0) * 1000)
+    last = docs[-1]
+    code = last.text.split()[-1].rstrip(".")
+    found = [s.chunk.doc_id for s in pipeline.index.search_lexical(code, 1)] == [last.doc_id]
+    return times, found
 
 
 def index_table(r: dict[str, Any]) -> str:

@@ -92,7 +92,7 @@ from verityrag.verify.protocols import NLIScorer
 
 logger = logging.getLogger(__name__)
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = datasets.REPO_ROOT
 GUARD_WORK = ROOT / "guard_work"
 #: guard_work/ folders that hold question-side models, not (premise, hypothesis) support scorers.
 NOT_SUPPORT_MODELS = {

@@ -40,14 +40,7 @@ import numpy.typing as npt
 
 from verityrag.errors import InvalidInputError, StorageError
 from verityrag.index.elastic.connection import ElasticsearchConfig, translated
-from verityrag.index.elastic.mapping import (
-    MAPPING_VERSION,
-    expected_meta,
-    index_body,
-    inner_product,
-    meta_mismatch,
-    term_filter,
-)
+from verityrag.index.elastic.mapping import MAPPING_VERSION, create_or_check_index, inner_product, term_filter
 from verityrag.index.elastic.snapshot import CHUNK_SOURCE, ElasticsearchSnapshot, chunk_of
 from verityrag.index.protocol import IndexBackend, Scored, Upsert, check_upserts
 from verityrag.text.analyzer import DEFAULT_ANALYZER, Analyzer
@@ -143,36 +136,19 @@ class ElasticsearchIndex:
         with self._ready_lock:
             if self._ready:
                 return self
-            expected = expected_meta(
-                self.dim, self.analyzer.fingerprint(), self.vector_fingerprint, self.k1, self.b
+            created = create_or_check_index(
+                self.client,
+                self.config,
+                analyzer_fingerprint=self.analyzer.fingerprint(),
+                k1=self.k1,
+                b=self.b,
+                action="checking the index",
+                dim=self.dim,
+                vector_fingerprint=self.vector_fingerprint,
+                mismatch_hint=". Set ELASTICSEARCH_INDEX to another name.",
             )
-            with translated(self.config, "checking the index"):
-                exists = bool(self.client.indices.exists(index=self.name))
-                if not exists:
-                    body = index_body(
-                        self.dim,
-                        self.analyzer.fingerprint(),
-                        self.vector_fingerprint,
-                        self.k1,
-                        self.b,
-                        self.config.shards,
-                        self.config.replicas,
-                    )
-                    resp = self.client.options(ignore_status=400).indices.create(index=self.name, **body)
-                    error = resp.body.get("error") if isinstance(resp.body, dict) else None
-                    if error and error.get("type") != "resource_already_exists_exception":
-                        raise StorageError(f"{self.config.describe()}: cannot create the index: {error}")
-                    logger.info(
-                        "created Elasticsearch index %s (mapping v%s)", self.name, expected["mapping_version"]
-                    )
-                mapping = self.client.indices.get_mapping(index=self.name).body
-            first: Any = next(iter(mapping.values()), {})
-            found = first.get("mappings", {}).get("_meta", {}).get("verityrag")
-            problem = meta_mismatch(found, expected)
-            if problem:
-                raise StorageError(
-                    f"{self.config.describe()} cannot be used: {problem}. Set ELASTICSEARCH_INDEX to another name."
-                )
+            if created:
+                logger.info("created Elasticsearch index %s (mapping v%s)", self.name, MAPPING_VERSION)
             self._ready = True
         return self
 

@@ -20,7 +20,13 @@ into the dot product.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from verityrag.errors import StorageError
+from verityrag.index.elastic.connection import ElasticsearchConfig, translated
+
+if TYPE_CHECKING:
+    from elasticsearch import Elasticsearch
 
 MAPPING_VERSION = 1
 TERMS_ANALYZER = "verityrag_terms"
@@ -103,6 +109,47 @@ def meta_mismatch(found: dict[str, Any] | None, expected: dict[str, Any]) -> str
     if expected["vectors"] is not None and found.get("vectors") not in (None, expected["vectors"]):
         return f"its vectors come from {found.get('vectors')!r}, this pipeline embeds with {expected['vectors']!r}"
     return None
+
+
+def create_or_check_index(
+    client: Elasticsearch,
+    config: ElasticsearchConfig,
+    *,
+    analyzer_fingerprint: str,
+    k1: float,
+    b: float,
+    action: str,
+    dim: int | None = None,
+    vector_fingerprint: str | None = None,
+    mismatch_hint: str = "",
+) -> bool:
+    """Create ``config.index_name`` with this layout when it does not exist, else check its ``_meta``.
+
+    ``dim=None``: an index without vectors (lexical only).
+
+    Another process creating the index at the same moment is fine; any other refusal, or an
+    existing index of another layout, analyzer or embedder, raises
+    :class:`~verityrag.errors.StorageError` (``mismatch_hint`` is appended to the latter).
+    Returns whether the index was missing (and so created here or by that other process).
+    """
+    name = config.index_name
+    expected = expected_meta(dim, analyzer_fingerprint, vector_fingerprint, k1, b)
+    with translated(config, action):
+        missing = not client.indices.exists(index=name)
+        if missing:
+            body = index_body(
+                dim, analyzer_fingerprint, vector_fingerprint, k1, b, config.shards, config.replicas
+            )
+            resp = client.options(ignore_status=400).indices.create(index=name, **body)
+            error = resp.body.get("error") if isinstance(resp.body, dict) else None
+            if error and error.get("type") != "resource_already_exists_exception":
+                raise StorageError(f"{config.describe()}: cannot create the index: {error}")
+        mapping = client.indices.get_mapping(index=name).body
+    first: Any = next(iter(mapping.values()), {})
+    problem = meta_mismatch(first.get("mappings", {}).get("_meta", {}).get("verityrag"), expected)
+    if problem:
+        raise StorageError(f"{config.describe()} cannot be used: {problem}{mismatch_hint}")
+    return missing
 
 
 # The whitespace tokenizer cuts tokens at 255 UTF-16 units: a term of up to 127 code points
