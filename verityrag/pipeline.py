@@ -18,16 +18,15 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from verityrag.agent.calibration import check_reranker, choose_reader_threshold, fit_sufficiency_gate
+from verityrag.agent.calibration import check_reranker, fit_reader_threshold, fit_sufficiency_gate
 from verityrag.agent.controller import AgentController
 from verityrag.agent.protocols import AnswerabilityModel, AnswerGuard, ReaderAgreementCheck
 from verityrag.agent.questions import check_labelled, check_question
 from verityrag.agent.reformulation import Reformulator, SalientTermExpansion, TitleAnchoredRewrite
 from verityrag.agent.sufficiency import SufficiencyGate
 from verityrag.checks.registry import CHECK_ATTRIBUTES, load_check, requested_checks
-from verityrag.checks.thresholds import PairedSufficiency, ScoredCheck, fit_thresholds, gate_outcomes
+from verityrag.checks.thresholds import PairedSufficiency, ScoredCheck, fit_thresholds
 from verityrag.config import Settings
-from verityrag.crossenc.hf_reader import open_reader
 from verityrag.embed.base import Embedder
 from verityrag.embed.hashing import HashingEmbedder
 from verityrag.errors import InvalidInputError
@@ -35,7 +34,7 @@ from verityrag.generation.extractive import ExtractiveGenerator
 from verityrag.generation.llm import LLMGenerator
 from verityrag.generation.reading import EvidenceReader, logit
 from verityrag.generation.sentence_selector import SentenceSelector
-from verityrag.generation.verified import AnswerStrategy, RejectAndRetry
+from verityrag.generation.verified import AnswerStrategy, answer_parts
 from verityrag.index.live import LiveIndex
 from verityrag.index.protocol import AnyIndex
 from verityrag.index.store import SQLiteDocumentStore
@@ -114,24 +113,7 @@ class VerityRAGPipeline:
         self.use_reranker = True  # calibrate() keeps it only when it helps on labelled questions
         self.reformulate = True  # likewise for reformulation
         self.grounding = GroundingChecker(analyzer)
-        # The extractive generator always ranks sentences (the gates read its features); an
-        # LLM generator, or a verified strategy over one, writes the answer after the gates.
-        # A bare LLMGenerator is wrapped in reject-and-retry with the grounding verifier.
-        self.generator = (
-            generator
-            if isinstance(generator, ExtractiveGenerator)
-            else ExtractiveGenerator(analyzer=analyzer)
-        )
-        self.answer_strategy: AnswerStrategy | None = None
-        if isinstance(generator, LLMGenerator):
-            self.answer_strategy = RejectAndRetry(generator)
-        elif generator is not None and not isinstance(generator, ExtractiveGenerator):
-            if not callable(getattr(generator, "answer", None)):
-                raise InvalidInputError(
-                    "generator",
-                    "must be an ExtractiveGenerator, an LLMGenerator or have answer(question, hits, strictness)",
-                )
-            self.answer_strategy = generator
+        self.generator, self.answer_strategy = answer_parts(generator, analyzer)
         self._gate: SufficiencyGate | None = None
         self.answer_guard: AnswerGuard | None = None
         self.answerability: AnswerabilityModel | None = None
@@ -147,14 +129,8 @@ class VerityRAGPipeline:
             self.attach_check(stage, load_check(stage, threshold, llm_answers), threshold is not None)
         # The extractive reader, its files checked now (a missing model stops the start, naming the
         # command that builds it); the model itself loads on first use or warm_up().
-        self.reader: EvidenceReader | None = None
+        self.reader = EvidenceReader.open(self.settings.reader_model) if self.settings.reader else None
         self._reader_threshold: float | None = None  # on the answer logit; None: settings or model
-        if self.settings.reader:
-            model = open_reader(self.settings.reader_model or None)
-            check = getattr(model, "check_files", None)
-            if callable(check):
-                check()
-            self.reader = EvidenceReader(model)
         self.writer = DocumentWriter(
             self.index, self.embedder, analyzer, self.settings, resolve_data_dir(data_dir)
         )
@@ -516,22 +492,9 @@ class VerityRAGPipeline:
         return summary
 
     def _fit_reader_threshold(self, labelled: Sequence[tuple[str, Sequence[str]]]) -> dict[str, Any]:
-        """Run ``labelled`` once with the reader refusing nothing; keep the threshold where a wrong
-        answer stops paying. Exact: the reader's decision only turns answers into abstentions."""
-        self._reader_threshold = None
-        questions = [(q, "answerable" if answers else "unanswerable", answers) for q, answers in labelled]
-        outcomes = gate_outcomes(self.reader_open_query(), questions, "reader_decision")
-        probability = choose_reader_threshold(outcomes)
+        self._reader_threshold = None  # the open query below must not depend on an old fit
+        probability, fit = fit_reader_threshold(self.reader_open_query(), labelled)
         self._reader_threshold = logit(probability)
-        reached = sum(o.score is not None for o in outcomes)
-        answered = [o for o in outcomes if o.answered and o.score is not None and o.score >= probability]
-        fit = {
-            "threshold": probability,
-            "questions": len(outcomes),
-            "questions_reaching_reader": reached,
-            "answered": len(answered),
-            "answered_right": sum(o.correct for o in answered),
-        }
         logger.info("reader threshold: %s", fit)
         return fit
 

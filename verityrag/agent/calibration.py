@@ -28,13 +28,13 @@ import numpy.typing as npt
 
 from verityrag.agent.controller import AgentController
 from verityrag.agent.sufficiency import GATE_FEATURES, READER_FEATURES, SufficiencyGate
-from verityrag.checks.thresholds import GateOutcome
+from verityrag.checks.thresholds import GateOutcome, gate_outcomes
 from verityrag.config import Settings
 from verityrag.index.protocol import AnyIndex, SnapshotView
 from verityrag.retrieval.features import ChunkTermCache, QueryTerms
 from verityrag.retrieval.reranker import KEEP_RERANKER_ALPHA, LightGBMReranker, Searches, sign_test_p
 from verityrag.text.answers import contains_gold
-from verityrag.types import Hit
+from verityrag.types import Hit, QueryResult
 
 logger = logging.getLogger(__name__)
 
@@ -210,3 +210,22 @@ def choose_reader_threshold(outcomes: Sequence[GateOutcome], wrong_cost: float =
         return right - wrong_cost * (len(answered) - right)
 
     return max(reader_thresholds(outcomes), key=lambda t: (utility(t), -t))
+
+
+def fit_reader_threshold(
+    query_open: Callable[[str], QueryResult], labelled: Labelled
+) -> tuple[float, dict[str, Any]]:
+    """Run ``labelled`` once through ``query_open`` (the reader refusing nothing for want of
+    confidence) and choose the reader's threshold (:func:`choose_reader_threshold`); exact, as the
+    reader's decision only turns answers into abstentions. Returns it and the figures of the fit."""
+    questions = [(q, "answerable" if answers else "unanswerable", answers) for q, answers in labelled]
+    outcomes = gate_outcomes(query_open, questions, "reader_decision")
+    probability = choose_reader_threshold(outcomes)
+    answered = [o for o in outcomes if o.answered and o.score is not None and o.score >= probability]
+    return probability, {
+        "threshold": probability,
+        "questions": len(outcomes),
+        "questions_reaching_reader": sum(o.score is not None for o in outcomes),
+        "answered": len(answered),
+        "answered_right": sum(o.correct for o in answered),
+    }

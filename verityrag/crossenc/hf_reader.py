@@ -30,7 +30,7 @@ from verityrag.errors import ModelLoadError
 
 #: The reader trained here and shipped with the package.
 BUNDLED_READER = Path(__file__).resolve().parents[1] / "resources" / "reader"
-BUILD_READER = "make reader (python -m verityrag.train reader --ship)"
+BUILD_READER = "make train-reader"
 
 
 def open_reader(spec: str | Path | None = None, threads: int = 2) -> SpanReader | HFSpanReader:

@@ -137,6 +137,19 @@ class EvidenceReader:
         self.model = model
         self.evidence_tokens = evidence_tokens
 
+    @classmethod
+    def open(cls, model: str | None = None) -> EvidenceReader:
+        """A reader over the model ``model`` names (:func:`~verityrag.crossenc.hf_reader.open_reader`:
+        "" or None for the shipped one), its files checked now: a missing model stops the start
+        naming the command that builds it. The model itself loads on first use or :meth:`warm_up`."""
+        from verityrag.crossenc.hf_reader import open_reader
+
+        found = open_reader(model or None)
+        check = getattr(found, "check_files", None)
+        if callable(check):
+            check()
+        return cls(found)
+
     def warm_up(self) -> EvidenceReader:
         warm = getattr(self.model, "warm_up", None)
         if callable(warm):

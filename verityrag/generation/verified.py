@@ -38,7 +38,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from verityrag.errors import InvalidInputError, VerityRAGError
+from verityrag.generation.extractive import ExtractiveGenerator
 from verityrag.generation.llm import Feedback, LLMAnswer, LLMGenerator
+from verityrag.text.analyzer import Analyzer
 from verityrag.types import CitedSentence, Hit
 from verityrag.verify.grounding_verifier import GroundingVerifier
 from verityrag.verify.protocols import VerificationResult, Verifier
@@ -460,3 +462,24 @@ def _verified_answer(
 
 def _replace_accepted(record: AttemptRecord, accepted: bool) -> AttemptRecord:
     return dataclasses.replace(record, accepted=accepted)
+
+
+def answer_parts(
+    generator: ExtractiveGenerator | LLMGenerator | AnswerStrategy | None, analyzer: Analyzer
+) -> tuple[ExtractiveGenerator, AnswerStrategy | None]:
+    """What a pipeline answers with: the extractive generator, which always ranks sentences (the
+    gates read its features), and the strategy that writes the answer after the gates (None: the
+    extractive answer). A bare LLMGenerator is wrapped in reject-and-retry with the grounding verifier."""
+    extractive = (
+        generator if isinstance(generator, ExtractiveGenerator) else ExtractiveGenerator(analyzer=analyzer)
+    )
+    if isinstance(generator, LLMGenerator):
+        return extractive, RejectAndRetry(generator)
+    if generator is None or isinstance(generator, ExtractiveGenerator):
+        return extractive, None
+    if not callable(getattr(generator, "answer", None)):
+        raise InvalidInputError(
+            "generator",
+            "must be an ExtractiveGenerator, an LLMGenerator or have answer(question, hits, strictness)",
+        )
+    return extractive, generator

@@ -226,6 +226,19 @@ def port_number(text: str) -> int:
     return port
 
 
+def prepare_bundled() -> None:
+    """Calibrate the bundled pipeline once, here, so the API and the app restore it in a second
+    (:func:`verityrag.serve.bundled.calibrate_on_bundled` saves it); say how long it took."""
+    from verityrag.pipeline import IN_MEMORY
+    from verityrag.serve.bundled import bundled_pipeline
+
+    started = time.perf_counter()
+    print("Preparing the bundled corpus (the first time: calibrating, about a minute)...", flush=True)
+    pipeline = bundled_pipeline(store_dir=IN_MEMORY)
+    pipeline.warm_up()
+    print(f"Bundled corpus ready in {time.perf_counter() - started:.1f} s.", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m verityrag.serve", description=__doc__.split("\n")[0])
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default loopback)")
@@ -262,12 +275,16 @@ def main(argv: list[str] | None = None) -> int:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, on_signal)
-    wait = (
-        f"fitting the learned checks ({checks}) adds up to ~20 s"
-        if checks
-        else "calibration takes a few seconds"
-    )
-    print(f"Starting the API and the Streamlit app on the bundled corpus ({wait})...")
+    try:
+        prepare_bundled()
+    except KeyboardInterrupt:
+        print("\nStopped.")
+        return 0
+    except VerityRAGError as exc:  # a missing model or dataset: say what to run, no traceback
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    wait = f"fitting the learned checks ({checks}) adds up to ~20 s" if checks else "a few seconds"
+    print(f"Starting the API and the Streamlit app on the bundled corpus ({wait})...", flush=True)
     try:
         with running_services(
             args.host, args.api_port, args.ui_port, args.data_dir, args.startup_timeout
