@@ -3,30 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from verityrag import VerityRAGPipeline
+from verityrag.crossenc.reader import ReaderResult, ReaderSpan
 from verityrag.generation.reading import EvidenceReader
 from verityrag.types import AbstainReason
 
 pytestmark = pytest.mark.integration
-
-
-@dataclass
-class _Span:
-    text: str
-    start: int
-    end: int
-    score: float
-
-
-@dataclass
-class _Result:
-    best: _Span | None
-    answer_logit: float
 
 
 class _FirstWords:
@@ -39,12 +25,13 @@ class _FirstWords:
     def count_tokens(self, text: str) -> int:
         return len(text.split())
 
-    def read_batch(self, pairs: Sequence[tuple[str, str]], k: int = 1) -> list[_Result]:
+    def read_batch(self, pairs: Sequence[tuple[str, str]], k: int = 1) -> list[ReaderResult]:
         out = []
         for _, evidence in pairs:
             span = " ".join(evidence.split()[: self.words])
             at = evidence.index(span)
-            out.append(_Result(_Span(span, at, at + len(span), 1.0), self.logit))
+            # The span's score less the no-answer score (0) is the answer logit.
+            out.append(ReaderResult([ReaderSpan(span, at, at + len(span), self.logit, 1.0)], 0.0))
         return out
 
 

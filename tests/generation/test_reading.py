@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pytest
 
+from verityrag.crossenc.reader import ReaderResult, ReaderSpan
 from verityrag.generation.reading import LOGIT_CLIP, EvidenceReader, answer_sentences
 from verityrag.generation.sentence_selector import ScoredSentence
 from verityrag.text.answer_types import AnswerType
@@ -36,20 +36,6 @@ def _ranked(chunks: Sequence[Chunk], order: Sequence[tuple[int, int]]) -> list[S
     return out
 
 
-@dataclass
-class _Span:
-    text: str
-    start: int
-    end: int
-    score: float
-
-
-@dataclass
-class _Result:
-    best: _Span | None
-    answer_logit: float
-
-
 class _FakeModel:
     """Finds ``answer`` in the evidence it is given (None: no span), with a fixed answer logit."""
 
@@ -61,13 +47,15 @@ class _FakeModel:
     def count_tokens(self, text: str) -> int:
         return len(text.split())
 
-    def read_batch(self, pairs: Sequence[tuple[str, str]], k: int = 1) -> list[_Result]:
+    def read_batch(self, pairs: Sequence[tuple[str, str]], k: int = 1) -> list[ReaderResult]:
         self.seen.extend(pairs)
         out = []
         for _, evidence in pairs:
             at = evidence.find(self.answer) if self.answer else -1
-            span = _Span(self.answer, at, at + len(self.answer), 5.0) if self.answer and at >= 0 else None
-            out.append(_Result(span, self.logit if span else -5.0))
+            spans = []
+            if self.answer is not None and at >= 0:  # the span's score less no-answer's (0): the logit
+                spans = [ReaderSpan(self.answer, at, at + len(self.answer), self.logit, 1.0)]
+            out.append(ReaderResult(spans, 0.0))
         return out
 
 
@@ -113,7 +101,7 @@ def test_no_span_is_no_answer_and_a_span_of_the_wrong_kind_is_flagged() -> None:
     ranked = _ranked(chunks, [(0, 2), (0, 0)])
     none = EvidenceReader(_FakeModel(None)).read("How much does the kettle cost?", hits, ranked)
     assert none.short_answer is None
-    assert none.answer_logit == -5.0
+    assert none.answer_logit == -LOGIT_CLIP
     wrong = EvidenceReader(_FakeModel("1.7 litres")).read("How much does the kettle cost?", hits, ranked)
     assert wrong.short_answer is not None
     assert wrong.expected is AnswerType.MONEY
@@ -138,3 +126,17 @@ def test_a_span_over_a_sentence_boundary_cites_both_sentences() -> None:
     end = text.index(" in Smiljan")
     cited = answer_sentences(chunk, start, end, [])
     assert " ".join(s.text for s in cited).startswith("Tesla was born on 10 July [O.S. 28 June] 1856")
+
+
+def test_the_same_question_over_the_same_sentences_is_read_once() -> None:
+    chunks, hits = _setup()
+    ranked = _ranked(chunks, [(0, 0), (0, 1)])
+    model = _FakeModel("1891")
+    reader = EvidenceReader(model, cache_size=1)
+    first = reader.read("When?", hits, ranked)
+    again = reader.read("When?", hits, ranked)
+    assert again == first
+    assert len(model.seen) == 1
+    reader.read("Who?", hits, ranked)  # another question: read, and the cache of one forgets "When?"
+    reader.read("When?", hits, ranked)
+    assert len(model.seen) == 3

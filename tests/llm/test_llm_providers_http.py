@@ -193,27 +193,44 @@ def test_provider_500_is_retried_then_succeeds(server: ScriptedServer, proto: Pr
     assert len(server.seen) == 3
 
 
+# (case, the server's reply every time, the error raised, its message, attempts made or None: not checked)
+ERROR_REPLIES = [
+    (
+        "500 every time: retried, then a response error",
+        Reply(500, "boom"),
+        LLMResponseError,
+        "HTTP 500: boom",
+        3,
+    ),
+    ("400: not retried", Reply(400, {"error": "bad max_tokens"}), LLMResponseError, "HTTP 400", 1),
+    (
+        "401: a refused key is a config error",
+        Reply(401, {"error": "invalid x-api-key"}),
+        LLMConfigError,
+        "key was refused",
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "reply", "error", "match", "attempts"), ERROR_REPLIES, ids=[e[0] for e in ERROR_REPLIES]
+)
 @pytest.mark.parametrize("proto", PROTOCOLS, ids=IDS)
-def test_provider_500_every_time_raises_response_error(server: ScriptedServer, proto: Protocol) -> None:
-    server.script(Reply(500, "boom"))
-    with pytest.raises(LLMResponseError, match="HTTP 500: boom"):
+def test_provider_error_status_raises_its_error(
+    server: ScriptedServer,
+    proto: Protocol,
+    case: str,
+    reply: Reply,
+    error: type[Exception],
+    match: str,
+    attempts: int | None,
+) -> None:
+    server.script(reply)
+    with pytest.raises(error, match=match):
         proto.make(server.url, FAST)("q")
-    assert len(server.seen) == 3
-
-
-@pytest.mark.parametrize("proto", PROTOCOLS, ids=IDS)
-def test_provider_400_is_not_retried(server: ScriptedServer, proto: Protocol) -> None:
-    server.script(Reply(400, {"error": "bad max_tokens"}))
-    with pytest.raises(LLMResponseError, match="HTTP 400"):
-        proto.make(server.url, FAST)("q")
-    assert len(server.seen) == 1
-
-
-@pytest.mark.parametrize("proto", PROTOCOLS, ids=IDS)
-def test_provider_refused_key_is_a_config_error(server: ScriptedServer, proto: Protocol) -> None:
-    server.script(Reply(401, {"error": "invalid x-api-key"}))
-    with pytest.raises(LLMConfigError, match="key was refused"):
-        proto.make(server.url, FAST)("q")
+    if attempts is not None:
+        assert len(server.seen) == attempts
 
 
 @pytest.mark.parametrize("proto", PROTOCOLS, ids=IDS)

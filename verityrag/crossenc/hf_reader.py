@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from verityrag.crossenc.model_folder import METADATA_FILE
-from verityrag.crossenc.reader import TOP_K, ReaderResult, ReaderSpan, SpanReader, best_spans
+from verityrag.crossenc.reader import TOP_K, ReaderResult, SpanReader, best_spans, ranked_result
 from verityrag.errors import ModelLoadError
 
 #: The reader trained here and shipped with the package.
@@ -133,16 +133,5 @@ class HFSpanReader:
                 for i, j, score in best_spans(starts[row], ends[row], context[0], context[-1], k):
                     key = (int(offsets[i][0]), int(offsets[j][1]))
                     found[key] = max(score, found.get(key, -np.inf))
-            best = sorted(found.items(), key=lambda item: -item[1])[:k]
-            if not best:
-                out.append(ReaderResult([], null))
-                continue
-            scores = np.array([score for _, score in best])
-            weights = np.exp(scores - scores.max())
-            weights /= weights.sum()
-            spans = [
-                ReaderSpan(evidence[s:e], s, e, float(score), float(w))
-                for ((s, e), score), w in zip(best, weights, strict=True)
-            ]
-            out.append(ReaderResult(spans, null))
+            out.append(ranked_result(evidence, found, null, k))
         return out

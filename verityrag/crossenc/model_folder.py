@@ -15,6 +15,7 @@ which names the missing files and the command that builds them.
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -104,3 +105,31 @@ def require_files(folder: Path, what: str, build_command: str, onnx_file: str | 
     if missing or meta is None:
         raise ModelFilesMissingError(what, folder, missing, build_command)
     return meta
+
+
+class ServedFolder:
+    """A model folder served from disk: its files checked and its metadata read on first need.
+
+    The base of the ONNX scorers and readers: they keep a lock, a session and an encoder, loaded
+    by their own ``warm_up``."""
+
+    def __init__(self, folder: Path, what: str, build_command: str, threads: int, batch_size: int) -> None:
+        self.folder = Path(folder)
+        self.what = what
+        self.build_command = build_command
+        self.threads = threads
+        self.batch_size = batch_size
+        self._lock = threading.Lock()
+        self._session: Any = None
+        self._encoder: Any = None
+        self._metadata: ModelMetadata | None = None
+
+    def check_files(self) -> ModelMetadata:
+        """Raise ModelFilesMissingError unless the folder can be served; return its metadata."""
+        return require_files(self.folder, self.what, self.build_command)
+
+    @property
+    def metadata(self) -> ModelMetadata:
+        if self._metadata is None:
+            self._metadata = self.check_files()
+        return self._metadata

@@ -26,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from verityrag.crossenc.encoding import EncodedWindow, PairEncoder, load_tokenizer, pad_batch, window_starts
-from verityrag.crossenc.model_folder import ModelMetadata, require_files
+from verityrag.crossenc.model_folder import ModelMetadata, ServedFolder
 from verityrag.crossenc.scorer import open_session, session_feeds
 from verityrag.errors import InvalidInputError
 
@@ -114,36 +114,34 @@ class ReaderResult:
         return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
 
 
-class SpanReader:
+def ranked_result(evidence: str, found: dict[tuple[int, int], float], null: float, k: int) -> ReaderResult:
+    """The ``k`` best of ``found`` (character span -> score) as a result: spans best first, each with
+    its share of a softmax over them, and the no-answer score."""
+    best = sorted(found.items(), key=lambda item: -item[1])[:k]
+    if not best:
+        return ReaderResult([], null)
+    scores = np.array([score for _, score in best])
+    weights = np.exp(scores - scores.max())
+    weights /= weights.sum()
+    spans = [
+        ReaderSpan(evidence[s:e], s, e, float(score), float(w))
+        for ((s, e), score), w in zip(best, weights, strict=True)
+    ]
+    return ReaderResult(spans, null)
+
+
+class SpanReader(ServedFolder):
     """A reader folder (metadata.json, the start/end ONNX export, tokenizer.json). Constructor stores parameters only."""
 
     def __init__(
         self,
         folder: Path,
         what: str = "the extractive reader",
-        build_command: str = "make models-reader",
+        build_command: str = "make train-reader",
         threads: int = 2,
         batch_size: int = 16,
     ) -> None:
-        self.folder = Path(folder)
-        self.what = what
-        self.build_command = build_command
-        self.threads = threads
-        self.batch_size = batch_size
-        self._lock = threading.Lock()
-        self._session: onnxruntime.InferenceSession | None = None
-        self._encoder: PairEncoder | None = None
-        self._metadata: ModelMetadata | None = None
-
-    def check_files(self) -> ModelMetadata:
-        """Raise ModelFilesMissingError unless the folder can be served; return its metadata."""
-        return require_files(self.folder, self.what, self.build_command)
-
-    @property
-    def metadata(self) -> ModelMetadata:
-        if self._metadata is None:
-            self._metadata = self.check_files()
-        return self._metadata
+        super().__init__(folder, what, build_command, threads, batch_size)
 
     def warm_up(self) -> SpanReader:
         """Check the files and load the tokenizer and the ONNX session (idempotent). Readers of the
@@ -229,18 +227,8 @@ class SpanReader:
                     found[p][key] = max(score, found[p].get(key, -np.inf))  # overlapping windows
         results = []
         for p, (_, evidence) in enumerate(pairs):
-            best = sorted(found[p].items(), key=lambda item: -item[1])[:k]
-            if not best:
-                if encodings[p].ids:  # every logit NaN (best_spans keeps finite scores only)
-                    logger.warning("%s gave no finite span score in %s; no spans", self.what, self.folder)
-                results.append(ReaderResult([], nulls[p]))
-                continue
-            scores = np.array([score for _, score in best])
-            weights = np.exp(scores - scores.max())
-            weights /= weights.sum()
-            spans = [
-                ReaderSpan(evidence[s:e], s, e, float(score), float(w))
-                for ((s, e), score), w in zip(best, weights, strict=True)
-            ]
-            results.append(ReaderResult(spans, nulls[p]))
+            result = ranked_result(evidence, found[p], nulls[p], k)
+            if not result.spans and encodings[p].ids:  # every logit NaN (best_spans keeps finite ones)
+                logger.warning("%s gave no finite span score in %s; no spans", self.what, self.folder)
+            results.append(result)
         return results

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import math
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,7 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from verityrag.crossenc.encoding import LongSide, PairEncoder, load_tokenizer, pad_batch
-from verityrag.crossenc.model_folder import ModelMetadata, require_files
+from verityrag.crossenc.model_folder import ModelMetadata, ServedFolder, require_files
 from verityrag.embed.onnx_options import cpu_session_options
 from verityrag.errors import ModelLoadError
 from verityrag.text.sentences import split_sentences
@@ -102,7 +101,7 @@ def _fitting_pieces(encoder: PairEncoder, text: str, budget: int) -> list[str]:
     return pieces
 
 
-class OnnxCrossEncoder:
+class OnnxCrossEncoder(ServedFolder):
     """A cross-encoder folder served by onnxruntime. Constructor stores parameters only.
 
     ``long_side``: the side the caller's pairs carry the evidence on; a folder whose metadata
@@ -120,17 +119,9 @@ class OnnxCrossEncoder:
         threads: int = 2,
         long_side: LongSide | None = None,
     ) -> None:
-        self.folder = Path(folder)
-        self.what = what
-        self.build_command = build_command
+        super().__init__(folder, what, build_command, threads, batch_size)
         self.onnx_file = onnx_file
-        self.batch_size = batch_size
-        self.threads = threads
         self.long_side = long_side
-        self._lock = threading.Lock()
-        self._session: onnxruntime.InferenceSession | None = None
-        self._encoder: PairEncoder | None = None
-        self._metadata: ModelMetadata | None = None
 
     def check_files(self) -> ModelMetadata:
         """Raise ModelFilesMissingError unless the folder can be served; return its metadata."""
@@ -149,12 +140,6 @@ class OnnxCrossEncoder:
                 ],
             )
         return meta
-
-    @property
-    def metadata(self) -> ModelMetadata:
-        if self._metadata is None:
-            self._metadata = self.check_files()
-        return self._metadata
 
     def warm_up(self) -> OnnxCrossEncoder:
         """Load the tokenizer and the ONNX session (idempotent)."""

@@ -17,6 +17,8 @@ per question, and reads the best answer span and the reader's no-answer score:
 from __future__ import annotations
 
 import math
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -131,11 +133,19 @@ def _clip(x: float) -> float:
 class EvidenceReader:
     """Reads the best-ranked sentences of an attempt with ``model``; constructor stores parameters only."""
 
-    def __init__(self, model: ReaderModel, evidence_tokens: int = DEFAULT_EVIDENCE_TOKENS) -> None:
+    def __init__(
+        self, model: ReaderModel, evidence_tokens: int = DEFAULT_EVIDENCE_TOKENS, cache_size: int = 1024
+    ) -> None:
         if evidence_tokens < 16:
             raise ValueError("evidence_tokens must be >= 16")
         self.model = model
         self.evidence_tokens = evidence_tokens
+        self.cache_size = cache_size
+        # (question, text read) -> the model's result: the agent's attempts at one question often
+        # read the same sentences, and a model read is most of a query's time. Exact: a read
+        # depends on nothing else.
+        self._cache: OrderedDict[tuple[str, str], ReadResult] = OrderedDict()
+        self._lock = threading.Lock()
 
     @classmethod
     def open(cls, model: str | None = None) -> EvidenceReader:
@@ -200,12 +210,25 @@ class EvidenceReader:
                 offset += len(piece)
         return "".join(text_parts), passages, used
 
+    def _read(self, question: str, text: str) -> ReadResult:
+        key = (question, text)
+        with self._lock:
+            if key in self._cache:
+                self._cache.move_to_end(key)
+                return self._cache[key]
+        result = self.model.read_batch([key], k=1)[0]
+        with self._lock:
+            self._cache[key] = result
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+        return result
+
     def read(self, question: str, hits: Sequence[Hit], ranked: Sequence[ScoredSentence]) -> Reading:
         """The reader's finding in the best sentences of ``ranked`` (the selector's order over ``hits``)."""
         text, passages, used = self.passages(hits, ranked)
         if not passages:
             return NOTHING_READ
-        result = self.model.read_batch([(question, text)], k=1)[0]
+        result = self._read(question, text)
         best = result.best
         kind = expected_type(question)
         if best is None:

@@ -41,8 +41,18 @@ def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, flo
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
+class _Record:
+    """A frozen result with its fields as a dict (the JSON reports take)."""
+
+    __slots__ = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        fields: dict[str, Any] = asdict(self)  # type: ignore[call-overload]
+        return fields
+
+
 @dataclass(frozen=True, slots=True)
-class ThresholdChoice:
+class ThresholdChoice(_Record):
     threshold: float
     precision: float
     precision_low: float
@@ -52,12 +62,9 @@ class ThresholdChoice:
     n: int
     target_precision: float
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(frozen=True, slots=True)
-class HeldOutCheck:
+class HeldOutCheck(_Record):
     precision: float
     precision_low: float
     precision_high: float
@@ -65,9 +72,6 @@ class HeldOutCheck:
     accepted: int
     n: int
     meets_target: bool
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _arrays(scores: Sequence[float], labels: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
