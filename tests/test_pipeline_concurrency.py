@@ -1,4 +1,8 @@
-"""Many threads ingesting through the pipeline while others query: no errors, nothing lost."""
+"""Many threads ingesting through the pipeline while others query: no errors, nothing lost.
+
+The reader is off: these tests check the store, the index and retrieval (the selector's sentence
+answers; the reader, which may cite another of the top chunks, has its own tests).
+"""
 
 from __future__ import annotations
 
@@ -35,7 +39,7 @@ def fast_thread_switching() -> Iterator[None]:
 @pytest.mark.usefixtures("fast_thread_switching")
 @pytest.mark.filterwarnings("error::RuntimeWarning")  # e.g. log of a negative number -> NaN scores
 def test_concurrent_ingest_and_queries_lose_nothing_and_raise_nothing() -> None:
-    pipeline = VerityRAGPipeline(settings=Settings(chunk_max_words=12))
+    pipeline = VerityRAGPipeline(settings=Settings(chunk_max_words=12, reader=False))
     pipeline.ingest_documents(
         [(f"seed-{i}", "Seed", f"Seed document {i} about rivers and mountains.") for i in range(20)]
     )
@@ -107,7 +111,7 @@ def test_concurrent_ingest_and_queries_lose_nothing_and_raise_nothing() -> None:
 
 @pytest.mark.usefixtures("fast_thread_switching")
 def test_concurrent_replace_and_delete_keep_exact_counts() -> None:
-    pipeline = VerityRAGPipeline(settings=Settings(chunk_max_words=12))
+    pipeline = VerityRAGPipeline(settings=Settings(chunk_max_words=12, reader=False))
     n_docs = 60
     pipeline.ingest_documents(
         [(f"d{i:02d}", "T", f"Version zero of doc {i}. Token v0d{i:02d}t.") for i in range(n_docs)]

@@ -15,6 +15,10 @@ import pytest
 from verityrag import Settings, VerityRAGPipeline
 from verityrag.embed.hashing import HashingEmbedder
 
+# The store, the index and retrieval are what these tests check: the selector's sentence answers
+# (the reader, which may cite another chunk of the top ones, has its own tests).
+SETTINGS = Settings(reader=False)
+
 pytestmark = pytest.mark.integration
 
 CHILD = textwrap.dedent(
@@ -22,7 +26,7 @@ CHILD = textwrap.dedent(
     import sys
     from verityrag import Settings, VerityRAGPipeline
 
-    pipeline = VerityRAGPipeline(data_dir=sys.argv[1], settings=Settings())
+    pipeline = VerityRAGPipeline(data_dir=sys.argv[1], settings=Settings(reader=False))
     i = 0
     while True:  # ingest until killed
         doc_id = f"doc-{i:05d}"
@@ -87,7 +91,7 @@ def test_restart_after_sigkill_every_acknowledged_doc_is_present_and_searchable(
 ) -> None:
     data_dir, acked = crashed_data_dir
     assert len(acked) >= ACKS_BEFORE_KILL
-    pipeline = VerityRAGPipeline(data_dir=data_dir, settings=Settings())
+    pipeline = VerityRAGPipeline(data_dir=data_dir, settings=SETTINGS)
     # At most one more doc may have committed between its ingest and its print.
     assert len(acked) <= pipeline.index.n_documents <= len(acked) + 1
     assert pipeline.store is not None
@@ -111,7 +115,7 @@ def test_restore_same_embedder_does_not_reembed(
 ) -> None:
     data_dir, acked = crashed_data_dir
     embedder = counting_embedder(HashingEmbedder())
-    pipeline = VerityRAGPipeline(embedder=embedder, data_dir=data_dir, settings=Settings())
+    pipeline = VerityRAGPipeline(embedder=embedder, data_dir=data_dir, settings=SETTINGS)
     assert pipeline.index.n_documents >= len(acked)
     assert embedder.calls == 0
     assert not pipeline.query(f"Which document carries the marker {_marker(acked[0])}?").abstained
@@ -126,7 +130,7 @@ def test_restore_changed_embedder_reembeds_once_and_still_answers(
     for f in source.iterdir():
         (data_dir / f.name).write_bytes(f.read_bytes())
     changed = counting_embedder(HashingEmbedder(dim=128))
-    pipeline = VerityRAGPipeline(embedder=changed, data_dir=data_dir, settings=Settings())
+    pipeline = VerityRAGPipeline(embedder=changed, data_dir=data_dir, settings=SETTINGS)
     n_chunks = len(pipeline.index)
     assert changed.texts == n_chunks > 0
     assert pipeline.index.dim == 128
@@ -141,7 +145,7 @@ def test_restore_changed_embedder_reembeds_once_and_still_answers(
     pipeline.store.close()  # type: ignore[union-attr]
     # The new vectors were stored: a second start with the same embedder re-embeds nothing.
     again = counting_embedder(HashingEmbedder(dim=128))
-    reopened = VerityRAGPipeline(embedder=again, data_dir=data_dir, settings=Settings())
+    reopened = VerityRAGPipeline(embedder=again, data_dir=data_dir, settings=SETTINGS)
     assert again.calls == 0
     assert len(reopened.index) == n_chunks
 
@@ -152,7 +156,7 @@ def test_restore_with_a_changed_analyzer_stores_its_counts_for_the_next_restart(
     # new fingerprint: from the second restart on, "running" (now a term of its own) matched nothing.
     from verityrag.text.analyzer import Analyzer
 
-    first = VerityRAGPipeline(data_dir=tmp_path, settings=Settings())
+    first = VerityRAGPipeline(data_dir=tmp_path, settings=SETTINGS)
     first.ingest_document("r", "Running", "The athletes were running along the river at dawn.")
     first.store.close()  # type: ignore[union-attr]
     unstemmed = Analyzer(stem=False)
@@ -161,7 +165,7 @@ def test_restore_with_a_changed_analyzer_stores_its_counts_for_the_next_restart(
             embedder=HashingEmbedder(analyzer=unstemmed),
             data_dir=tmp_path,
             analyzer=unstemmed,
-            settings=Settings(),
+            settings=SETTINGS,
         )
         assert reopened.index.document_frequency("running") == 1
         assert reopened.index.document_frequency("run") == 0

@@ -471,7 +471,10 @@ class VerityRAGPipeline:
         }
         summary = {**summary, "reranker": reranker_check, **loop}
         if self.reader is not None and self.settings.reader_answer_threshold is None:
-            summary["reader"] = self._fit_reader_threshold(labelled + for_reader)
+            if self.answer_strategy is None:
+                summary["reader"] = self._fit_reader_threshold(labelled + for_reader)
+            else:  # the fit runs the whole agent: it would call the LLM once per question
+                summary["reader"] = {"fitted": False, "reason": "LLM answers: the model's threshold is kept"}
         # Settings-attached checks without a fixed threshold get the main eval's rule, fitted here
         # with the gate just fitted (checks set on the pipeline directly are the caller's to tune).
         unfixed = [stage for stage, src in self.check_threshold_sources.items() if src != "settings"]

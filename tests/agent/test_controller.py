@@ -53,7 +53,9 @@ def documents(corpus_slice: list[dict[str, str]]) -> list[dict[str, str]]:
 
 @pytest.fixture(scope="module")
 def pipeline(documents: list[dict[str, str]]) -> VerityRAGPipeline:
-    p = VerityRAGPipeline(settings=Settings())
+    """The loop, the gates and the checks after them, without the extractive reader (its decisions
+    are tested in test_reader_decisions.py): an answer here is the selector's sentence."""
+    p = VerityRAGPipeline(settings=Settings(reader=False))
     p.ingest_documents(documents)
     return p
 
