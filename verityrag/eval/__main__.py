@@ -27,6 +27,11 @@ def build_parser() -> argparse.ArgumentParser:
         default="onnx-int8",
         help="with --real-embeddings: int8 ONNX (default; ~4 ms per query here) or torch (~12 ms)",
     )
+    p.add_argument(
+        "--without-reader",
+        action="store_true",
+        help="answer with the sentence selector's sentence, without the extractive reader",
+    )
     p.add_argument("--guard", action="store_true", help="add the learned guard after grounding")
     p.add_argument("--answerability", action="store_true", help="add the learned answerability gate")
     p.add_argument(

@@ -65,7 +65,9 @@ class EvalOptions:
             embedding_backend=args.embedding_backend,
             max_test_questions=args.max_test_questions,
             seed=args.seed,
-            settings=Settings.profile(args.profile),
+            settings=Settings.profile(args.profile).replace(
+                reader=not args.without_reader
+            ),
             progress=not args.no_progress,
             backend=args.backend,
             answerability=args.answerability,
