@@ -1,10 +1,10 @@
-"""Regenerate the figures in README.md from eval_report*.json and scripts/results/*.json.
+"""Regenerate the figures in README.md and docs/results.md from eval_report*.json and scripts/results/*.json.
 
-Every number in README's results sections comes from here; none is typed by hand.
+Every number in their results sections comes from here; none is typed by hand.
 Sections are delimited by ``<!-- NAME:start -->`` / ``<!-- NAME:end -->`` markers.
 
-    python scripts/update_readme_results.py          # rewrite README.md
-    python scripts/update_readme_results.py --check  # exit 1 if README is stale
+    python scripts/update_readme_results.py          # rewrite both
+    python scripts/update_readme_results.py --check  # exit 1 if either is stale
 """
 
 from __future__ import annotations
@@ -17,11 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from verityrag.eval.benchmarks import index_table, learned_checks_table
-from verityrag.eval.report import headline_rows
+from verityrag.eval.report import headline_rows, reader_sweep_table
 
 ROOT = Path(__file__).resolve().parent.parent
 
 README = ROOT / "README.md"
+RESULTS_PAGE = ROOT / "docs" / "results.md"
 REPORTS = {
     "HashingEmbedder (default)": ROOT / "eval_report.json",
     "all-MiniLM-L6-v2 int8 ONNX (--real-embeddings)": ROOT / "eval_report_real_embeddings.json",
@@ -63,6 +64,15 @@ def eval_section() -> str:
             else ""
         )
     )
+    if "reader_sweep" in first:
+        sweep = first["reader_sweep"]
+        lines += [
+            "",
+            f"The reader's threshold, {names[0]}: chosen on the calibration split ({sweep['threshold_rule']}); "
+            "what others give on the test split:",
+            "",
+            *reader_sweep_table(sweep),
+        ]
     return "\n".join(lines)
 
 
@@ -105,15 +115,58 @@ def ragtruth_section() -> str:
     return render_table(json.loads(RAGTRUTH.read_text()))
 
 
-READER = ROOT / "scripts" / "results" / "answer_reader.json"
+READER_CHECK = ROOT / "scripts" / "results" / "answer_reader.json"
+SPAN_READER = ROOT / "scripts" / "results" / "reader.json"
 LLM_READER = ROOT / "scripts" / "results" / "llm_eval_reader_local.json"
 
 
-def reader_section() -> str:
-    """The reader check against Verity-Guard on gemma's labelled test answers (scripts/reader_build.py)."""
-    if not READER.exists():
+def span_reader_section() -> str:
+    """The extractive reader on its own, with the gold paragraph given (``python -m verityrag.train reader``)."""
+    if not SPAN_READER.exists():
+        return "_No scripts/results/reader.json yet: run `make train-reader`._"
+    data: dict[str, Any] = json.loads(SPAN_READER.read_text())
+    m, t = data["metrics"], data["training"]
+    lines = [
+        "| questions (gold paragraph given) | n | EM | F1 | answerability AUROC | SQuAD 2.0 F1 (has answer / no answer) |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    names = {
+        "squad11_dev_without_split_a": "SQuAD 1.1 dev (32 articles never trained on)",
+        "squad2_dev_split_b": "SQuAD 2.0 dev split_b (19 articles never trained on)",
+        "validation": "validation (2 SQuAD 2.0 dev articles; threshold chosen here)",
+    }
+    for key, name in names.items():
+        if key not in m:
+            continue
+        r = m[key]
+        squad2 = r.get("squad2")
+        auroc = f"{r['answerability_auroc']:.3f}" if "answerability_auroc" in r else "-"
+        s2 = (
+            f"{squad2['f1']:.1f} ({squad2['has_answer_f1']:.1f} / {squad2['no_answer_accuracy']:.1f})"
+            if squad2
+            else "-"
+        )
+        lines.append(
+            f"| {name} | {r['questions']} | {r['span']['exact_match']:.1f} | {r['span']['f1']:.1f} | {auroc} | {s2} |"
+        )
+    size = t.get("file_bytes", {}).get("model.int8.onnx", 0) / 1e6
+    lines += [
+        "",
+        f"all-MiniLM-L6-v2 fine-tuned {t['epochs']} epochs on {data.get('examples', 'the')} examples "
+        f"({t['train_seconds'] / 3600:.1f} h on {t['device']}, bfloat16 {'on' if t['bf16_autocast'] else 'off'}); "
+        f"served as int8 ONNX ({size:.1f} MB), {m['validation']['ms_per_question']:.0f} ms per paragraph here. "
+        "EM and F1 score the best span whatever the no-answer score; AUROC ranks answerable above "
+        "unanswerable by the reader's answer probability; SQuAD 2.0 scores answer only above the "
+        f"validation threshold ({data['threshold']:.3f}).",
+    ]
+    return "\n".join(lines)
+
+
+def reader_check_section() -> str:
+    """The reader check against Verity-Guard on gemma's labelled test answers (python -m verityrag.train reader-check)."""
+    if not READER_CHECK.exists():
         return "_No scripts/results/answer_reader.json yet: run `make models-reader`._"
-    data: dict[str, Any] = json.loads(READER.read_text())
+    data: dict[str, Any] = json.loads(READER_CHECK.read_text())
     test = data["test"]
     n = test["answers"]
 
@@ -211,17 +264,27 @@ def learned_checks_section() -> str:
     )
 
 
-def render(text: str) -> str:
-    sections = (("eval-results", eval_section()), ("bench-results", bench_section()))
-    for name, body in (
-        *sections,
-        ("ragtruth-results", ragtruth_section()),
-        ("reader-results", reader_section()),
-        ("learned-checks-results", learned_checks_section()),
-    ):
+#: The sections of each page, by marker name.
+PAGES = {
+    README: (
+        ("eval-results", eval_section),
+        ("reader-results", span_reader_section),
+        ("bench-results", bench_section),
+    ),
+    RESULTS_PAGE: (
+        ("ragtruth-results", ragtruth_section),
+        ("reader-check-results", reader_check_section),
+        ("learned-checks-results", learned_checks_section),
+    ),
+}
+
+
+def render(text: str, page: Path = README) -> str:
+    for name, section in PAGES[page]:
         pattern = re.compile(rf"(<!-- {name}:start -->).*?(<!-- {name}:end -->)", re.S)
         if not pattern.search(text):
-            raise SystemExit(f"README.md lacks the <!-- {name}:start/end --> markers")
+            raise SystemExit(f"{page.name} lacks the <!-- {name}:start/end --> markers")
+        body = section()
         text = pattern.sub(lambda m, b=body: f"{m.group(1)}\n{b}\n{m.group(2)}", text)
     return text
 
@@ -232,15 +295,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--check", action="store_true", help="fail if README.md is not up to date")
     args = parser.parse_args(argv)
-    current = README.read_text(encoding="utf-8")
-    updated = render(current)
+    stale = []
+    for page in PAGES:
+        current = page.read_text(encoding="utf-8")
+        updated = render(current, page)
+        if updated == current:
+            continue
+        stale.append(page.name)
+        if not args.check:
+            page.write_text(updated, encoding="utf-8")
     if args.check:
-        if updated != current:
-            print("README.md figures are stale: run `make readme-results`", file=sys.stderr)
+        if stale:
+            print(f"{', '.join(stale)} figures are stale: run `make readme-results`", file=sys.stderr)
             return 1
         return 0
-    README.write_text(updated, encoding="utf-8")
-    print("README.md results updated")
+    print(f"results updated: {', '.join(stale) or 'nothing changed'}")
     return 0
 
 

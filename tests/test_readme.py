@@ -12,10 +12,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.unit
-def test_readme_results_match_the_committed_reports(load_script: Callable[[str], ModuleType]) -> None:
+def test_readme_and_results_page_match_the_committed_reports(
+    load_script: Callable[[str], ModuleType],
+) -> None:
     module = load_script("update_readme_results")
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert module.render(readme) == readme, "README figures are stale: run `make readme-results`"
+    for page in module.PAGES:
+        text = page.read_text(encoding="utf-8")
+        assert module.render(text, page) == text, f"{page.name} figures are stale: run `make readme-results`"
 
 
 @pytest.mark.unit

@@ -54,6 +54,14 @@ def headline_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
     rows += [
         ("SQuAD F1 of answers (answerable, abstain = 0)", f"{100 * m['f1_answerable']:.1f}"),
     ]
+    short = m.get("short_answer")
+    if short and short["answered_with_span"]:
+        rows.append(
+            (
+                "short answer (the reader's span) F1 / EM, answered answerable questions",
+                f"{100 * short['f1_answered']:.1f} / {100 * short['em_answered']:.1f}",
+            )
+        )
     for kind, value in sorted(m["correct_abstention"].items()):
         interval = ci.get("correct_abstention", {}).get(kind)
         rows.append((f"correct abstention: {kind.replace('_', ' ')}", _pct_ci(value, interval)))
@@ -66,6 +74,33 @@ def headline_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
         ),
     ]
     return rows
+
+
+def reader_sweep_table(sweep: dict[str, Any], split: str = "test_sweep") -> list[str]:
+    """The reader threshold against coverage and abstention, one row per threshold; the chosen one marked."""
+
+    def pct(x: float | None) -> str:
+        return "-" if x is None else f"{100 * x:.1f}%"
+
+    lines = [
+        "| reader threshold | coverage | answered & correct | in-domain unanswerable abstention "
+        "| held-out abstention | accuracy of all answers |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for row in sweep[split]:
+        mark = " **(chosen)**" if abs(row["threshold"] - sweep["threshold"]) < 1e-6 else ""
+        cells = [
+            pct(row[k])
+            for k in (
+                "coverage",
+                "answered_and_correct",
+                "in_domain_unanswerable_abstention",
+                "held_out_abstention",
+                "accuracy_of_all_answers",
+            )
+        ]
+        lines.append(f"| {row['threshold']:.3g}{mark} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def render_markdown(report: dict[str, Any], plots: dict[str, str]) -> str:
@@ -100,6 +135,20 @@ def render_markdown(report: dict[str, Any], plots: dict[str, str]) -> str:
         lines.append(f"| {stage} | {p['p50']:.3f} | {p['p95']:.3f} | {p['p99']:.3f} |")
     lines += ["", "## Calibration", ""]
     lines += [f"- {k}: {v}" for k, v in sorted(report["calibration"].items())]
+    if report.get("reader_sweep"):
+        sweep = report["reader_sweep"]
+        lines += [
+            "",
+            f"## Reader threshold (chosen on calibration: {sweep['threshold_rule']})",
+            "",
+            "Calibration split:",
+            "",
+            *reader_sweep_table(sweep, "calibration_sweep"),
+            "",
+            "Test split (not used to choose):",
+            "",
+            *reader_sweep_table(sweep),
+        ]
     if report.get("learned_gates"):
         from verityrag.eval.gate_sweep import render_sweep_markdown
 
