@@ -49,7 +49,7 @@ def test_profile_unknown_name_lists_allowed_profiles() -> None:
     ("field", "value", "allowed"),
     [
         ("fusion", "max", "rrf, weighted"),
-        ("dense_backend", "faiss", "exact, hnsw"),
+        ("dense_backend", "faiss", "auto, exact, hnsw"),
         ("durability", "disk", "process, power"),
         ("strictness", "extreme", "loose, balanced, strict, paranoid"),
         ("profile_name", "turbo", "default, fast, strict"),
@@ -237,7 +237,7 @@ def test_from_env_unparsable_value_raises_naming_variable(
     [
         ("VERITYRAG_PROFILE", "turbo", "'turbo' is not one of default, fast, strict"),
         ("VERITYRAG_FUSION", "max", "'max' is not one of rrf, weighted"),
-        ("VERITYRAG_DENSE_BACKEND", "faiss", "'faiss' is not one of exact, hnsw"),
+        ("VERITYRAG_DENSE_BACKEND", "faiss", "'faiss' is not one of auto, exact, hnsw"),
         ("VERITYRAG_BACKEND", "es", "'es' is not one of embedded, elasticsearch"),
         ("VERITYRAG_DURABILITY", "disk", "'disk' is not one of process, power"),
         ("VERITYRAG_STRICTNESS", "extreme", "'extreme' is not one of loose, balanced"),

@@ -97,7 +97,9 @@ class Settings:
     # weighted with dense 0.2: 85.5% (ROADMAP.md).
     fusion: FusionMode = "weighted"
     dense_weight: float = 0.2
-    dense_backend: DenseBackend = "exact"
+    # "auto": exact dense search, then an hnswlib graph from 200k chunks for dense (model)
+    # vectors; hashed vectors stay exact (decision 0044). "exact" / "hnsw" force one.
+    dense_backend: DenseBackend = "auto"
     backend: Backend = "embedded"
     # limits on input
     max_document_chars: int = 1_000_000

@@ -174,7 +174,7 @@ def test_search_dense_hnsw_after_compaction_finds_live_and_skips_deleted(
 
 
 def test_live_index_unknown_backend_lists_allowed(make_chunk: Callable[..., Chunk]) -> None:
-    with pytest.raises(InvalidInputError, match="'faiss' is not one of exact, hnsw") as err:
+    with pytest.raises(InvalidInputError, match="'faiss' is not one of auto, exact, hnsw") as err:
         LiveIndex(dim=DIM, dense_backend="faiss")  # type: ignore[arg-type]
     assert err.value.field == "dense_backend"
 
@@ -232,9 +232,14 @@ def test_search_dense_hnsw_falls_back_to_the_exact_scan(
     ann = index.snapshot().segment.ann
     assert ann is not None
 
+    graph = ann._index
+
     class Failing:  # hnswlib's Index is a C type: its methods cannot be patched
         def knn_query(self, *args: object, **kwargs: object) -> None:
             raise RuntimeError("Cannot return the results in a contiguous 2D array")
+
+        def get_items(self, *args: object, **kwargs: object) -> object:  # the graph holds the vectors
+            return graph.get_items(*args, **kwargs)
 
     monkeypatch.setattr(ann, "_index", Failing())
     for vector in list(vectors.values())[::7]:
@@ -259,3 +264,48 @@ def test_search_dense_ties_at_kth_place_keep_earliest_chunks(make_chunk: Callabl
     )
     hits = index.search_dense(closer, 5)
     assert [h.chunk.doc_id for h in hits] == ["d0500", "d0999", "d0000", "d0001", "d0002"]
+
+
+@pytest.mark.usefixtures("_hnswlib")
+def test_search_dense_auto_moves_dense_vectors_to_the_graph_at_the_threshold(
+    make_chunk: Callable[..., Chunk], unit_rows: Callable[..., np.ndarray]
+) -> None:
+    rng = np.random.default_rng(5)
+    index = LiveIndex(dim=DIM, ann_threshold=300)  # dense_backend="auto", the default
+    rows = unit_rows(rng, 400, DIM)
+    index.apply([(f"d{i:03d}", [make_chunk(f"d{i:03d}", "x")], rows[i : i + 1]) for i in range(250)])
+    before = index.snapshot()
+    assert before.vectors is not None
+    assert before.segment.ann is None
+    exact_before = index.search_dense(rows[7], 5)
+    index.apply([(f"d{i:03d}", [make_chunk(f"d{i:03d}", "x")], rows[i : i + 1]) for i in range(250, 400)])
+    after = index.snapshot()
+    assert after.vectors is None
+    assert after.segment.ann is not None
+    for i in range(0, 400, 9):
+        assert index.search_dense(rows[i], 3)[0].chunk.doc_id == f"d{i:03d}"
+    assert index.search_dense(rows[7], 5, snapshot=before) == exact_before  # the old version, exactly
+    assert index.cosines(rows[3], ["d003#0", "d399#0", "gone#0"]) == [
+        pytest.approx(1.0, abs=1e-5),
+        pytest.approx(float(rows[3] @ rows[399]), abs=1e-5),
+        0.0,
+    ]
+
+
+def test_search_dense_auto_keeps_sparse_vectors_exact_past_the_threshold(
+    make_chunk: Callable[..., Chunk],
+) -> None:
+    # Hashed vectors set a quarter of their dimensions: their sparse queries stay exact.
+    from verityrag.embed.hashing import HashingEmbedder
+
+    embedder = HashingEmbedder(dim=64)
+    texts = [f"document {i} about topic {i % 17} and item {i % 29}" for i in range(400)]
+    vectors = embedder.encode(texts)
+    index = LiveIndex(dim=64, ann_threshold=300)
+    index.apply(
+        [(f"d{i:03d}", [make_chunk(f"d{i:03d}", t)], vectors[i : i + 1]) for i, t in enumerate(texts)]
+    )
+    snap = index.snapshot()
+    assert snap.vectors is not None
+    assert snap.segment.ann is None
+    assert index.search_dense(embedder.encode(["topic 5 item 7"])[0], 3)

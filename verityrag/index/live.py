@@ -12,10 +12,12 @@ How concurrency works (multi-version, single writer):
   and it never waits for a writer.
 
 Adding or deleting a document touches only its own postings and the collection
-statistics (N, total length); document frequencies are counted from the
-postings at query time, so they are always those of the reader's snapshot.
-When more than half of the slots (and over 1,024 of them) are dead the writer compacts: it rebuilds
-the postings without dead entries into a new segment (readers keep the old one).
+statistics (N, total length, and the death versions of its terms); document frequencies
+at any snapshot are binary searches (:mod:`verityrag.index.bm25`). BM25 top-k is exact
+with block-max pruning. Dense search is exact below ``ann_threshold`` slots and on an
+hnswlib graph above it (``dense_backend="auto"``, the default). When more than half of the
+slots (and over 1,024 of them) are dead the writer compacts: it rebuilds the postings
+without dead entries into a new segment (readers keep the old one).
 """
 
 from __future__ import annotations
@@ -23,32 +25,39 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import chain
-from typing import Any, Literal
+from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from verityrag.errors import InvalidInputError
+from verityrag.index import bm25
+from verityrag.index._chunks import TEXT_MEMORY_LIMIT, ChunkTable, TextArena
+from verityrag.index._growable import ColumnBlocks, ColumnView
 from verityrag.index._hnsw import HnswIndex
 from verityrag.index.protocol import Scored, check_upserts
-from verityrag.index.snapshot import ALIVE, IndexSnapshot, Segment, holds, slots_held
+from verityrag.index.snapshot import ALIVE, IndexSnapshot, Segment, holds
 from verityrag.text.analyzer import DEFAULT_ANALYZER, Analyzer
 from verityrag.types import Chunk
 
-__all__ = ["DENSE_BACKENDS", "DenseBackend", "IndexSnapshot", "LiveIndex", "Scored"]
+__all__ = ["ANN_THRESHOLD", "DENSE_BACKENDS", "DenseBackend", "IndexSnapshot", "LiveIndex", "Scored"]
 
 logger = logging.getLogger(__name__)
 
 # Batches with at least this many chunks build postings with numpy grouping (bulk ingest, restore).
 _BULK_POSTINGS_MIN = 64
-DenseBackend = Literal["exact", "hnsw"]
-DENSE_BACKENDS: tuple[str, ...] = ("exact", "hnsw")
+DenseBackend = Literal["auto", "exact", "hnsw"]
+DENSE_BACKENDS: tuple[str, ...] = ("auto", "exact", "hnsw")
+#: ``dense_backend="auto"`` searches exactly below this many slots and on the hnswlib graph above
+#: (docs/decisions/0044-dense-exact-for-hashed-ann-for-model-vectors.md has the measurements).
+ANN_THRESHOLD = 200_000
 
 
-def _top_k(scores: npt.NDArray[np.floating[Any]], k: int) -> list[int]:
+def _top_k(scores: npt.NDArray[np.floating], k: int) -> list[int]:
     """Positions of the ``k`` highest scores, highest first, ties in position order.
 
     Ties at the k-th place go to the earliest positions too: ``argpartition`` picks among them
@@ -75,6 +84,12 @@ class LiveIndex:
 
     BM25 follows ``rank_bm25.BM25Okapi`` exactly (k1, b, and the epsilon floor
     for negative IDF), so scores can be checked against it.
+
+    ``dense_backend``: ``"auto"`` (exact search, then an hnswlib graph from ``ann_threshold``
+    slots on, for dense vectors: hashed ones stay exact), ``"exact"`` or ``"hnsw"`` (the graph
+    from the first chunk). Chunk texts are kept
+    in memory up to ``text_memory_limit`` bytes, then in an unlinked file in ``text_spill_dir``
+    (default: the system's temporary folder).
     """
 
     def __init__(
@@ -84,8 +99,11 @@ class LiveIndex:
         k1: float = 1.5,
         b: float = 0.75,
         epsilon: float = 0.25,
-        dense_backend: DenseBackend = "exact",
+        dense_backend: DenseBackend = "auto",
         compact_dead_fraction: float = 0.5,
+        ann_threshold: int = ANN_THRESHOLD,
+        text_spill_dir: str | Path | None = None,
+        text_memory_limit: int = TEXT_MEMORY_LIMIT,
     ) -> None:
         if dense_backend not in DENSE_BACKENDS:
             raise InvalidInputError(
@@ -98,20 +116,25 @@ class LiveIndex:
         self.epsilon = epsilon
         self.dense_backend = dense_backend
         self.compact_dead_fraction = compact_dead_fraction
+        self.ann_threshold = ann_threshold
+        self._texts = TextArena(text_spill_dir, text_memory_limit)
         self._write_lock = threading.Lock()
-        self._df: Counter[str] = Counter()
-        self._doc_slots: dict[str, list[int]] = {}
-        self._slot_of_chunk: dict[str, int] = {}
+        self._df: Counter[str] = Counter()  # the newest version's document frequencies
+        self._doc_slots: dict[str, Sequence[int]] = {}  # a document's slots: a range
+        self._odd_slots: dict[str, int] = {}  # chunk ids that are not "<doc id>#<position>"
         self._avg_idf_cache: tuple[int, float] | None = None
-        segment = self._new_segment()
+        self._sparse_vectors: bool | None = None  # "auto": measured once, at the threshold
+        segment = self._new_segment(ChunkTable(self._texts), use_ann=dense_backend == "hnsw")
         self._snapshot = IndexSnapshot(
-            segment, 0, 0, 0, 0, 0, segment.died.buf, segment.doc_len.buf, segment.vectors.buf
+            segment, 0, 0, 0, 0, 0, segment.died.buf, segment.doc_len.buf, _columns(segment)
         )
 
-    def _new_segment(self) -> Segment:
-        segment = Segment(self.dim)
-        if self.dense_backend == "hnsw":
+    def _new_segment(self, chunks: ChunkTable, use_ann: bool) -> Segment:
+        segment = Segment(self.dim, chunks=chunks, block=bm25.BLOCK)
+        if use_ann:
             segment.ann = HnswIndex(self.dim)
+        else:
+            segment.vectors = ColumnBlocks(self.dim)
         return segment
 
     def indexed_terms(self, chunk: Chunk) -> list[str]:
@@ -149,19 +172,51 @@ class LiveIndex:
             if all(c.doc_id == doc_id and c.position == i for i, c in enumerate(chunks)):
                 return chunks
         # A snapshot from before a replace, delete or compaction (or a write in flight):
-        # the slot map is newer than the snapshot, so scan what the snapshot sees.
-        return [c for c in (snap.chunk(int(s)) for s in snap.live_slots()) if c.doc_id == doc_id]
+        # the slot map is newer than the snapshot, so look in what the snapshot holds.
+        return [snap.chunk(s) for s in self._held_slots_of(snap, doc_id)]
+
+    @staticmethod
+    def _held_slots_of(snap: IndexSnapshot, doc_id: str) -> list[int]:
+        table = snap.segment.chunks
+        entries = table.entries_of(doc_id)
+        if not entries:
+            return []
+        live = snap.live_slots()
+        held: list[int] = live[np.isin(table.entry.buf[live], entries)].tolist()
+        return held
+
+    def _slot_of(self, chunk_id: str, snap: IndexSnapshot) -> int | None:
+        """The slot ``snap`` holds ``chunk_id`` at, found through the newest maps (None: not there)."""
+        slot = self._odd_slots.get(chunk_id)
+        if slot is not None:
+            return slot if holds(snap, slot, chunk_id) else None
+        doc_id, sep, position = chunk_id.rpartition("#")
+        slots = self._doc_slots.get(doc_id) if sep else None
+        if not slots:
+            return None
+        guess = int(position) if position.isdecimal() else -1
+        first = [slots[guess]] if 0 <= guess < len(slots) else []
+        return next((s for s in chain(first, slots) if holds(snap, s, chunk_id)), None)
+
+    def _held_slot(self, chunk_id: str, snap: IndexSnapshot) -> int | None:
+        """Like ``_slot_of``, also for a snapshot older than the maps (a scan of its document)."""
+        slot = self._slot_of(chunk_id, snap)
+        if slot is not None:
+            return slot
+        odd = [s for s, cid in snap.segment.chunks.odd_ids.items() if cid == chunk_id]
+        candidates = odd or self._held_slots_of(snap, chunk_id.rpartition("#")[0])
+        return next((s for s in candidates if holds(snap, s, chunk_id)), None)
 
     def get_chunk(self, chunk_id: str) -> Chunk | None:
         snap = self._snapshot
-        slot = self._slot_of_chunk.get(chunk_id)
-        if slot is not None and holds(snap, slot, chunk_id):
+        slot = self._slot_of(chunk_id, snap)
+        if slot is not None:
             return snap.chunk(slot)
         if snap is self._snapshot and not self._write_lock.locked():
-            return None  # the slot map and the published version agree: no such chunk
-        # A write in flight (or just published): the slot map may already point at slots the
+            return None  # the slot maps and the published version agree: no such chunk
+        # A write in flight (or just published): the maps may already point at slots the
         # snapshot read above does not show, so look the chunk up in what that snapshot holds.
-        slot = slots_held(snap).get(chunk_id)
+        slot = self._held_slot(chunk_id, snap)
         return None if slot is None else snap.chunk(slot)
 
     def live_chunks(self, snapshot: IndexSnapshot | None = None) -> list[Chunk]:
@@ -170,11 +225,7 @@ class LiveIndex:
 
     def document_frequency(self, term: str, snapshot: IndexSnapshot | None = None) -> int:
         snap = snapshot or self._snapshot
-        entry = snap.segment.postings.get(term)
-        if entry is None:
-            return 0
-        slots, _, n = entry
-        return int(np.count_nonzero(snap.visible_mask(slots[:n])))
+        return bm25.document_frequency(snap.segment, term, snap)[0]
 
     def idf(self, term: str, snapshot: IndexSnapshot | None = None) -> float:
         """BM25Okapi IDF of ``term`` at the snapshot (0 for unseen terms)."""
@@ -208,53 +259,34 @@ class LiveIndex:
         self._avg_idf_cache = (latest.version, value)
         return value
 
-    def _accumulate_bm25(
-        self, snap: IndexSnapshot, terms: Sequence[str]
-    ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
-        """Scores over all slots of the snapshot, and the slots that any term touched."""
-        scores = np.zeros(snap.n_slots, dtype=np.float64)
-        touched: list[npt.NDArray[np.int32]] = []
-        if snap.n_live == 0:
-            return scores, np.empty(0, dtype=np.int64)
-        k1, b, avgdl = self.k1, self.b, snap.avgdl
-        postings = snap.segment.postings
-        for term, count in Counter(terms).items():
-            entry = postings.get(term)
-            if entry is None:
-                continue
-            slots_buf, tfs_buf, n = entry
-            slots, tfs = slots_buf[:n], tfs_buf[:n]
-            mask = snap.visible_mask(slots)
-            if not mask.all():
-                slots, tfs = slots[mask], tfs[mask]
-            if len(slots) == 0:
-                continue
-            idf = self._idf_from_df(len(slots), snap)
-            dl = snap.doc_len[slots]
-            denom = tfs + k1 * (1.0 - b + b * dl / avgdl)
-            # rank_bm25 adds a query term's contribution once per occurrence.
-            scores[slots] += count * idf * (tfs * (k1 + 1.0) / denom)
-            touched.append(slots)
-        if not touched:
-            return scores, np.empty(0, dtype=np.int64)
-        return scores, np.unique(np.concatenate(touched)).astype(np.int64)
+    def _query_terms(self, snap: IndexSnapshot, terms: Sequence[str]) -> list[bm25.QueryTerm]:
+        return bm25.query_terms(snap, terms, lambda df: self._idf_from_df(df, snap))
 
     def bm25_scores(
         self, terms: Sequence[str], snapshot: IndexSnapshot | None = None
     ) -> tuple[list[str], npt.NDArray[np.float64]]:
         """BM25 score of every live chunk (chunk ids in ingest order), as ``rank_bm25.get_scores``."""
         snap = snapshot or self._snapshot
-        scores, _ = self._accumulate_bm25(snap, terms)
+        scores, _ = bm25.score_all(snap, self._query_terms(snap, terms), self.k1, self.b)
         live = snap.live_slots()
-        return [snap.chunk(int(s)).chunk_id for s in live], scores[live]
+        return [snap.chunk_id(int(s)) for s in live], scores[live]
 
     def search_lexical(
         self, query: str | Sequence[str], k: int = 10, snapshot: IndexSnapshot | None = None
     ) -> list[Scored]:
-        """Top-``k`` chunks by BM25. ``query`` is text (analyzed here) or analyzed terms."""
+        """Top-``k`` chunks by BM25 (exact; block-max pruning). ``query``: text or analyzed terms."""
         snap = snapshot or self._snapshot
         terms = self.analyzer.analyze(query) if isinstance(query, str) else query
-        scores, touched = self._accumulate_bm25(snap, terms)
+        slots, scores = bm25.top_k(snap, self._query_terms(snap, terms), k, self.k1, self.b)
+        return [Scored(snap.chunk(s), v) for s, v in zip(slots.tolist(), scores.tolist(), strict=True)]
+
+    def search_lexical_exhaustive(
+        self, query: str | Sequence[str], k: int = 10, snapshot: IndexSnapshot | None = None
+    ) -> list[Scored]:
+        """``search_lexical`` without pruning: every posting scored (the reference it is tested against)."""
+        snap = snapshot or self._snapshot
+        terms = self.analyzer.analyze(query) if isinstance(query, str) else query
+        scores, touched = bm25.score_all(snap, self._query_terms(snap, terms), self.k1, self.b)
         if len(touched) == 0 or k <= 0:
             return []
         cand = scores[touched]
@@ -271,20 +303,20 @@ class LiveIndex:
         query = np.asarray(vector, dtype=np.float32).reshape(-1)
         if query.shape[0] != self.dim:
             raise InvalidInputError("vector", f"has dimension {query.shape[0]}, index has {self.dim}")
-        ann = snap.segment.ann
-        if ann is not None:
-            hits = self._search_ann(ann, snap, query, k)
-            if hits is not None:
-                return hits
-        nonzero = np.flatnonzero(query)
-        if len(nonzero) * 2 < self.dim:
-            # Sparse (hashed) query: only its nonzero rows of the column matrix matter.
-            sims = query[nonzero] @ snap.vectors[nonzero, : snap.n_slots]
+        k = min(k, snap.n_live)
+        if snap.vectors is None:
+            ann = snap.segment.ann
+            assert ann is not None  # a segment holds its vectors in columns or in the graph
+            found = ann.query(query, k, snap)
+            if found is not None:
+                return [Scored(snap.chunk(s), v) for s, v in zip(*found, strict=True)]
+            sims = ann.exact_scan(query, snap)  # the graph cannot fill k from what snap sees
         else:
-            sims = query @ snap.vectors[:, : snap.n_slots]
-        if snap.n_dead:
+            sims = snap.vectors.sims(query, snap.n_slots)
+        if snap.n_dead or len(sims) > snap.n_slots:
+            sims = sims[: snap.n_slots]
             sims[snap.died[: snap.n_slots] <= snap.version] = -np.inf
-        return [Scored(snap.chunk(int(i)), float(sims[i])) for i in _top_k(sims, min(k, snap.n_live))]
+        return [Scored(snap.chunk(int(i)), float(sims[i])) for i in _top_k(sims, k)]
 
     def cosines(
         self, vector: npt.ArrayLike, chunk_ids: Sequence[str], snapshot: IndexSnapshot | None = None
@@ -292,26 +324,19 @@ class LiveIndex:
         """Cosine of ``vector`` with each chunk (0.0 for a chunk the snapshot does not hold)."""
         snap = snapshot or self._snapshot
         query = np.asarray(vector, dtype=np.float32).reshape(-1)
-        out = []
-        held: dict[str, int] | None = None  # the snapshot's own chunk-id -> slot map, built if needed
-        for chunk_id in chunk_ids:
-            slot = self._slot_of_chunk.get(chunk_id)
-            if slot is None or not holds(snap, slot, chunk_id):
-                # The map is the newest version's: a snapshot from before a replace, a delete or
-                # a compaction holds the chunk at another slot (or not at all).
-                if held is None:
-                    held = slots_held(snap)
-                slot = held.get(chunk_id)
-            out.append(float(query @ snap.vectors[:, slot]) if slot is not None else 0.0)
-        return out
-
-    def _search_ann(
-        self, ann: HnswIndex, snap: IndexSnapshot, query: npt.NDArray[np.float32], k: int
-    ) -> list[Scored] | None:
-        found = ann.query(query, min(k, snap.n_live), snap.is_visible)
-        if found is None:
-            return None
-        return [Scored(snap.chunk(int(slot)), float(sim)) for slot, sim in zip(*found, strict=True)]
+        # The maps are the newest version's: a snapshot from before a replace, a delete or a
+        # compaction holds the chunk at another slot (or not at all); _held_slot looks there.
+        slots = [self._held_slot(cid, snap) for cid in chunk_ids]
+        found = [s for s in slots if s is not None]
+        if not found:
+            return [0.0] * len(slots)
+        if snap.vectors is not None:
+            sims = snap.vectors.columns(found) @ query
+        else:
+            assert snap.segment.ann is not None
+            sims = snap.segment.ann.vectors(found) @ query
+        by_slot = dict(zip(found, sims.tolist(), strict=True))
+        return [0.0 if s is None else float(by_slot[s]) for s in slots]
 
     # ----------------------------------------------------------------- writes
     def upsert(
@@ -351,20 +376,26 @@ class LiveIndex:
                     if seg.died.buf[slot] != ALIVE:
                         continue
                     seg.died.buf[slot] = version
-                    chunk = seg.chunks[slot]
-                    self._slot_of_chunk.pop(chunk.chunk_id, None)
+                    chunk = seg.chunks.get(slot)
+                    self._odd_slots.pop(chunk.chunk_id, None)
                     n_live -= 1
                     n_dead += 1
                     total_len -= int(seg.doc_len.buf[slot])
-                    self._df.subtract(set(self.indexed_terms(chunk)))
-            slots_by_doc = self._append(seg, upserts, analyzed)
-            for (doc_id, _, _), counts, slots in zip(upserts, analyzed, slots_by_doc, strict=True):
+                    terms = set(self.indexed_terms(chunk))
+                    self._df.subtract(terms)
+                    bm25.mark_dead(seg, terms, version)
+            added = sum(len(chunks) for _, chunks, _ in upserts)
+            added_len = sum(sum(c.values()) for counts in analyzed for c in counts)
+            # The average length of the version being written: block maxima are computed at it.
+            avgdl = (total_len + added_len) / (n_live + added) if n_live + added else 1.0
+            slots_by_doc = self._append(seg, upserts, analyzed, max(avgdl, 1.0))
+            for (doc_id, _, _), slots in zip(upserts, slots_by_doc, strict=True):
                 self._doc_slots[doc_id] = slots
-                n_live += len(slots)
-                total_len += sum(sum(c.values()) for c in counts)
-            self._publish(seg, version, n_live, total_len, n_dead)
+            self._publish(seg, version, n_live + added, total_len + added_len, n_dead)
             if n_dead > 1024 and n_dead > self.compact_dead_fraction * seg.died.size:
                 self._compact()
+            elif self.dense_backend == "auto" and seg.ann is None and len(seg.chunks) >= self.ann_threshold:
+                self._maybe_move_to_ann()
 
     def term_counts(
         self, upserts: Sequence[tuple[str, Sequence[Chunk], npt.NDArray[np.float32]]]
@@ -372,99 +403,45 @@ class LiveIndex:
         """Indexed term frequencies of every chunk of ``upserts`` (what ``apply`` indexes)."""
         return [[dict(Counter(self.indexed_terms(c))) for c in chunks] for _, chunks, _ in upserts]
 
-    def _add_postings_bulk(self, seg: Segment, items: Sequence[tuple[int, Mapping[str, int]]]) -> None:
-        """Append many chunks' postings at once: group by term with numpy, one merge per term."""
-        if not items:
-            return
-        # Everything below runs in C-level loops (chain, map, fromiter): restoring 100k
-        # chunks is dominated by this function.
-        keys = list(chain.from_iterable(tf.keys() for _, tf in items))
-        if not keys:
-            return
-        lengths = np.fromiter((len(tf) for _, tf in items), dtype=np.int64, count=len(items))
-        slot_ids = np.fromiter((slot for slot, _ in items), dtype=np.int32, count=len(items))
-        freqs = np.fromiter(chain.from_iterable(tf.values() for _, tf in items), np.float32, len(keys))
-        vocab: defaultdict[str, int] = defaultdict()
-        vocab.default_factory = vocab.__len__  # first sight of a term gives it the next id
-        term_ids = np.fromiter(map(vocab.__getitem__, keys), dtype=np.int64, count=len(keys))
-        self._df.update(dict(zip(vocab, np.bincount(term_ids).tolist(), strict=True)))
-        order = np.argsort(term_ids, kind="stable")  # stable keeps slots ascending within a term
-        ids = term_ids[order]
-        slot_arr = np.repeat(slot_ids, lengths)[order]
-        tf_arr = freqs[order]
-        bounds = np.flatnonzero(np.diff(ids)) + 1
-        starts = np.concatenate([[0], bounds])
-        ends = np.concatenate([bounds, [len(ids)]])
-        terms = list(vocab)
-        postings = seg.postings
-        for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
-            term = terms[ids[start]]
-            entry = postings.get(term)
-            if entry is None:
-                postings[term] = (slot_arr[start:end].copy(), tf_arr[start:end].copy(), end - start)
-                continue
-            sbuf, tbuf, n = entry
-            total = n + end - start
-            if total > len(sbuf):
-                # Grown by doubling into new buffers: copying the term's whole postings on every
-                # batch made a bulk batch (or a 64-chunk document) cost O(corpus), not O(batch).
-                new_s = np.empty(max(total, 2 * n), dtype=np.int32)
-                new_t = np.empty(max(total, 2 * n), dtype=np.float32)
-                new_s[:n], new_t[:n] = sbuf[:n], tbuf[:n]
-                sbuf, tbuf = new_s, new_t
-            # Written past n only, as _add_postings does: readers of the old entry read [:n].
-            sbuf[n:total], tbuf[n:total] = slot_arr[start:end], tf_arr[start:end]
-            postings[term] = (sbuf, tbuf, total)
-
     def _append(
         self,
         seg: Segment,
         upserts: Sequence[tuple[str, Sequence[Chunk], npt.NDArray[np.float32]]],
         counts: Sequence[Sequence[Mapping[str, int]]],
-    ) -> list[list[int]]:
+        avgdl: float,
+    ) -> list[range]:
         """Write every chunk of the batch at new slots (not yet visible). Returns slots per document."""
         chunks = [c for _, doc_chunks, _ in upserts for c in doc_chunks]
         flat_counts = [tf for doc_counts in counts for tf in doc_counts]
-        if not chunks:
-            return [[] for _ in upserts]
-        vectors = np.concatenate([v for _, _, v in upserts]) if len(upserts) > 1 else upserts[0][2]
-        first = seg.vectors.extend(vectors)
-        seg.died.reserve(len(chunks))
-        seg.died.size += len(chunks)
-        seg.doc_len.extend([sum(tf.values()) for tf in flat_counts])
-        seg.chunks.extend(chunks)
-        self._slot_of_chunk.update((c.chunk_id, first + i) for i, c in enumerate(chunks))
-        if len(chunks) >= _BULK_POSTINGS_MIN:
-            self._add_postings_bulk(seg, list(enumerate(flat_counts, start=first)))
-        else:
-            for offset, tf in enumerate(flat_counts):
-                self._add_postings(seg, first + offset, tf)
-        if seg.ann is not None:
-            seg.ann.add(vectors, first)
+        first = len(seg.chunks)
+        if chunks:
+            vectors = np.concatenate([v for _, _, v in upserts]) if len(upserts) > 1 else upserts[0][2]
+            if seg.vectors is not None:
+                seg.vectors.extend(vectors)
+            if seg.ann is not None:
+                seg.ann.add(vectors, first)
+            seg.died.reserve(len(chunks))
+            seg.died.size += len(chunks)
+            seg.doc_len.extend([sum(tf.values()) for tf in flat_counts])
+            seg.chunks.append(chunks)
+            self._odd_slots.update(
+                (c.chunk_id, first + i)
+                for i, c in enumerate(chunks)
+                if c.chunk_id != f"{c.doc_id}#{c.position}"
+            )
+            if len(chunks) >= _BULK_POSTINGS_MIN:
+                items = list(enumerate(flat_counts, start=first))
+                self._df.update(bm25.add_postings_bulk(seg, items, self.k1, self.b, avgdl))
+            else:
+                for offset, tf in enumerate(flat_counts):
+                    bm25.add_postings(seg, first + offset, tf, self.k1, self.b, avgdl)
+                    self._df.update(tf.keys())
         slots_by_doc = []
         slot = first
         for _, doc_chunks, _ in upserts:
-            slots_by_doc.append(list(range(slot, slot + len(doc_chunks))))
+            slots_by_doc.append(range(slot, slot + len(doc_chunks)))
             slot += len(doc_chunks)
         return slots_by_doc
-
-    def _add_postings(self, seg: Segment, slot: int, tf: Mapping[str, int]) -> None:
-        postings = seg.postings
-        for term, freq in tf.items():
-            entry = postings.get(term)
-            if entry is None:
-                sbuf = np.empty(4, dtype=np.int32)
-                tbuf = np.empty(4, dtype=np.float32)
-                n = 0
-            else:
-                sbuf, tbuf, n = entry
-                if n == len(sbuf):
-                    sbuf = np.concatenate([sbuf, np.empty(n, dtype=np.int32)])
-                    tbuf = np.concatenate([tbuf, np.empty(n, dtype=np.float32)])
-            sbuf[n] = slot
-            tbuf[n] = freq
-            postings[term] = (sbuf, tbuf, n + 1)
-        self._df.update(tf.keys())
 
     def _publish(self, seg: Segment, version: int, n_live: int, total_len: int, n_dead: int) -> None:
         self._snapshot = IndexSnapshot(
@@ -476,8 +453,32 @@ class LiveIndex:
             n_dead=n_dead,
             died=seg.died.buf,
             doc_len=seg.doc_len.buf,
-            vectors=seg.vectors.buf,
+            vectors=_columns(seg),
         )
+
+    def _maybe_move_to_ann(self) -> None:
+        """``dense_backend="auto"`` past the threshold: the vectors move into an hnswlib graph
+        (writer lock held), unless they are sparse. Hashed vectors (``HashingEmbedder``: about a
+        quarter of the dimensions set) make sparse queries, which exact search answers by reading
+        only their rows and on which the graph's recall@10 was 0.57-0.83 (decision 0044)."""
+        snap = self._snapshot
+        seg = snap.segment
+        assert seg.vectors is not None
+        if self._sparse_vectors is None:
+            sample = seg.vectors.view().columns(np.arange(max(0, snap.n_slots - 2048), snap.n_slots))
+            self._sparse_vectors = bool(np.count_nonzero(sample) < 0.5 * sample.size)
+            if self._sparse_vectors:
+                logger.info(
+                    "dense search stays exact at %d slots: the vectors are sparse (hashed)", snap.n_slots
+                )
+        if self._sparse_vectors:
+            return
+        logger.info("dense search moves to an hnswlib graph at %d slots", snap.n_slots)
+        ann = HnswIndex(self.dim, capacity=snap.n_slots)
+        ann.add_columns(seg.vectors, snap.n_slots)
+        seg.ann = ann
+        seg.vectors = None  # older snapshots keep their reference to the columns
+        self._publish(seg, snap.version, snap.n_live, snap.total_len, snap.n_dead)
 
     def _compact(self) -> None:
         """Rebuild without dead slots (writer lock held). Readers keep their old segment."""
@@ -486,21 +487,55 @@ class LiveIndex:
         logger.info("compacting index: %d live of %d slots", len(live), old.n_slots)
         remap = np.full(old.n_slots, -1, dtype=np.int64)
         remap[live] = np.arange(len(live))
-        seg = self._new_segment()
-        seg.chunks = [old.segment.chunks[int(s)] for s in live]
-        seg.vectors.extend(old.vectors[:, live].T)
+        use_ann = self.dense_backend == "hnsw" or (
+            self.dense_backend == "auto" and old.segment.ann is not None and len(live) >= self.ann_threshold
+        )
+        seg = self._new_segment(old.segment.chunks.compacted(live), use_ann)
         seg.doc_len.extend(old.doc_len[live])
         seg.died.reserve(len(live))
         seg.died.size = len(live)
-        for term, (sbuf, tbuf, n) in old.segment.postings.items():
-            new_slots = remap[sbuf[:n]]
-            keep = new_slots >= 0
-            if keep.any():
-                postings_slots = new_slots[keep].astype(np.int32)
-                seg.postings[term] = (postings_slots, tbuf[:n][keep].copy(), len(postings_slots))
-        if seg.ann is not None and len(live):
-            seg.ann.add(np.ascontiguousarray(seg.vectors.buf[:, : len(live)].T), 0)
-        self._doc_slots = {d: [int(remap[s]) for s in slots] for d, slots in self._doc_slots.items()}
-        self._slot_of_chunk = {c.chunk_id: i for i, c in enumerate(seg.chunks)}
+        avgdl = max(old.avgdl, 1.0)
+        bm25.rebuild_postings(old.segment, seg, remap, self.k1, self.b, avgdl)
+        for first in range(0, len(live), 50_000):  # vectors in batches: no second full copy
+            part = live[first : first + 50_000]
+            if old.vectors is not None:
+                rows = old.vectors.columns(part)
+            else:
+                assert old.segment.ann is not None
+                rows = old.segment.ann.vectors(part.tolist())
+            if seg.vectors is not None:
+                seg.vectors.extend(rows)
+            if seg.ann is not None:
+                seg.ann.add(rows, first)
+        self._doc_slots = {
+            d: range(int(remap[s[0]]), int(remap[s[0]]) + len(s)) for d, s in self._doc_slots.items()
+        }
+        self._odd_slots = {cid: s for s, cid in seg.chunks.odd_ids.items()}
         self._df = +self._df  # drop zero counts
         self._publish(seg, old.version + 1, old.n_live, old.total_len, 0)
+
+    # ---------------------------------------------------------------- memory
+    def memory_bytes(self) -> dict[str, int]:
+        """Bytes of RAM held by each part of the index (measured from its buffers; ``make bench-scale``)."""
+        seg = self._snapshot.segment
+        post = sum(p.slots.nbytes + p.tfs.nbytes for p in seg.postings.values())
+        blocks = sum(p.blocks.ids.nbytes + p.blocks.maxes.nbytes for p in seg.postings.values() if p.blocks)
+        # Python objects per term: the dict entry, the key, the tuple and two or four array headers.
+        per_term = sum(200 + len(t) + (224 if p.blocks else 0) for t, p in seg.postings.items())
+        dead = sum(log.buffer_info()[1] * log.itemsize for log in seg.dead.values())
+        out = {
+            "postings": post,
+            "postings_objects": per_term,
+            "block_maxima": blocks,
+            "dead_log": dead,
+            "slot_columns": seg.died.buf.nbytes + seg.doc_len.buf.nbytes,
+            "vectors_exact": seg.vectors.nbytes if seg.vectors is not None else 0,
+            "vectors_ann": seg.ann.nbytes() if seg.ann is not None else 0,
+            "doc_map": sum(len(d) + 120 for d in self._doc_slots),
+        }
+        out.update({f"chunks_{k}": v for k, v in seg.chunks.nbytes().items()})
+        return out
+
+
+def _columns(seg: Segment) -> ColumnView | None:
+    return seg.vectors.view() if seg.vectors is not None else None

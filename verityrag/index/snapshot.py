@@ -9,20 +9,44 @@ An :class:`IndexSnapshot` fixes how much of a segment a reader sees: the slots
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
-from verityrag.index._growable import ColumnMatrix, GrowableArray
+from verityrag.index._chunks import ChunkTable
+from verityrag.index._growable import ColumnBlocks, ColumnView, GrowableArray
 from verityrag.index._hnsw import HnswIndex
 from verityrag.types import Chunk
 
 #: ``died`` of a slot no version has deleted.
 ALIVE = np.iinfo(np.int64).max
 
-# One term's postings as published: (slots buffer, term-frequency buffer, length).
-Posting = tuple[npt.NDArray[np.int32], npt.NDArray[np.float32], int]
+
+class BlockMax(NamedTuple):
+    """Block maxima of one term's postings (see :mod:`verityrag.index.bm25`).
+
+    For each block of slots (``slot // block``) that holds the term, ascending: an upper
+    bound of the term's tf part, ``tf (k1 + 1) / (tf + k1 (1 - b + b dl / a0))``, over the
+    term's postings in that block, computed at the average length ``a0`` and rounded up.
+    """
+
+    ids: npt.NDArray[np.int32]
+    maxes: npt.NDArray[np.float32]
+    n: int
+    a0: float
+
+
+class Posting(NamedTuple):
+    """One term's postings as published: slots (ascending) and term frequencies, their length,
+    and block maxima once the list is long enough to be worth pruning."""
+
+    slots: npt.NDArray[np.int32]
+    tfs: npt.NDArray[np.float32]
+    n: int
+    blocks: BlockMax | None = None
 
 
 @dataclass(eq=False)
@@ -30,15 +54,16 @@ class Segment:
     """Storage for one generation of slots. Replaced wholesale only by compaction."""
 
     dim: int
-    chunks: list[Chunk] = field(default_factory=list)
+    chunks: ChunkTable = field(default_factory=ChunkTable)
     postings: dict[str, Posting] = field(default_factory=dict)
+    # Per term, the versions at which its postings died, ascending: the document frequency at
+    # any snapshot is a binary search, not a count over the postings.
+    dead: dict[str, array[int]] = field(default_factory=dict)
     died: GrowableArray = field(default_factory=lambda: GrowableArray(np.int64, fill=ALIVE))
     doc_len: GrowableArray = field(default_factory=lambda: GrowableArray(np.int32))
-    vectors: ColumnMatrix = field(init=False)
+    vectors: ColumnBlocks | None = None  # exact search; None once the ANN graph holds the vectors
     ann: HnswIndex | None = None
-
-    def __post_init__(self) -> None:
-        self.vectors = ColumnMatrix(self.dim)
+    block: int = 128  # slots per block of the BM25 block maxima
 
 
 @dataclass(frozen=True, eq=False)
@@ -53,7 +78,7 @@ class IndexSnapshot:
     n_dead: int
     died: npt.NDArray[np.int64]
     doc_len: npt.NDArray[np.int32]
-    vectors: npt.NDArray[np.float32]  # column-major: vectors[:, slot]
+    vectors: ColumnView | None  # column-major vectors; None: they are in the ANN graph
 
     @property
     def avgdl(self) -> float:
@@ -72,14 +97,17 @@ class IndexSnapshot:
         return np.flatnonzero(self.died[: self.n_slots] > self.version)
 
     def chunk(self, slot: int) -> Chunk:
-        return self.segment.chunks[slot]
+        return self.segment.chunks.get(slot)
+
+    def chunk_id(self, slot: int) -> str:
+        return self.segment.chunks.chunk_id(slot)
 
 
 def holds(snap: IndexSnapshot, slot: int, chunk_id: str) -> bool:
     """Whether ``snap`` shows ``chunk_id`` at ``slot`` (a slot from the newest version's map)."""
-    return snap.is_visible(slot) and snap.chunk(slot).chunk_id == chunk_id
+    return snap.is_visible(slot) and snap.chunk_id(slot) == chunk_id
 
 
 def slots_held(snap: IndexSnapshot) -> dict[str, int]:
     """Chunk id -> slot as ``snap`` holds them: a scan, for when the newest map is ahead of it."""
-    return {snap.chunk(int(s)).chunk_id: int(s) for s in snap.live_slots()}
+    return {snap.chunk_id(int(s)): int(s) for s in snap.live_slots()}

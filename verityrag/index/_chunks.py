@@ -1,0 +1,187 @@
+"""Chunks by slot, stored by columns: what a ``LiveIndex`` keeps of each chunk besides its postings.
+
+A million ``Chunk`` objects cost ~1 KB each in RAM (the text as a ``str``, the id, the object).
+The table keeps per slot a few integers (document entry, position, offsets, where its text
+is) and per document version its id and title; a :class:`~verityrag.types.Chunk` is built
+when a reader asks for one. Chunk texts go to a :class:`TextArena`: in memory up to
+``memory_limit`` bytes, then in an unlinked temporary file (read with ``pread``: the page
+cache holds it, not the process). The durable copy of every text is the document store's;
+the arena is a cache that lives as long as the index.
+
+Everything is append-only, so a reader holding an older snapshot reads what it saw.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import threading
+import weakref
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from verityrag.index._growable import GrowableArray
+from verityrag.types import Chunk
+
+#: Chunk texts stay in RAM up to this many bytes, then move to a temporary file.
+TEXT_MEMORY_LIMIT = 32 * 1024 * 1024
+
+
+class TextArena:
+    """Append-only UTF-8 texts addressed by (offset, length); in memory, then in a temp file.
+
+    ``spill_dir`` is where the file goes (default: the system's temporary folder). The
+    file is unlinked at creation, so nothing is left behind when the process ends.
+    """
+
+    def __init__(self, spill_dir: str | Path | None = None, memory_limit: int = TEXT_MEMORY_LIMIT) -> None:
+        self.spill_dir = spill_dir
+        self.memory_limit = memory_limit
+        self.size = 0
+        self._mem: bytearray | None = bytearray()
+        self._fd: int | None = None
+        self._lock = threading.Lock()  # writers only; readers never wait
+
+    @property
+    def spilled(self) -> bool:
+        return self._fd is not None
+
+    def append(self, texts: Sequence[str]) -> tuple[list[int], list[int]]:
+        """Store ``texts``; returns their offsets and byte lengths."""
+        encoded = [t.encode("utf-8") for t in texts]
+        lengths = [len(e) for e in encoded]
+        blob = b"".join(encoded)
+        with self._lock:
+            first = self.size
+            if self._fd is None and self.size + len(blob) > self.memory_limit:
+                self._spill()
+            if self._fd is None:
+                assert self._mem is not None
+                self._mem += blob
+            elif blob:
+                os.pwrite(self._fd, blob, first)
+            self.size = first + len(blob)
+        offsets = np.cumsum([first, *lengths[:-1]]).tolist() if lengths else []
+        return offsets, lengths
+
+    def _spill(self) -> None:
+        with tempfile.TemporaryFile(dir=self.spill_dir) as handle:  # unlinked: gone when closed
+            fd = os.dup(handle.fileno())
+        weakref.finalize(self, os.close, fd)
+        assert self._mem is not None
+        if self._mem:
+            os.pwrite(fd, bytes(self._mem), 0)
+        self._fd = fd  # readers switch to the file; the bytes in memory stay valid until dropped
+        self._mem = None
+
+    def read(self, offset: int, length: int) -> str:
+        mem = self._mem
+        if mem is not None and offset + length <= len(mem):
+            return mem[offset : offset + length].decode("utf-8")
+        fd = self._fd
+        if fd is None:  # pragma: no cover - a reader only asks for what a snapshot published
+            raise IndexError(f"text at {offset}+{length} is past the arena's end")
+        data = os.pread(fd, length, offset)
+        return data.decode("utf-8")
+
+
+class ChunkTable:
+    """Slot -> :class:`Chunk`, stored by columns (see the module's docstring)."""
+
+    def __init__(self, texts: TextArena | None = None) -> None:
+        self.texts = texts if texts is not None else TextArena()
+        self.entry = GrowableArray(np.int32)  # per slot: its document entry (doc id and title)
+        self.position = GrowableArray(np.int32)
+        self.start = GrowableArray(np.int64)
+        self.end = GrowableArray(np.int64)
+        self.text_at = GrowableArray(np.int64)
+        self.text_len = GrowableArray(np.int32)
+        self.doc_ids: list[str] = []  # per document entry (one per upsert of a document)
+        self.titles: list[str] = []
+        # Slots whose chunk id is not "<doc id>#<position>" (chunks made by hand).
+        self.odd_ids: dict[int, str] = {}
+        self.size = 0
+
+    def __len__(self) -> int:
+        return self.size
+
+    def append(self, chunks: Sequence[Chunk]) -> None:
+        """Write ``chunks`` at the next slots (the caller publishes them later)."""
+        first = self.size
+        entries = []
+        last: tuple[str, str] | None = None
+        for c in chunks:
+            if (c.doc_id, c.title) != last:
+                last = (c.doc_id, c.title)
+                self.doc_ids.append(c.doc_id)
+                self.titles.append(c.title)
+            entries.append(len(self.doc_ids) - 1)
+        offsets, lengths = self.texts.append([c.text for c in chunks])
+        self.entry.extend(entries)
+        self.position.extend([c.position for c in chunks])
+        self.start.extend([c.start for c in chunks])
+        self.end.extend([c.end for c in chunks])
+        self.text_at.extend(offsets)
+        self.text_len.extend(lengths)
+        for i, c in enumerate(chunks):
+            if c.chunk_id != f"{c.doc_id}#{c.position}":
+                self.odd_ids[first + i] = c.chunk_id
+        self.size = first + len(chunks)
+
+    def doc_id(self, slot: int) -> str:
+        return self.doc_ids[int(self.entry.buf[slot])]
+
+    def chunk_id(self, slot: int) -> str:
+        odd = self.odd_ids.get(slot)
+        if odd is not None:
+            return odd
+        return f"{self.doc_id(slot)}#{int(self.position.buf[slot])}"
+
+    def get(self, slot: int) -> Chunk:
+        entry = int(self.entry.buf[slot])
+        doc_id = self.doc_ids[entry]
+        position = int(self.position.buf[slot])
+        odd = self.odd_ids.get(slot)
+        return Chunk(
+            odd if odd is not None else f"{doc_id}#{position}",
+            doc_id,
+            self.titles[entry],
+            self.texts.read(int(self.text_at.buf[slot]), int(self.text_len.buf[slot])),
+            position,
+            int(self.start.buf[slot]),
+            int(self.end.buf[slot]),
+        )
+
+    def entries_of(self, doc_id: str) -> list[int]:
+        """Document entries (versions) of ``doc_id``: a scan, for readers of an older snapshot."""
+        return [i for i, d in enumerate(self.doc_ids) if d == doc_id]
+
+    def compacted(self, live: np.ndarray) -> ChunkTable:
+        """The table of the ``live`` slots (ascending), renumbered from 0; texts stay where they are."""
+        table = ChunkTable(self.texts)
+        old_entries = self.entry.buf[live]
+        kept, new_entries = np.unique(old_entries, return_inverse=True)
+        table.doc_ids = [self.doc_ids[i] for i in kept.tolist()]
+        table.titles = [self.titles[i] for i in kept.tolist()]
+        table.entry.extend(new_entries.astype(np.int32))
+        for name in ("position", "start", "end", "text_at", "text_len"):
+            getattr(table, name).extend(getattr(self, name).buf[live])
+        if self.odd_ids:
+            where = {int(s): i for i, s in enumerate(live.tolist())}
+            table.odd_ids = {where[s]: cid for s, cid in self.odd_ids.items() if s in where}
+        table.size = len(live)
+        return table
+
+    def nbytes(self) -> dict[str, int]:
+        """Bytes held in RAM by the table, by part (the arena's file is not RAM)."""
+        columns = sum(
+            getattr(self, n).buf.nbytes for n in ("entry", "position", "start", "end", "text_at", "text_len")
+        )
+        entries = sum(len(d) + 49 for d in self.doc_ids) + 8 * (len(self.doc_ids) + len(self.titles))
+        return {
+            "columns": columns,
+            "document_entries": entries,
+            "text_in_ram": 0 if self.texts.spilled else self.texts.size,
+        }
