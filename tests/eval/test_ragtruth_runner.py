@@ -322,3 +322,28 @@ def test_fold_models_become_one_cross_fitted_run_scored_out_of_fold() -> None:
     assert partial.fit_keep == [False, True, True, True]
     assert partial.fit[1:] == pytest.approx([0.15, 0.15, 0.1])
     assert cross_fitted_run([plain, a]) is None
+
+
+def test_guard_work_scan_tries_hf_nli_folders_but_not_language_model_caches(tmp_path: Path) -> None:
+    nli3 = {"architectures": ["BertForSequenceClassification"], "id2label": {"0": "entailment", "1": "neutral"}}
+    causal = {"architectures": ["Qwen2ForCausalLM"]}
+    other_head = {"architectures": ["BertForSequenceClassification"], "id2label": {"0": "REFUTES", "1": "NEI"}}
+    for folder, config in (("nli3", nli3), ("qwen", causal), ("fever", other_head)):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "config.json").write_text(json.dumps(config))
+    names, _ = guard_work_folders(tmp_path)
+    assert names == [f"hf:{tmp_path / 'nli3'}"]
+
+
+@pytest.mark.parametrize(
+    ("name", "cls"),
+    [
+        ("lettuce:KRLabsOrg/lettucedect-base-modernbert-en-v1", "TokenHallucinationDetector"),
+        ("hhem:vectara/hallucination_evaluation_model", "RemoteCodePairScorer"),
+        ("minicheck:lytang/MiniCheck-Flan-T5-Large", "Seq2SeqSupportScorer"),
+    ],
+)
+def test_detector_verifiers_are_built_by_prefix_without_loading(name: str, cls: str) -> None:
+    scorer = build_scorer(name)
+    assert type(scorer).__name__ == cls
+    assert getattr(scorer, "model", None) == name.split(":", 1)[1]

@@ -35,7 +35,12 @@ Verifiers (rows, cheapest first):
 - ``onnx:<folder>``: any other cross-encoder folder of ``verityrag.crossenc`` (every
   ``guard_work/*`` folder with a metadata.json except the question-side ones in
   ``NOT_SUPPORT_MODELS`` is tried by default);
-- ``hf:<model>``: any HF sequence-classification NLI model (:mod:`verityrag.verify.nli`);
+- ``hf:<model>``: any HF sequence-classification NLI model (:mod:`verityrag.verify.nli`); a
+  ``guard_work/*`` folder holding one (``config.json`` of a ``*ForSequenceClassification`` whose
+  labels name a supported class, e.g. python -m verityrag.train nli3) is tried by default;
+- ``lettuce:<model>``, ``hhem:<model>``, ``minicheck:<model>``: the detectors users bring
+  (:mod:`verityrag.verify.detectors`): a token-classification hallucination detector, a
+  custom-code pair model (needs ``VERIFIER_TRUST_REMOTE_CODE=1``), a seq2seq support checker;
 - ``folds:<a>+<b>``: added when two or more cross-encoders were each trained on part of the
   RAGTruth fitting half (python -m verityrag.train nli-ragtruth ``--bucket``): their mean, with every
   fitting-half response scored by the members not trained on it (:func:`cross_fitted_run`);
@@ -177,6 +182,9 @@ def guard_work_folders(root: Path = GUARD_WORK) -> tuple[list[str], list[str]]:
         return [], [f"no {root.name}/ folder: no trained cross-encoder to evaluate"]
     for folder in sorted(p for p in root.iterdir() if p.is_dir()):
         if not (folder / "metadata.json").exists():
+            if _hf_support_model(folder):
+                where = folder.relative_to(ROOT) if folder.is_relative_to(ROOT) else folder
+                names.append(f"hf:{where}")
             continue
         # By the model's recorded name too: the answerability recipes write several folders
         # (answerability_mpnet6, ...), none of which scores support.
@@ -192,6 +200,29 @@ def guard_work_folders(root: Path = GUARD_WORK) -> tuple[list[str], list[str]]:
     if not names:
         notes.append(f"no support cross-encoder (e.g. {root.name}/guard, {root.name}/nli) found")
     return names, notes
+
+
+def _hf_support_model(folder: Path) -> bool:
+    """Whether ``folder`` holds a HF sequence classifier whose labels name a supported class (not a
+    causal LM cache such as guard_work/qwen, nor a head of other labels)."""
+    from verityrag.verify.nli import supported_class
+
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        if not any(str(a).endswith("ForSequenceClassification") for a in config.get("architectures", [])):
+            return False
+        labels = config.get("id2label") or {}
+        return supported_class(labels, len(labels) or 2) is not None or len(labels) == 1
+    except (OSError, ValueError, AttributeError, TypeError):
+        return False
+
+
+#: The detector adapters by verifier-name prefix: their class in verityrag.verify.detectors.
+DETECTOR_PREFIXES = {
+    "lettuce:": "TokenHallucinationDetector",
+    "hhem:": "RemoteCodePairScorer",
+    "minicheck:": "Seq2SeqSupportScorer",
+}
 
 
 def build_scorer(name: str) -> NLIScorer:
@@ -221,9 +252,16 @@ def build_scorer(name: str) -> NLIScorer:
         from verityrag.verify.nli import HFSequenceClassificationScorer
 
         return HFSequenceClassificationScorer(name[3:])
+    for prefix, cls in DETECTOR_PREFIXES.items():
+        if name.startswith(prefix):
+            from verityrag.verify import detectors
+
+            scorer: NLIScorer = getattr(detectors, cls)(name[len(prefix) :])
+            return scorer
     raise InvalidInputError(
         "verifier",
-        f"unknown verifier {name!r}: use {', '.join(BASE_VERIFIERS)}, guard:<folder>, nli:<folder>, onnx:<folder>, hf:<model> or ens-<min|mean|max|lr>",
+        f"unknown verifier {name!r}: use {', '.join(BASE_VERIFIERS)}, guard:<folder>, nli:<folder>, onnx:<folder>, "
+        "hf:<model>, lettuce:<model>, hhem:<model>, minicheck:<model> or ens-<min|mean|max|lr>",
     )
 
 
