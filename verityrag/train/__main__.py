@@ -13,6 +13,8 @@ Names (``python -m verityrag.train NAME --help`` for a recipe's options):
   nli-data            the NLI verifier's pairs (verityrag.train.nli_data)
   nli                 the NLI verifier model (verityrag.train.nli)
   nli-ragtruth        the NLI model adapted on a RAGTruth fold (verityrag.train.nli_ragtruth)
+  nli3-data           the three-way NLI model's pairs: SNLI, MultiNLI, WiCE dev (verityrag.train.nli3_data)
+  nli3                the three-way NLI model, measured on WiCE test and RAGTruth (verityrag.train.nli3)
   reader-check-data   HaluEval reading practice for the span model (verityrag.train.reader_check_data)
   reader-check        the reader check's reader, measured on gemma's answers (verityrag.train.reader_check)
   mpnet-base          all-mpnet-base-v2 from its PyPI wheels (verityrag.train.mpnet)
@@ -39,6 +41,8 @@ RECIPE_MODULES = {
     "nli-data": "nli_data",
     "nli": "nli",
     "nli-ragtruth": "nli_ragtruth",
+    "nli3-data": "nli3_data",
+    "nli3": "nli3",
     "reader-check-data": "reader_check_data",
     "reader-check": "reader_check",
     "mpnet-base": "mpnet",
