@@ -8,7 +8,7 @@ LINTED := verityrag tests scripts data app.py
 REQS := requirements.txt requirements-dev.txt pyproject.toml
 STAMP := $(VENV)/.installed-$(shell cat $(REQS) | sha1sum | cut -c1-12)
 
-.PHONY: setup data train-reader run ask browser test check lint format bench bench-checks bench-es eval models models-answerability models-answerability-mpnet models-guard models-nli models-nli-ragtruth models-reader readme-results demo bench-api schemathesis clean demo bench-api schemathesis eval-llm eval-llm-reader
+.PHONY: setup data train-reader run ask browser test check lint format bench bench-scale bench-checks bench-es eval models models-answerability models-answerability-mpnet models-guard models-nli models-nli-ragtruth models-reader readme-results demo bench-api schemathesis clean demo bench-api schemathesis eval-llm eval-llm-reader
 
 $(STAMP): $(REQS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -56,6 +56,20 @@ format: setup
 
 bench: setup
 	$(PY) scripts/bench_index.py
+
+# The index at 100k, 300k and 1M chunks, against the BM25 engines a user would pick instead (bm25s,
+# rank_bm25, Haystack's in-memory store, tantivy), about an hour on 2 cores; not in CI. The engines
+# live in their own virtualenv: they never become VerityRAG's dependencies.
+PEERS_VENV := guard_work/bench_peers_venv
+$(PEERS_VENV)/.installed:
+	test -x $(PEERS_VENV)/bin/python || $(PYTHON) -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/pip install -q bm25s rank-bm25 haystack-ai PyStemmer numpy scipy
+	$(PEERS_VENV)/bin/pip install -q tantivy || echo "tantivy did not install: its row will say so"
+	touch $@
+
+bench-scale: setup $(PEERS_VENV)/.installed
+	$(PY) scripts/bench_scale.py
+	$(PY) scripts/update_readme_results.py
 
 eval: setup
 	$(PY) -m verityrag.eval --plots-dir docs/eval

@@ -18,7 +18,6 @@ import gc
 import json
 import platform
 import resource
-import statistics
 import tempfile
 import time
 from collections.abc import Callable
@@ -30,7 +29,7 @@ import numpy as np
 from verityrag import Document, Settings, VerityRAGPipeline
 from verityrag.embed.base import Embedder
 from verityrag.eval import dataset as eval_dataset
-from verityrag.eval.benchmarks import SyntheticDocs, index_table, timed_stream_ingest
+from verityrag.eval.benchmarks import SyntheticDocs, grow_to, index_table, timed_stream_ingest
 from verityrag.pipeline import IN_MEMORY
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,18 +45,6 @@ def load_corpus() -> list[Document]:
 
 def load_questions() -> list[str]:
     return [q.question for q in eval_dataset.load_questions(QUESTIONS)]
-
-
-def chunks_per_doc(pipeline: VerityRAGPipeline, docs: SyntheticDocs, n: int = 200) -> float:
-    return statistics.mean(len(pipeline._chunk(docs.make())) for _ in range(n))
-
-
-def grow_to(pipeline: VerityRAGPipeline, docs: SyntheticDocs, target_chunks: int) -> None:
-    per_doc = chunks_per_doc(pipeline, docs)
-    while len(pipeline.index) < target_chunks:
-        missing = target_chunks - len(pipeline.index)
-        batch = [docs.make() for _ in range(max(1, min(5000, int(missing / per_doc))))]
-        pipeline.ingest_documents(batch, progress=False)
 
 
 def timed(fn: Callable[[], Any], repeat: int) -> list[float]:

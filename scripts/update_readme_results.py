@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from verityrag.eval.benchmarks import index_table, learned_checks_table
+from verityrag.eval.benchmarks import index_table, learned_checks_table, scale_table
 from verityrag.eval.report import headline_rows, reader_sweep_table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,6 +28,7 @@ REPORTS = {
     "all-MiniLM-L6-v2 int8 ONNX (--real-embeddings)": ROOT / "eval_report_real_embeddings.json",
 }
 BENCH = ROOT / "scripts" / "results" / "bench_index.json"
+SCALE = ROOT / "scripts" / "results" / "bench_scale.json"
 
 
 def eval_section() -> str:
@@ -102,6 +103,17 @@ def bench_section() -> str:
         return "_No benchmark output yet: run `make bench`._"
     data, lead = bench
     return lead + (" (quick mode)" if data.get("quick") else "") + ":\n\n```\n" + index_table(data) + "\n```"
+
+
+def scale_section() -> str:
+    """The index at 100k, 300k and 1M chunks, and the BM25 engines a user would pick instead."""
+    if not SCALE.exists():
+        return "_No scripts/results/bench_scale.json yet: run `make bench-scale`._"
+    data: dict[str, Any] = json.loads(SCALE.read_text())
+    lead = f"Measured {data['date']} on {data['machine']}, Python {data['python']}"
+    if data.get("training_running"):
+        lead += " **while a model trained on both cores: slower and noisier than a quiet machine**"
+    return lead + ":\n\n" + scale_table(data)
 
 
 RAGTRUTH = ROOT / "eval_report_ragtruth.json"
@@ -270,6 +282,7 @@ PAGES = {
         ("eval-results", eval_section),
         ("reader-results", span_reader_section),
         ("bench-results", bench_section),
+        ("scale-results", scale_section),
     ),
     RESULTS_PAGE: (
         ("ragtruth-results", ragtruth_section),

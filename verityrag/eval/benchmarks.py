@@ -36,6 +36,33 @@ class SyntheticDocs:
         return Document(f"syn-{self.counter:07d}", title, " ".join(parts))
 
 
+def grow_to(pipeline: VerityRAGPipeline, docs: SyntheticDocs, target_chunks: int, batch: int = 5000) -> float:
+    """Bulk-ingest synthetic documents until the index holds ``target_chunks`` chunks; returns the
+    seconds spent in ``ingest_documents`` (making the documents is not timed)."""
+    pending = [docs.make() for _ in range(200)]
+    per_doc = sum(len(pipeline.writer.chunk(d)) for d in pending) / len(pending)
+    spent = 0.0
+    while len(pipeline.index) < target_chunks:
+        wanted = max(1, min(batch, int((target_chunks - len(pipeline.index)) / per_doc)))
+        now, pending = pending[:wanted], pending[wanted:]
+        now += [docs.make() for _ in range(wanted - len(now))]
+        t0 = time.perf_counter()
+        pipeline.ingest_documents(now, progress=False)
+        spent += time.perf_counter() - t0
+    return spent
+
+
+def percentiles(times_ms: Sequence[float]) -> dict[str, float]:
+    """p50 and p95 of latencies in milliseconds (numpy's linear interpolation), and their count."""
+    import numpy as np
+
+    return {
+        "p50_ms": float(np.percentile(times_ms, 50)),
+        "p95_ms": float(np.percentile(times_ms, 95)),
+        "n": len(times_ms),
+    }
+
+
 def timed_stream_ingest(pipeline: VerityRAGPipeline, docs: Sequence[Document]) -> tuple[list[float], bool]:
     """``ingest_document`` of each document in turn: the wall time of each (ms), and whether the
     last one is found right after by its reference code (read after write; :class:`SyntheticDocs`)."""
@@ -149,4 +176,134 @@ def learned_checks_table(data: dict[str, Any]) -> str:
     skipped = data.get("configs_skipped", [])
     if skipped:
         lines += ["", f"Not measured in this run (`--configs`): {', '.join(skipped)}."]
+    return "\n".join(lines)
+
+
+def _get(data: dict[str, Any], *path: str) -> Any:
+    for key in path:
+        if not isinstance(data, dict) or key not in data:
+            return None
+        data = data[key]
+    return data
+
+
+def _ms(fig: dict[str, Any] | None) -> str:
+    if not fig or "p50_ms" not in fig:
+        return "n/a"
+    return f"{fig['p50_ms']:.2f} / {fig['p95_ms']:.2f}"
+
+
+def _scale_label(chunks: int) -> str:
+    return f"{chunks // 1_000_000}M" if chunks % 1_000_000 == 0 else f"{chunks // 1000}k"
+
+
+def scale_table(r: dict[str, Any]) -> str:
+    """The scale benchmark's table (scripts/bench_scale.py; README's scale figures), markdown."""
+    scales = sorted(r.get("scales", {}), key=int)
+    if not scales:
+        return "_No scales measured._"
+    cols = [r["scales"][s] for s in scales]
+    small = _get(r, "small", "stream_ingest", "p50_ms")
+
+    def row(name: str, cells: list[str], target: str) -> str:
+        return f"| {name} | " + " | ".join(cells) + f" | {target} |"
+
+    def each(fn: Any) -> list[str]:
+        out = []
+        for c in cols:
+            try:
+                value = fn(c)
+            except (KeyError, TypeError, ZeroDivisionError):
+                value = None
+            out.append("n/a" if value is None else str(value))
+        return out
+
+    lines = [
+        "| figure (p50 / p95 ms where two) | "
+        + " | ".join(_scale_label(int(s)) for s in scales)
+        + " | target |",
+        "| --- |" + " --- |" * len(scales) + " --- |",
+        row(
+            "chunks (documents)",
+            each(lambda c: f"{c['index']['chunks']:,} ({c['index']['documents']:,})"),
+            "",
+        ),
+        row(
+            "bulk build, hashing embedder, in memory",
+            each(
+                lambda c: (
+                    f"{c['index']['bulk_build_s']:.0f} s ({c['index']['documents'] / c['index']['bulk_build_s']:,.0f} docs/s)"
+                )
+            ),
+            "100k documents <= 15 s",
+        ),
+        row("BM25 top-10 (block-max)", each(lambda c: _ms(c["index"]["bm25_top10"])), "1M: <= 5 / 20"),
+        row("BM25 top-10, exhaustive scorer", each(lambda c: _ms(c["index"]["bm25_top10_exhaustive"])), ""),
+        row(
+            "BM25 top-10 identical to exhaustive",
+            each(lambda c: "{same} of {of}".format(**c["index"]["bm25_identical_to_exhaustive"])),
+            "all",
+        ),
+        row(
+            "dense top-10",
+            each(lambda c: f"{_ms(c['index']['dense_top10'])} ({c['index']['dense_backend']})"),
+            "",
+        ),
+        row(
+            "hnswlib over these hashed vectors: recall@10, questions / chunk vectors (ef 128)",
+            each(
+                lambda c: "{:.3f} / {:.3f}".format(
+                    c["index"]["ann_on_hashed_vectors"]["questions_ef128"]["recall_at_10"],
+                    c["index"]["ann_on_hashed_vectors"]["chunk_vectors_ef128"]["recall_at_10"],
+                )
+            ),
+            ">= 0.98 to be the default",
+        ),
+        row("hybrid retrieval top-10", each(lambda c: _ms(c["index"]["hybrid_top10"])), "1M: p50 <= 10"),
+        row(
+            "pipeline.query, reader off",
+            each(lambda c: _ms(c["index"]["query_reader_off"])),
+            "1M: <= 20 / 60",
+        ),
+        row("pipeline.query, default settings", each(lambda c: _ms(c["index"].get("query_default"))), ""),
+        row(
+            "streaming ingest (ratio to 1k chunks)",
+            each(
+                lambda c: (
+                    f"{_ms(c['index']['stream_ingest'])} ({c['index']['stream_ingest']['p50_ms'] / small:.2f})"
+                    if small
+                    else _ms(c["index"]["stream_ingest"])
+                )
+            ),
+            "p50 <= 2, ratio <= 2",
+        ),
+        row("RSS after build", each(lambda c: f"{c['index']['rss_after_build_mb']:,.0f} MB"), "1M: <= 3 GB"),
+        row(
+            "index RAM per chunk",
+            each(lambda c: f"{c['index']['index_bytes_per_chunk']['total']:,.0f} B"),
+            "",
+        ),
+        row("restore from SQLite", each(lambda c: f"{c['restore']['restore_s']:.1f} s"), "1M: <= 60 s"),
+        row("RSS after restore", each(lambda c: f"{c['restore']['rss_after_restore_mb']:,.0f} MB"), ""),
+        row("durable streaming ingest", each(lambda c: _ms(c["restore"]["durable_stream_ingest"])), ""),
+    ]
+    peers = r.get("peers", {})
+    for engine, label in (
+        ("bm25s", "bm25s"),
+        ("rank_bm25", "rank_bm25"),
+        ("haystack_inmemory", "Haystack InMemoryDocumentStore"),
+        ("tantivy", "tantivy"),
+    ):
+        cells = []
+        for s, c in zip(scales, cols, strict=True):
+            peer = _get(peers, s, engine) or {}
+            ours = _get(c, "index", "bm25_top10", "p50_ms")
+            if "bm25_top10" in peer and ours:
+                p50 = peer["bm25_top10"]["p50_ms"]
+                cells.append(
+                    f"{_ms(peer['bm25_top10'])}; ours / it {ours / p50:.2f}; add {peer['add_one_chunk_ms']:,.1f} ms"
+                )
+            else:
+                cells.append(str(peer.get("skipped") or ("failed" if "error" in peer else "n/a")))
+        lines.append(row(f"{label}: BM25 top-10; ratio; add a chunk", cells, "bm25s: ratio <= 1"))
     return "\n".join(lines)

@@ -1,0 +1,378 @@
+"""The live index at 100k, 300k and 1M chunks, and the BM25 engines a user would pick instead.
+
+``make bench-scale`` (not in CI; about an hour for the three scales on 2 cores). For each scale,
+each step in its own process (so each memory figure is its own):
+
+* ``index``: bulk build of synthetic documents (the bench generator: real sentences of the eval
+  corpus, ~150 words, one unique reference code each) in memory, with the hashing embedder;
+  RAM per part of the index; BM25 / dense / hybrid top-10 and ``pipeline.query`` p50 and p95 on
+  the 550 test questions; pruned BM25 top-10 against the exhaustive scorer on every question;
+  streaming ingest p50 at that size. The first scale also builds an hnswlib graph over the
+  index's (hashed) vectors and measures its recall@10 against exact search.
+* peers: bm25s, rank_bm25, Haystack's InMemoryDocumentStore (BM25Okapi) and tantivy on the same
+  chunks (title and text, as VerityRAG indexes them) and questions, in their own virtualenv
+  (``--peers-python``), one process per engine (scripts/bench_peers.py). An engine whose
+  memory at the previous scale, scaled up, would pass ``--peer-memory-gb`` is skipped.
+* ``durable``: the same build into a SQLite store; then ``restore``: a new process opens it
+  (restore time, RAM after restore, durable streaming ingest).
+
+Streaming ingest is also measured at 1k chunks for the ratio. Writes scripts/results/bench_scale.json
+(README's scale table is generated from it by scripts/update_readme_results.py) and prints the table.
+
+    python scripts/bench_scale.py                         # 100k, 300k, 1M chunks
+    python scripts/bench_scale.py --scales 10000,30000    # a quick look
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import hashlib
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from verityrag import Settings, VerityRAGPipeline
+from verityrag.eval import dataset as eval_dataset
+from verityrag.eval.benchmarks import SyntheticDocs, grow_to, percentiles, scale_table, timed_stream_ingest
+from verityrag.pipeline import IN_MEMORY
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "data" / "built" / "corpus.jsonl"
+QUESTIONS = ROOT / "data" / "built" / "questions" / "test.jsonl"
+OUT = ROOT / "scripts" / "results" / "bench_scale.json"
+PEERS_PYTHON = ROOT / "guard_work" / "bench_peers_venv" / "bin" / "python"
+PEERS = ("bm25s", "rank_bm25", "haystack_inmemory", "tantivy")
+FULL_QUERIES = 200  # pipeline.query is timed on the first 200 questions
+
+
+def rss_mb() -> float:
+    """Resident memory now (Linux /proc), else the peak."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return peak_rss_mb()
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def questions() -> list[str]:
+    return [q.question for q in eval_dataset.load_questions(QUESTIONS)]
+
+
+def timed(fn: Any, items: list[Any]) -> dict[str, float]:
+    for item in items[:10]:  # warm caches
+        fn(item)
+    times = []
+    for item in items:
+        t0 = time.perf_counter()
+        fn(item)
+        times.append((time.perf_counter() - t0) * 1000)
+    return percentiles(times)
+
+
+def top10_fingerprint(pipeline: VerityRAGPipeline, qs: list[str]) -> str:
+    """A digest of the BM25 top-10 chunk ids of the first 50 questions (the restored index must agree)."""
+    ids = [[h.chunk.chunk_id for h in pipeline.index.search_lexical(q, 10)] for q in qs[:50]]
+    return hashlib.sha256(json.dumps(ids).encode()).hexdigest()[:16]
+
+
+# --------------------------------------------------------------------------- workers
+
+
+def worker_index(scale: int, chunks_out: Path | None, ann: bool) -> dict[str, Any]:
+    corpus = eval_dataset.load_corpus(CORPUS)
+    qs = questions()
+    docs = SyntheticDocs(corpus, seed=7)
+    pipeline = VerityRAGPipeline(settings=Settings(reader=False), data_dir=IN_MEMORY)
+    build_s = grow_to(pipeline, docs, scale)
+    gc.collect()
+    index = pipeline.index
+    n = len(index)
+    out: dict[str, Any] = {
+        "chunks": n,
+        "documents": index.n_documents,
+        "bulk_build_s": build_s,
+        "rss_after_build_mb": rss_mb(),
+        "peak_rss_build_mb": peak_rss_mb(),
+        "dense_backend": "ann" if index.snapshot().vectors is None else "exact",
+    }
+    memory = index.memory_bytes()  # type: ignore[attr-defined]
+    out["index_bytes_per_chunk"] = {k: v / n for k, v in memory.items()}
+    out["index_bytes_per_chunk"]["total"] = sum(memory.values()) / n
+    if chunks_out is not None:  # the peers index exactly these chunks
+        with chunks_out.open("w", encoding="utf-8") as fh:
+            for chunk in index.live_chunks():
+                fh.write(json.dumps({"id": chunk.chunk_id, "text": f"{chunk.title}\n{chunk.text}"}) + "\n")
+    out["bm25_top10"] = timed(lambda q: index.search_lexical(q, 10), qs)
+    out["bm25_top10_exhaustive"] = timed(lambda q: index.search_lexical_exhaustive(q, 10), qs)  # type: ignore[attr-defined]
+    same = sum(
+        [(h.chunk.chunk_id, h.score) for h in index.search_lexical(q, 10)]
+        == [(h.chunk.chunk_id, h.score) for h in index.search_lexical_exhaustive(q, 10)]  # type: ignore[attr-defined]
+        for q in qs
+    )
+    out["bm25_identical_to_exhaustive"] = {"same": same, "of": len(qs)}
+    vectors = pipeline.embedder.encode(qs)
+    out["dense_top10"] = timed(lambda i: index.search_dense(vectors[i], 10), list(range(len(qs))))
+    out["embed_query"] = timed(lambda q: pipeline.embedder.encode([q]), qs)
+    out["hybrid_top10"] = timed(lambda q: pipeline.retriever.search(q, 10), qs)
+    out["query_reader_off"] = timed(pipeline.query, qs[:FULL_QUERIES])
+    try:
+        with_reader = VerityRAGPipeline(settings=Settings(), data_dir=IN_MEMORY, index=index)
+    except Exception as exc:  # the shipped reader's files may be missing (make train-reader)
+        out["query_default"] = {"skipped": f"{type(exc).__name__}: {exc}"}
+    else:
+        out["query_default"] = timed(with_reader.query, qs[:FULL_QUERIES])
+        del with_reader
+    out["top10_fingerprint"] = top10_fingerprint(pipeline, qs)
+    times, found = timed_stream_ingest(pipeline, [docs.make() for _ in range(300)])
+    out["stream_ingest"] = {**percentiles(times), "read_after_write": found}
+    if ann:
+        out["ann_on_hashed_vectors"] = ann_recall(pipeline, vectors)
+    out["peak_rss_mb"] = peak_rss_mb()
+    return out
+
+
+def ann_recall(pipeline: VerityRAGPipeline, question_vectors: np.ndarray) -> dict[str, Any]:
+    """An hnswlib graph over the index's vectors: its build time and recall@10 against exact search,
+    for the questions' (hashed, sparse) vectors and for chunk vectors used as queries."""
+    from verityrag.index import _hnsw
+
+    snap = pipeline.index.snapshot()
+    assert snap.vectors is not None
+    n = snap.n_slots
+    graph = _hnsw.HnswIndex(pipeline.index.dim, capacity=n)
+    t0 = time.perf_counter()
+    graph.add_columns(snap.segment.vectors, n)
+    out: dict[str, Any] = {
+        "build_s": time.perf_counter() - t0,
+        "M": _hnsw.M,
+        "ef_construction": _hnsw.EF_CONSTRUCTION,
+    }
+    rng = np.random.default_rng(0)
+    chunk_queries = snap.vectors.columns(rng.choice(n, size=200, replace=False))
+    for name, queries in (("questions", question_vectors), ("chunk_vectors", chunk_queries)):
+        queries = queries[np.any(queries, axis=1)]
+        exact = [set(np.argsort(-snap.vectors.sims(q, n), kind="stable")[:10].tolist()) for q in queries]
+        for ef in (64, 128, 256):
+            graph._index.set_ef(ef)
+            times, recall = [], []
+            for q, truth in zip(queries, exact, strict=True):
+                t1 = time.perf_counter()
+                found = graph.query(q, 10, snap)
+                times.append((time.perf_counter() - t1) * 1000)
+                recall.append(len(truth & set(found[0] if found else [])) / 10)
+            out[f"{name}_ef{ef}"] = {"recall_at_10": float(np.mean(recall)), **percentiles(times)}
+    return out
+
+
+def worker_durable(scale: int, store: Path) -> dict[str, Any]:
+    corpus = eval_dataset.load_corpus(CORPUS)
+    pipeline = VerityRAGPipeline(settings=Settings(reader=False), data_dir=store)
+    build_s = grow_to(pipeline, SyntheticDocs(corpus, seed=7), scale)
+    out = {"chunks": len(pipeline.index), "bulk_write_s": build_s, "peak_rss_mb": peak_rss_mb()}
+    assert pipeline.store is not None
+    pipeline.store.close()
+    return out
+
+
+def worker_restore(store: Path) -> dict[str, Any]:
+    corpus = eval_dataset.load_corpus(CORPUS)
+    t0 = time.perf_counter()
+    pipeline = VerityRAGPipeline(settings=Settings(reader=False), data_dir=store)
+    restore_s = time.perf_counter() - t0
+    gc.collect()
+    out: dict[str, Any] = {
+        "chunks": len(pipeline.index),
+        "restore_s": restore_s,
+        "rss_after_restore_mb": rss_mb(),
+        "peak_rss_mb": peak_rss_mb(),
+        "top10_fingerprint": top10_fingerprint(pipeline, questions()),
+    }
+    docs = SyntheticDocs(corpus, seed=11)
+    docs.counter = 50_000_000  # new document ids: added, not replaced
+    times, found = timed_stream_ingest(pipeline, [docs.make() for _ in range(200)])
+    out["durable_stream_ingest"] = {**percentiles(times), "read_after_write": found}
+    return out
+
+
+def worker_small() -> dict[str, Any]:
+    corpus = eval_dataset.load_corpus(CORPUS)
+    docs = SyntheticDocs(corpus, seed=7)
+    pipeline = VerityRAGPipeline(settings=Settings(reader=False), data_dir=IN_MEMORY)
+    grow_to(pipeline, docs, 1000)
+    times, found = timed_stream_ingest(pipeline, [docs.make() for _ in range(300)])
+    return {"chunks": len(pipeline.index), "stream_ingest": {**percentiles(times), "read_after_write": found}}
+
+
+# ------------------------------------------------------------------------ orchestration
+
+
+def run_worker(args: list[str], timeout: float) -> dict[str, Any]:
+    """This script as a worker in its own process; its JSON result, or what went wrong."""
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as fh:
+        result = Path(fh.name)
+    cmd = [sys.executable, __file__, "--worker-out", str(result), *args]
+    started = time.perf_counter()
+    try:
+        done = subprocess.run(cmd, timeout=timeout, capture_output=True, text=True)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout:.0f} s"}
+    finally:
+        print(f"  {' '.join(args)}: {time.perf_counter() - started:.0f} s", flush=True)
+    try:
+        if done.returncode != 0:
+            return {"error": f"exit {done.returncode}: {done.stderr.strip()[-800:]}"}
+        data: dict[str, Any] = json.loads(result.read_text(encoding="utf-8"))
+        return data
+    finally:
+        result.unlink(missing_ok=True)
+
+
+def run_peer(python: Path, engine: str, chunks: Path, qfile: Path, timeout: float) -> dict[str, Any]:
+    with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as fh:
+        result = Path(fh.name)
+    cmd = [str(python), str(ROOT / "scripts" / "bench_peers.py"), "--engine", engine]
+    cmd += ["--chunks", str(chunks), "--questions", str(qfile), "--out", str(result)]
+    started = time.perf_counter()
+    try:
+        done = subprocess.run(cmd, timeout=timeout, capture_output=True, text=True)
+        if done.returncode != 0:
+            return {"error": f"exit {done.returncode}: {done.stderr.strip()[-800:]}"}
+        data: dict[str, Any] = json.loads(result.read_text(encoding="utf-8"))
+        return data
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout:.0f} s"}
+    finally:
+        print(f"  peer {engine}: {time.perf_counter() - started:.0f} s", flush=True)
+        result.unlink(missing_ok=True)
+
+
+def machine() -> dict[str, Any]:
+    training = subprocess.run(
+        ["pgrep", "-f", "verityrag.train"], capture_output=True, text=True
+    ).stdout.split()
+    return {
+        "python": platform.python_version(),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "load_average_at_start": os.getloadavg()[0],
+        "training_running": bool(training),
+    }
+
+
+def orchestrate(args: argparse.Namespace) -> dict[str, Any]:
+    scales = [int(s) for s in args.scales.split(",")]
+    results: dict[str, Any] = {**machine(), "scales": {}, "peers": {}}
+    peers_python = Path(args.peers_python)
+    use_peers = not args.no_peers and peers_python.exists()
+    if not use_peers:
+        results["peers_skipped"] = (
+            "--no-peers" if args.no_peers else f"no {peers_python}: run `make bench-scale`"
+        )
+    else:
+        done = subprocess.run(
+            [str(peers_python), str(ROOT / "scripts" / "bench_peers.py"), "--versions"],
+            capture_output=True,
+            text=True,
+        )
+        results["peer_versions"] = json.loads(done.stdout) if done.returncode == 0 else {}
+    peer_memory: dict[str, tuple[int, float]] = {}
+    with tempfile.TemporaryDirectory(prefix="bench_scale_") as tmp:
+        qfile = Path(tmp) / "questions.jsonl"
+        qfile.write_text("".join(json.dumps(q) + "\n" for q in questions()), encoding="utf-8")
+        for i, scale in enumerate(scales):
+            print(f"{scale:,} chunks", flush=True)
+            chunks = Path(tmp) / f"chunks_{scale}.jsonl"
+            worker = ["--worker", "index", "--scale", str(scale)]
+            worker += ["--chunks-out", str(chunks)] if use_peers else []
+            worker += ["--ann"] if i == 0 and not args.no_ann else []
+            entry: dict[str, Any] = {"index": run_worker(worker, args.timeout)}
+            peers: dict[str, Any] = {}
+            for engine in PEERS if use_peers and chunks.exists() else ():
+                if engine in peer_memory:
+                    was_scale, was_mb = peer_memory[engine]
+                    expected_gb = was_mb * scale / was_scale / 1024
+                    if expected_gb > args.peer_memory_gb:
+                        peers[engine] = {
+                            "skipped": f"would need ~{expected_gb:.0f} GB (> {args.peer_memory_gb} GB)"
+                        }
+                        continue
+                peers[engine] = run_peer(peers_python, engine, chunks, qfile, args.timeout)
+                if "peak_rss_mb" in peers[engine]:
+                    peer_memory[engine] = (scale, peers[engine]["peak_rss_mb"])
+            chunks.unlink(missing_ok=True)
+            results["peers"][str(scale)] = peers
+            if not args.no_durable:
+                store = Path(tmp) / f"store_{scale}"
+                entry["durable"] = run_worker(
+                    ["--worker", "durable", "--scale", str(scale), "--store", str(store)], args.timeout
+                )
+                entry["restore"] = run_worker(["--worker", "restore", "--store", str(store)], args.timeout)
+                subprocess.run(["rm", "-rf", str(store)], check=False)
+            results["scales"][str(scale)] = entry
+            write(results, args.out)  # what is done so far survives a later failure
+        results["small"] = run_worker(["--worker", "small"], args.timeout)
+    return results
+
+
+def write(results: dict[str, Any], out: Path) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--scales", default="100000,300000,1000000", help="chunk counts, comma-separated")
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--peers-python", default=str(PEERS_PYTHON), help="the peers' virtualenv Python")
+    parser.add_argument("--no-peers", action="store_true")
+    parser.add_argument("--no-durable", action="store_true", help="skip the SQLite build and restore")
+    parser.add_argument("--no-ann", action="store_true", help="skip the hnswlib recall check")
+    parser.add_argument("--peer-memory-gb", type=float, default=10.0)
+    parser.add_argument("--timeout", type=float, default=5400.0, help="seconds for each step")
+    # Internal: one step, run by the orchestrator in its own process.
+    parser.add_argument("--worker", choices=["index", "durable", "restore", "small"], help=argparse.SUPPRESS)
+    parser.add_argument("--worker-out", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--scale", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--chunks-out", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--store", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--ann", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        if args.worker == "index":
+            result = worker_index(args.scale, args.chunks_out, args.ann)
+        elif args.worker == "durable":
+            result = worker_durable(args.scale, args.store)
+        elif args.worker == "restore":
+            result = worker_restore(args.store)
+        else:
+            result = worker_small()
+        args.worker_out.write_text(json.dumps(result), encoding="utf-8")
+        return 0
+    results = orchestrate(args)
+    write(results, args.out)
+    print(scale_table(results))
+    print(f"\nwritten: {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
