@@ -34,6 +34,7 @@ ENV_PREFIX = "VERITYRAG_"
 OTHER_ENV_VARS: tuple[str, ...] = (
     "VERITYRAG_DATA_DIR",  # verityrag.pipeline: where documents persist
     "VERITYRAG_API_KEY",  # verityrag.api: the key write endpoints ask for
+    "VERITYRAG_READ_KEY",  # verityrag.api: the key every other endpoint but /health asks for
     "VERITYRAG_LOAD_BUNDLED",  # verityrag.api: start on the bundled corpus
     "VERITYRAG_MCP_MAX_DOCS",  # verityrag.mcp_server: bundled documents to load
     "VERITYRAG_GEMMA_CACHE",  # verityrag.llm.local_gemma: the local gemma model's folder
@@ -126,6 +127,10 @@ class Settings:
     reader: bool = True
     reader_model: str = ""
     reader_answer_threshold: float | None = None
+    # Independent documents (different declared sources, not near copies) among the evidence
+    # that must say the answer for it to stand; fewer: AbstainReason.CORROBORATION. 1: none
+    # asked for (verityrag.verify.sources; docs/decisions/0041-provenance-and-corroboration.md).
+    min_sources: int = 1
     # Learned checks trained here (`make models`), off by default: each needs its model folder
     # (VERITY_ANSWER_DIR / VERITY_GUARD_DIR / VERITY_READER_DIR, else guard_work/...) and the
     # pipeline refuses to start without it. A threshold of None means: fitted by ``calibrate``
@@ -148,7 +153,14 @@ class Settings:
             object.__setattr__(self, "strictness", STRICTNESS_ALIASES[self.strictness])
         _check_choice("strictness", self.strictness, STRICTNESS_LEVELS)
         _check_choice("gate_label", self.gate_label, ("evidence", "answer"))
-        for name in ("chunk_max_words", "top_k", "candidates", "max_document_chars", "max_query_chars"):
+        for name in (
+            "chunk_max_words",
+            "top_k",
+            "candidates",
+            "max_document_chars",
+            "max_query_chars",
+            "min_sources",
+        ):
             if getattr(self, name) < 1:
                 raise InvalidInputError(name, f"must be >= 1, got {getattr(self, name)!r}")
         for name in ("chunk_overlap_sentences", "max_reformulations"):

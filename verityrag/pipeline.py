@@ -54,6 +54,7 @@ from verityrag.retrieval.reranker import LightGBMReranker, train_ict_reranker
 from verityrag.text.analyzer import DEFAULT_ANALYZER, Analyzer
 from verityrag.types import Document, QueryResult, TraceStep
 from verityrag.verify.grounding import GroundingChecker
+from verityrag.verify.sources import SourceReview
 
 logger = logging.getLogger(__name__)
 
@@ -577,10 +578,13 @@ class VerityRAGPipeline:
         others act where they are used: chunking and limits on ingest, ``abstention_target``
         and ``gate_label`` in :meth:`calibrate`, the index backend and the learned checks when
         the pipeline is built. ``on_stage`` is called with each trace step as it is recorded
-        (input errors are raised before the first).
+        (input errors are raised before the first). An answer's citations carry their documents'
+        source and ingest time; ``min_sources`` asks for corroboration (verify.sources).
         """
         s = settings or self.settings
         if k is not None:
             s = s.replace(top_k=k)
         check_question("question", question, s.max_query_chars)
-        return self.controller(s).run(question, on_stage=on_stage)
+        agent = self.controller(s)
+        review = SourceReview(self.writer.provenance, s.min_sources)
+        return review.run(lambda observe: agent.run(question, on_stage=observe), on_stage)

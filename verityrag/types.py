@@ -117,17 +117,34 @@ class AbstainReason(enum.StrEnum):
     GUARD = "guard"
     READER = "reader"
     VERIFIER_ERROR = "verifier_error"
+    # Fewer independent documents agree on the answer than ``Settings.min_sources`` asks for.
+    CORROBORATION = "corroboration"
+
+
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    """Where a stored document came from: its metadata's ``source`` (when that is a string;
+    declared by whoever wrote it) and when this version was ingested (Unix seconds, recorded
+    by the writer; None for a document stored before ingest times were recorded)."""
+
+    doc_id: str
+    source: str | None
+    ingested_at: float | None
 
 
 @dataclass(frozen=True, slots=True)
 class Citation:
-    """Where an answer sentence comes from: a chunk, and the character span within its text."""
+    """Where an answer sentence comes from: a chunk, and the character span within its text;
+    with the cited document's declared ``source`` and ingest time (Unix seconds), which the
+    pipeline fills in from its store once the answer is found (None: not recorded)."""
 
     chunk_id: str
     doc_id: str
     title: str
     start: int
     end: int
+    source: str | None = None
+    ingested_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

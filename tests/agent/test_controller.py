@@ -349,6 +349,13 @@ def _reader(pipeline: VerityRAGPipeline) -> QueryResult:
     return controller(pipeline, PASSING, answer_reader=ReaderStub()).run(REFORMULABLE)
 
 
+def _corroboration(pipeline: VerityRAGPipeline) -> QueryResult:
+    # The pipeline's source review after the agent answered: more independent documents asked
+    # for than the evidence holds (verityrag.verify.sources).
+    question = next(q for q in EASY if not pipeline.query(q).abstained)
+    return pipeline.query(question, settings=pipeline.settings.replace(min_sources=10))
+
+
 SCENARIOS: dict[AbstainReason, Callable[[VerityRAGPipeline], QueryResult]] = {
     AbstainReason.NO_EVIDENCE: _no_evidence,
     AbstainReason.SUFFICIENCY: _sufficiency,
@@ -356,6 +363,7 @@ SCENARIOS: dict[AbstainReason, Callable[[VerityRAGPipeline], QueryResult]] = {
     AbstainReason.GROUNDING: _grounding,
     AbstainReason.GUARD: _guard,
     AbstainReason.READER: _reader,
+    AbstainReason.CORROBORATION: _corroboration,
 }
 
 

@@ -125,7 +125,7 @@ def test_stats_lists_the_learned_checks_with_their_threshold_source(
         "reader": {
             "threshold": 0.25,
             "threshold_from": "attached",
-            "model_dir": "guard_work/reader",
+            "model": "reader",  # the folder's name: /stats shows no filesystem path
             "sufficiency_threshold": None,  # set only for an answerability gate fitted jointly
         }
     }
@@ -381,6 +381,33 @@ def test_slow_query_does_not_block_other_requests(
     assert results == [200]
 
 
+def test_query_citations_name_the_source_and_ingest_time_and_min_sources_asks_for_two(
+    client: httpx.Client,
+) -> None:
+    client.post("/documents", json=_doc("api-prov"))  # metadata {"source": "test"}
+    try:
+        body = client.post("/query", json={"question": "Who built the zorblat engine?"}).json()
+        assert body["abstained"] is False, body
+        (cited,) = [c for c in body["citations"] if c["doc_id"] == "api-prov"]
+        assert cited["source"] == "test"
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", cited["ingested_at"])
+        assert body["trace"][-1]["details"]["sources"][0]["source"] == "test"
+        alone = client.post(
+            "/query", json={"question": "Who built the zorblat engine?", "min_sources": 2}
+        ).json()
+        assert alone["abstained"] is True  # one document says it: not corroborated
+        assert alone["abstain_reason"] == AbstainReason.CORROBORATION.value
+        assert "min_sources" in alone["explanation"]
+    finally:
+        client.delete("/documents/api-prov")
+
+
+@pytest.mark.parametrize("bad", [0, 11, "2", True])
+def test_query_min_sources_out_of_range_is_422_naming_it(anonymous: httpx.Client, bad: object) -> None:
+    body = {"question": ANSWERABLE, "min_sources": bad}
+    assert _error(anonymous.post("/query", json=body), 422)["field"] == "min_sources"
+
+
 # -------------------------------------------------------------- api key
 
 
@@ -410,7 +437,9 @@ def test_app_without_pipeline_opens_data_dir_and_state_persists(
         assert httpx.post(f"{url}/documents", json=_doc("api-persist")).status_code == 200
     with serve(create_app(api_key="")) as url:  # a fresh app and pipeline on the same data dir
         assert httpx.get(f"{url}/documents/api-persist").json()["metadata"] == {"source": "test"}
-        assert httpx.get(f"{url}/stats").json()["data_dir"] == str(tmp_path)
+        stats = httpx.get(f"{url}/stats")
+        assert stats.json()["persistent"] is True
+        assert str(tmp_path) not in stats.text  # /stats shows no filesystem path
 
 
 def test_unusable_data_dir_gives_503_with_reason(

@@ -214,3 +214,39 @@ def test_stored_vectors_of_another_dimension_raise_storage_error(tmp_path: Path)
     # The shape was checked after the reshape, which raised a bare ValueError first.
     with pytest.raises(StorageError, match="'a' are 32 bytes for 2 chunks, not 8-d float32 vectors"):
         list(store.iter_documents(dim=8))
+
+
+def test_put_many_records_each_documents_ingest_time_and_declared_source(tmp_path: Path) -> None:
+    store = SQLiteDocumentStore(tmp_path / "s.db")
+    doc, chunks, vectors = _item("a", "ant crawl")
+    sourced = Document("b", "B", "bee buzz", {"source": "field notes"})
+    store.put_many([(doc, chunks, vectors)], ingested_at=1_700_000_000.5)
+    store.put_many([(sourced, [Chunk("b#0", "b", "B", "bee buzz", 0, 0, 8)], vectors[:1])])
+    found = store.provenance(["a", "b", "gone"])
+    assert set(found) == {"a", "b"}  # a document not stored is left out
+    assert (found["a"].source, found["a"].ingested_at) == (None, 1_700_000_000.5)  # {"n": 9}: no source
+    assert found["b"].source == "field notes"
+    assert found["b"].ingested_at is not None
+    assert found["b"].ingested_at > 1_700_000_000.5
+
+
+@pytest.mark.parametrize("metadata", [{"source": 3}, {"source": {"name": "x"}}, {"source": None}, {}])
+def test_provenance_source_is_only_a_string_source(tmp_path: Path, metadata: dict[str, object]) -> None:
+    store = SQLiteDocumentStore(tmp_path / "s.db")
+    _, chunks, vectors = _item("a", "ant crawl")
+    store.put_many([(Document("a", "A", "ant crawl", metadata), chunks, vectors)])
+    assert store.provenance(["a"])["a"].source is None
+
+
+def test_store_made_before_ingest_times_gets_the_column_and_reads_them_as_unknown(tmp_path: Path) -> None:
+    store = SQLiteDocumentStore(tmp_path / "s.db")
+    store.put_many([_item("a", "ant crawl")])
+    store.close()
+    with sqlite3.connect(tmp_path / "s.db") as conn:  # the table as an older VerityRAG made it
+        conn.execute("ALTER TABLE documents DROP COLUMN ingested_at")
+    reopened = SQLiteDocumentStore(tmp_path / "s.db")
+    assert reopened.provenance(["a"])["a"].ingested_at is None
+    assert reopened.get("a") == _item("a", "ant crawl")[0]
+    reopened.put_many([_item("b", "bee buzz")])
+    assert reopened.provenance(["b"])["b"].ingested_at is not None
+    assert reopened.get_meta("schema_version") == SCHEMA_VERSION  # unchanged: older versions still read it

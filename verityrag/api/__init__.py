@@ -1,5 +1,5 @@
 """The REST API: ``uvicorn verityrag.api:app``, or ``create_app(pipeline)`` in your own server or tests."""
 
-from verityrag.api.app import API_KEY_ENV, API_KEY_HEADER, MAX_BODY_BYTES, app, create_app
+from verityrag.api.app import API_KEY_ENV, API_KEY_HEADER, MAX_BODY_BYTES, READ_KEY_ENV, app, create_app
 
-__all__ = ["API_KEY_ENV", "API_KEY_HEADER", "MAX_BODY_BYTES", "app", "create_app"]
+__all__ = ["API_KEY_ENV", "API_KEY_HEADER", "MAX_BODY_BYTES", "READ_KEY_ENV", "app", "create_app"]

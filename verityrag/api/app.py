@@ -10,6 +10,8 @@ Environment, read when the app is created:
 
 - ``VERITYRAG_DATA_DIR``: where the pipeline persists its documents (in memory without it);
 - ``VERITYRAG_API_KEY``: when set, write endpoints need the header ``X-API-Key``;
+- ``VERITYRAG_READ_KEY``: when set too, every endpoint but ``/health`` needs a key
+  (:mod:`verityrag.api.auth`; a key that no request could send stops the start);
 - ``VERITYRAG_LOAD_BUNDLED=1``: start on the bundled corpus (ingested when the index is
   empty) with the reranker trained and the gate calibrated, as ``make run`` does;
 - every other ``VERITYRAG_*`` setting, through ``Settings.from_env()``.
@@ -25,11 +27,18 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from verityrag import __version__
-from verityrag.api.deps import API_KEY_HEADER, PipelineDep, PipelineHolder, require_api_key
+from verityrag.api.auth import API_KEY_ENV, API_KEY_HEADER, READ_KEY_ENV, ApiKeys, AuthMiddleware
+from verityrag.api.deps import PipelineDep, PipelineHolder, require_api_key
 from verityrag.api.errors import ApiError, install_error_handlers
 from verityrag.api.metrics import ApiMetrics
-from verityrag.api.middleware import BodySizeLimitMiddleware, RequestMetricsMiddleware
-from verityrag.api.routes import add_routes
+from verityrag.api.middleware import (
+    BODY_IDLE_TIMEOUT_S,
+    BODY_TOTAL_TIMEOUT_S,
+    BodySizeLimitMiddleware,
+    RequestMetricsMiddleware,
+    UnhandledErrorMiddleware,
+)
+from verityrag.api.routes import OPEN_ENDPOINTS, WRITE_ENDPOINTS, add_routes
 from verityrag.pipeline import VerityRAGPipeline
 
 # ApiError, PipelineHolder, PipelineDep, require_api_key and API_KEY_HEADER were defined here
@@ -39,6 +48,7 @@ __all__ = [
     "API_KEY_HEADER",
     "LOAD_BUNDLED_ENV",
     "MAX_BODY_BYTES",
+    "READ_KEY_ENV",
     "ApiError",
     "PipelineDep",
     "PipelineHolder",
@@ -48,7 +58,6 @@ __all__ = [
     "require_api_key",
 ]
 
-API_KEY_ENV = "VERITYRAG_API_KEY"
 LOAD_BUNDLED_ENV = "VERITYRAG_LOAD_BUNDLED"
 
 
@@ -69,14 +78,21 @@ def create_app(
     pipeline: VerityRAGPipeline | None = None,
     api_key: str | None = None,
     *,
+    read_key: str | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
+    body_idle_timeout_s: float = BODY_IDLE_TIMEOUT_S,
+    body_total_timeout_s: float = BODY_TOTAL_TIMEOUT_S,
 ) -> FastAPI:
     """Build the API around ``pipeline`` (created lazily from the environment when None).
 
-    ``api_key=None`` reads ``VERITYRAG_API_KEY``; an empty string turns the key off.
+    ``api_key=None`` reads ``VERITYRAG_API_KEY``, ``read_key=None`` ``VERITYRAG_READ_KEY``; an
+    empty string turns a key off. A key with whitespace at either end, or a read key without a
+    write key, raises ``InvalidInputError`` naming the variable: the server does not start.
     """
-    key = os.environ.get(API_KEY_ENV) if api_key is None else api_key
-    key = key or None
+    keys = ApiKeys.of(
+        os.environ.get(API_KEY_ENV) if api_key is None else api_key,
+        os.environ.get(READ_KEY_ENV) if read_key is None else read_key,
+    )
     holder = PipelineHolder(pipeline, pipeline_from_env)
     api_metrics = ApiMetrics()
 
@@ -96,10 +112,21 @@ def create_app(
     )
     # What the routes' dependencies read (verityrag.api.deps).
     app.state.pipeline_holder = holder
-    app.state.api_key = key
+    app.state.api_keys = keys
+    app.state.api_key = keys.write  # read by code written before the read key
     app.state.metrics = api_metrics
-    app.add_middleware(BodySizeLimitMiddleware, max_bytes=max_body_bytes)
-    app.add_middleware(RequestMetricsMiddleware, metrics=api_metrics)  # outermost: counts 413s too
+    # Innermost first: the body is read (413, 408) only after the key is checked (401, 403), so
+    # an unauthenticated client gets its answer before sending a byte of body; the 500 catcher
+    # sits inside the counting, which is outermost and counts every response.
+    app.add_middleware(
+        BodySizeLimitMiddleware,
+        max_bytes=max_body_bytes,
+        idle_timeout_s=body_idle_timeout_s,
+        total_timeout_s=body_total_timeout_s,
+    )
+    app.add_middleware(AuthMiddleware, keys=keys, write=WRITE_ENDPOINTS, open_=OPEN_ENDPOINTS)
+    app.add_middleware(UnhandledErrorMiddleware)
+    app.add_middleware(RequestMetricsMiddleware, metrics=api_metrics)
     install_error_handlers(app)
     add_routes(app)
     return app

@@ -7,7 +7,6 @@ Dependencies live at module level: with postponed annotations FastAPI resolves
 from __future__ import annotations
 
 import asyncio
-import hmac
 import logging
 from collections.abc import Callable
 from typing import Annotated
@@ -16,6 +15,7 @@ from fastapi import Depends, Request, Security
 from fastapi.security import APIKeyHeader
 from starlette.concurrency import run_in_threadpool
 
+from verityrag.api.auth import API_KEY_HEADER, Access, ApiKeys, check_key
 from verityrag.api.errors import ApiError
 from verityrag.api.metrics import ApiMetrics
 from verityrag.errors import VerityRAGError
@@ -28,11 +28,10 @@ __all__ = [
     "PipelineDep",
     "PipelineHolder",
     "require_api_key",
+    "require_read_key",
 ]
 
 logger = logging.getLogger(__name__)
-
-API_KEY_HEADER = "X-API-Key"
 
 
 class PipelineHolder:
@@ -86,11 +85,28 @@ PipelineDep = Annotated[VerityRAGPipeline, Depends(_pipeline)]
 MetricsDep = Annotated[ApiMetrics, Depends(_metrics)]
 
 _KEY_HEADER = APIKeyHeader(
-    name=API_KEY_HEADER, auto_error=False, description="Needed on writes if the server has a key."
+    name=API_KEY_HEADER,
+    auto_error=False,
+    description="Writes need the write key when the server has one (VERITYRAG_API_KEY); every "
+    "endpoint but /health needs a key when it also has a read key (VERITYRAG_READ_KEY). "
+    "docs/api-auth.md has the table.",
 )
 
 
+def _require(request: Request, access: Access, given: str | None) -> None:
+    # AuthMiddleware has checked already, before the body was read; this keeps a route safe in an
+    # app built without it, and declares the header in the OpenAPI spec.
+    keys: ApiKeys = request.app.state.api_keys
+    refusal = check_key(keys, access, given)
+    if refusal is not None:
+        raise ApiError(refusal[0], API_KEY_HEADER, refusal[1])
+
+
 async def require_api_key(request: Request, given: Annotated[str | None, Security(_KEY_HEADER)]) -> None:
-    key: str | None = request.app.state.api_key
-    if key is not None and (given is None or not hmac.compare_digest(given.encode(), key.encode())):
-        raise ApiError(401, API_KEY_HEADER, f"write endpoints need a valid {API_KEY_HEADER} header")
+    """The write key, when the server has one."""
+    _require(request, "write", given)
+
+
+async def require_read_key(request: Request, given: Annotated[str | None, Security(_KEY_HEADER)]) -> None:
+    """The read key (or the write key), when the server has a read key."""
+    _require(request, "read", given)

@@ -15,6 +15,7 @@ from starlette.routing import Match
 
 from verityrag.api.models import PATTERN_RULES, UNION_TAGS
 from verityrag.errors import InvalidInputError, VerityRAGError
+from verityrag.ingest.writer import METADATA_LIMITS
 
 __all__ = ["ApiError", "error_response", "install_error_handlers"]
 
@@ -107,6 +108,11 @@ def install_error_handlers(app: FastAPI) -> None:
         if exc.status_code == 400:
             # FastAPI's "error parsing the body" (e.g. bytes that are not UTF-8): one status
             # for every unreadable body, the documented 422 naming the body.
+            if isinstance(exc.__cause__, RecursionError):  # JSON nested deeper than Python parses
+                limit = METADATA_LIMITS.depth
+                return error_response(
+                    422, "body", f"body: nests too deep to parse (metadata may nest {limit} levels)"
+                )
             return error_response(422, "body", f"body: is not valid JSON ({exc.detail})")
         if exc.status_code == 405:
             # Starlette answers from the first route whose path matches, so its Allow
@@ -115,7 +121,6 @@ def install_error_handlers(app: FastAPI) -> None:
             return error_response(405, None, str(exc.detail), headers={"Allow": ", ".join(allowed)})
         return error_response(exc.status_code, None, str(exc.detail), headers=exc.headers)
 
-    @app.exception_handler(Exception)
-    async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
-        logger.error("unexpected error on %s %s", request.method, request.url.path, exc_info=exc)
-        return error_response(500, None, f"internal error ({type(exc).__name__}); it has been logged")
+    # An unexpected exception is answered by verityrag.api.middleware.UnhandledErrorMiddleware:
+    # a handler registered here for Exception runs in Starlette's ServerErrorMiddleware, which
+    # re-raises after the response, and uvicorn then closed the keep-alive connection unannounced.

@@ -1,7 +1,9 @@
-"""Pure ASGI middleware: a request body limit (413) and request counting for /metrics."""
+"""Pure ASGI middleware: a request body limit (413) and read timeout (408), a JSON 500 that keeps
+the connection usable, and request counting for /metrics."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import Any
@@ -35,16 +37,31 @@ async def send_json(
     await send({"type": "http.response.body", "body": body})
 
 
+#: Seconds a request body may go without a byte arriving, and seconds it may take in all, before
+#: the request is answered 408 and its connection closed (a stalled upload was held open).
+BODY_IDLE_TIMEOUT_S = 10.0
+BODY_TOTAL_TIMEOUT_S = 60.0
+
+
 class BodySizeLimitMiddleware:
-    """Refuse a request body above ``max_bytes`` with 413, by Content-Length or while it streams in.
+    """Refuse a request body above ``max_bytes`` with 413, by Content-Length or while it streams in,
+    and one that stalls (``idle_timeout_s`` without a byte) or drags (``total_timeout_s``) with 408.
 
     The body is read here (it is at most ``max_bytes``) and replayed to the app, so a
     chunked upload without Content-Length is held to the same limit.
     """
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        max_bytes: int,
+        idle_timeout_s: float = BODY_IDLE_TIMEOUT_S,
+        total_timeout_s: float = BODY_TOTAL_TIMEOUT_S,
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.idle_timeout_s = idle_timeout_s
+        self.total_timeout_s = total_timeout_s
 
     def _too_large(self, size: str) -> bytes:
         return error_body("body", f"request body is {size}; the limit is {self.max_bytes:,} bytes")
@@ -67,8 +84,23 @@ class BodySizeLimitMiddleware:
         chunks: list[bytes] = []
         size = 0
         more = True
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.total_timeout_s
         while more:
-            message = await receive()
+            wait = min(self.idle_timeout_s, deadline - loop.time())
+            try:
+                message = await asyncio.wait_for(receive(), timeout=max(wait, 0.0))
+            except TimeoutError:
+                stalled = wait >= self.idle_timeout_s
+                why = (
+                    f"no byte of it arrived for {self.idle_timeout_s:g} s"
+                    if stalled
+                    else f"it took over {self.total_timeout_s:g} s"
+                )
+                logger.info("408 on %s %s after %d body bytes: %s", scope["method"], scope["path"], size, why)
+                body = error_body("body", f"the request body timed out: {why} (the body-read timeout)")
+                await send_json(send, 408, body, [(b"connection", b"close")])
+                return
             if message["type"] != "http.request":  # client went away
                 await self.app(scope, _replay([], message, receive), send)
                 return
@@ -114,6 +146,41 @@ def _replay(chunks: list[bytes], pending: Message | None, receive: Receive) -> R
         return await receive()
 
     return replay
+
+
+class UnhandledErrorMiddleware:
+    """Answer an unexpected exception with the API's JSON 500, and keep the connection usable.
+
+    Starlette's own handler for ``Exception`` sends the 500 and then re-raises, and uvicorn closes
+    a connection whose app raised, without ``Connection: close``: the client's next request on it
+    failed in transit. Here the exception ends with the response (logged with its traceback). One
+    raised after the response began cannot be answered: it propagates, and the server closes the
+    connection under the cut-short response, the only honest end of it.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def send_wrapper(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_wrapper)
+        except Exception as exc:
+            logger.error("unexpected error on %s %s", scope["method"], scope["path"], exc_info=exc)
+            if started:
+                raise
+            message = f"internal error ({type(exc).__name__}); it has been logged"
+            await send_json(send, 500, error_body(None, message))
 
 
 class RequestMetricsMiddleware:

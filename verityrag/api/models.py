@@ -7,7 +7,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictBool, Tag, field_validator
 
 from verityrag.config import STRICTNESS_LEVELS, Strictness
-from verityrag.types import DOC_ID_PATTERN, DOC_ID_RULE
+from verityrag.ingest.writer import METADATA_LIMITS
+from verityrag.types import DOC_ID_PATTERN, DOC_ID_RULE, AbstainReason
 
 # In the spec too, so clients (and schemathesis) know what a server will refuse:
 # a text needs a letter or digit, a question a non-space character.
@@ -53,7 +54,12 @@ class DocumentIn(BaseModel):
         pattern=HAS_WORD_CHARACTER,
         description="The document text, with at least one letter or digit (limit: max_document_chars).",
     )
-    metadata: dict[str, Any] = Field(default_factory=dict, description="Free-form, stored with the document.")
+    metadata: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Free-form JSON, stored with the document and returned unchanged: at most "
+        f"{METADATA_LIMITS.depth} levels deep, {METADATA_LIMITS.keys:,} keys (all levels) and "
+        f"{METADATA_LIMITS.bytes:,} bytes as JSON. A string `source` is shown with citations.",
+    )
 
 
 class DocumentBatchIn(BaseModel):
@@ -108,13 +114,20 @@ class IngestOut(BaseModel):
 
 
 class DocumentOut(BaseModel):
-    model_config = ConfigDict(json_schema_extra={"examples": [{**_DOC_EXAMPLE, "n_chunks": 1}]})
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{**_DOC_EXAMPLE, "n_chunks": 1, "ingested_at": "2025-12-02T07:14:00.123Z"}]
+        }
+    )
 
     doc_id: str
     title: str
     text: str
     metadata: dict[str, Any]
     n_chunks: int
+    ingested_at: str | None = Field(
+        default=None, description="When this version was ingested (UTC); null if not recorded."
+    )
 
 
 class DeletedOut(BaseModel):
@@ -156,8 +169,16 @@ class QueryIn(BaseModel):
         "(verityrag.verify.strictness.STRICTNESS_TABLE).",
     )
 
+    min_sources: int | None = Field(
+        default=None,
+        ge=1,
+        le=10,
+        description="Independent documents (different declared sources, not near copies) that "
+        "must say the answer, else it abstains (reason `corroboration`); 1: no corroboration.",
+    )
+
     # A validator, not an annotated type: keeps k's minimum/maximum in the JSON schema.
-    _k_is_a_json_integer = field_validator("k", mode="before")(_json_integer)
+    _k_is_a_json_integer = field_validator("k", "min_sources", mode="before")(_json_integer)
 
 
 class ClaimOut(BaseModel):
@@ -176,6 +197,12 @@ class CitationOut(BaseModel):
     title: str
     start: int = Field(description="Start of the cited span within the chunk's text.")
     end: int = Field(description="End (exclusive) of the cited span within the chunk's text.")
+    source: str | None = Field(
+        default=None, description="The document's declared source (its metadata's `source`), if any."
+    )
+    ingested_at: str | None = Field(
+        default=None, description="When the cited document was ingested (UTC); null if not recorded."
+    )
 
 
 class ShortAnswerOut(BaseModel):
@@ -220,6 +247,8 @@ _ANSWER_EXAMPLE: dict[str, Any] = {
             "title": "Steam Engine",
             "start": 53,
             "end": 84,
+            "source": "encyclopedia",
+            "ingested_at": "2025-12-02T07:14:00.123Z",
         }
     ],
     "trace": [
@@ -259,7 +288,7 @@ class QueryOut(BaseModel):
     )
     abstained: bool
     abstain_reason: str | None = Field(
-        description="Why it abstained: no_evidence, sufficiency, answerability, grounding, guard, reader, verifier_error."
+        description=f"Why it abstained: {', '.join(r.value for r in AbstainReason)}."
     )
     explanation: str | None = Field(
         default=None, description="Why it abstained, in words a user can be shown."
@@ -296,7 +325,7 @@ class LearnedCheckOut(BaseModel):
         "calibration questions by the main eval's rule), metadata (the model folder's own), or "
         "attached (set on the pipeline in code)."
     )
-    model_dir: str | None
+    model: str | None = Field(description="The model folder's name (its path is not shown).")
     sufficiency_threshold: float | None = Field(
         default=None,
         description="Answerability only, when calibration fitted both gates together: the sufficiency "
@@ -313,12 +342,12 @@ class StatsOut(BaseModel):
                     "chunks": 847,
                     "index_version": 2,
                     "embedder": "hashing:v1:dim=384:ngrams=1-2:analyzer:v2:stem=1:stop=152",
-                    "data_dir": "/var/lib/verityrag",
+                    "persistent": True,
                     "learned_checks": {
                         "answerability": {
                             "threshold": 0.05,
                             "threshold_from": "calibration",
-                            "model_dir": "guard_work/answerability_mpnet6",
+                            "model": "answerability_mpnet6",
                         }
                     },
                 }
@@ -330,7 +359,9 @@ class StatsOut(BaseModel):
     chunks: int
     index_version: int
     embedder: str
-    data_dir: str | None
+    persistent: bool = Field(
+        description="Whether documents persist in a data folder (VERITYRAG_DATA_DIR); its path is not shown."
+    )
     learned_checks: dict[str, LearnedCheckOut] = Field(
         description="The learned checks the agent runs, in its order (answerability, guard, reader); "
         "turned on by VERITYRAG_ANSWERABILITY_CHECK / _GUARD_CHECK / _READER_CHECK."

@@ -9,19 +9,28 @@ holder and the metrics come from ``request.app.state`` through the dependencies 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import math
 import time
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 from fastapi import Body, Depends, FastAPI
-from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from verityrag import __version__
 from verityrag.api import streaming
-from verityrag.api.deps import API_KEY_HEADER, HolderDep, MetricsDep, PipelineDep, require_api_key
+from verityrag.api.deps import (
+    API_KEY_HEADER,
+    HolderDep,
+    MetricsDep,
+    PipelineDep,
+    require_api_key,
+    require_read_key,
+)
 from verityrag.api.errors import ApiError
 from verityrag.api.metrics import CONTENT_TYPE, ApiMetrics
 from verityrag.api.models import (
@@ -38,6 +47,7 @@ from verityrag.api.models import (
     HealthOut,
     IngestedDocument,
     IngestOut,
+    LearnedCheckOut,
     QueryIn,
     QueryOut,
     ShortAnswerOut,
@@ -50,9 +60,10 @@ from verityrag.api.streaming import MEDIA_TYPE as STREAM_MEDIA_TYPE
 from verityrag.api.streaming import query_events, sse_event
 from verityrag.errors import InvalidInputError
 from verityrag.pipeline import VerityRAGPipeline
-from verityrag.types import Document, QueryResult, TraceStep
+from verityrag.types import Citation, Document, QueryResult, TraceStep
+from verityrag.verify.sources import iso_time
 
-__all__ = ["RouteTable", "add_routes"]
+__all__ = ["OPEN_ENDPOINTS", "WRITE_ENDPOINTS", "RouteTable", "add_routes"]
 
 logger = logging.getLogger(__name__)
 
@@ -61,13 +72,23 @@ _ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     413: {"model": ErrorOut, "description": "Request body over the limit."},
     503: {"model": ErrorOut, "description": "A model or backend is unavailable; `error.message` says why."},
 }
+_READ_RESPONSES: dict[int | str, dict[str, Any]] = {
+    **_ERROR_RESPONSES,
+    401: {
+        "model": ErrorOut,
+        "description": f"Missing or wrong `{API_KEY_HEADER}` (when the server has a read key).",
+    },
+}
 _WRITE_RESPONSES: dict[int | str, dict[str, Any]] = {
     **_ERROR_RESPONSES,
     401: {
         "model": ErrorOut,
         "description": f"Missing or wrong `{API_KEY_HEADER}` (when the server has a key).",
     },
+    403: {"model": ErrorOut, "description": "The read key, where the write key is needed."},
 }
+_READ = [Depends(require_read_key)]
+_WRITE = [Depends(require_api_key)]
 _NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorOut, "description": "No such document."}}
 
 _Endpoint = TypeVar("_Endpoint", bound=Callable[..., Any])
@@ -144,7 +165,7 @@ async def health(holder: HolderDep) -> Any:
     "/documents",
     response_model=IngestOut,
     responses=_WRITE_RESPONSES,
-    dependencies=[Depends(require_api_key)],
+    dependencies=_WRITE,
     tags=["documents"],
 )
 async def ingest(
@@ -153,7 +174,9 @@ async def ingest(
     """Add one document, or a batch as `{"documents": [...]}`. Re-posting a doc_id replaces it.
 
     A batch is validated in full before anything is written; the error names the
-    document (`documents[3].text`). Searchable when the response arrives.
+    document (`documents[3].text`). A batch is all or nothing: one store transaction writes it,
+    so a crash or a failure leaves every document of it stored, or none. Searchable when the
+    response arrives. Metadata may nest 32 levels, hold 1,000 keys and 64 KiB of JSON.
     """
     if isinstance(body, DocumentIn):
         result = await run_in_threadpool(p.ingest_document, body.doc_id, body.title, body.text, body.metadata)
@@ -164,28 +187,45 @@ async def ingest(
 @endpoints.get_with_head(
     "/documents/{doc_id:path}",
     response_model=DocumentOut,
-    responses={**_NOT_FOUND, 422: _ERROR_RESPONSES[422], 503: _ERROR_RESPONSES[503]},
+    responses={**_NOT_FOUND, **_READ_RESPONSES},
+    dependencies=_READ,
     tags=["documents"],
 )
-async def get_document(doc_id: str, p: PipelineDep) -> DocumentOut:
-    """A stored document, with the number of chunks it was split into."""
-    doc = await run_in_threadpool(p.get_document, doc_id)
-    if doc is None:
+async def get_document(doc_id: str, p: PipelineDep) -> Response:
+    """A stored document, with the number of chunks it was split into and when it was ingested."""
+    body = await run_in_threadpool(_document_json, p, doc_id)
+    if body is None:
         raise ApiError(404, "doc_id", f"no document {doc_id!r}")
-    return DocumentOut(
-        doc_id=doc.doc_id,
-        title=doc.title,
-        text=doc.text,
-        metadata=doc.metadata,
-        n_chunks=len(p.index.chunks_of(doc_id)),
-    )
+    return Response(body, media_type="application/json")
+
+
+def _document_json(p: VerityRAGPipeline, doc_id: str) -> bytes | None:
+    """The document as JSON, written by ``json`` rather than the response model's serializer: that
+    one stops at 255 levels (pydantic), and a store may hold metadata nested deeper from before
+    ingest limited it. Whatever the store returns is served."""
+    doc = p.get_document(doc_id)
+    if doc is None:
+        return None
+    found = p.writer.provenance([doc_id]).get(doc_id)
+    out = {
+        "doc_id": doc.doc_id,
+        "title": doc.title,
+        "text": doc.text,
+        "metadata": doc.metadata,
+        "n_chunks": len(p.index.chunks_of(doc_id)),
+        "ingested_at": iso_time(found.ingested_at) if found is not None else None,
+    }
+    try:
+        return json.dumps(out, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate stored before ingest refused them: escaped
+        return json.dumps(out, allow_nan=False).encode("ascii")
 
 
 @endpoints.delete(
     "/documents/{doc_id:path}",
     response_model=DeletedOut,
     responses={**_WRITE_RESPONSES, **_NOT_FOUND},
-    dependencies=[Depends(require_api_key)],
+    dependencies=_WRITE,
     tags=["documents"],
 )
 async def delete_document(doc_id: str, p: PipelineDep) -> DeletedOut:
@@ -203,7 +243,9 @@ async def run_query(
 ) -> QueryResult:
     """``p.query`` for ``body`` in a worker thread, with the request's overrides; recorded in ``api_metrics``."""
     changes = {
-        name: getattr(body, name) for name in ("verify", "strictness") if getattr(body, name) is not None
+        name: getattr(body, name)
+        for name in ("verify", "strictness", "min_sources")
+        if getattr(body, name) is not None
     }
     settings = p.settings.replace(**changes) if changes else None
     started = time.perf_counter()
@@ -213,11 +255,14 @@ async def run_query(
     return result
 
 
-@endpoints.post("/query", response_model=QueryOut, responses=_ERROR_RESPONSES, tags=["query"])
+@endpoints.post(
+    "/query", response_model=QueryOut, responses=_READ_RESPONSES, dependencies=_READ, tags=["query"]
+)
 async def query(body: QueryIn, p: PipelineDep, api_metrics: MetricsDep) -> QueryOut:
     """Answer with cited evidence, or abstain with a reason (both are 200).
 
-    `verify` and `strictness` override the pipeline's settings for this request only.
+    `verify`, `strictness` and `min_sources` override the pipeline's settings for this request
+    only. Each citation names its document's declared `source` and when it was ingested.
     """
     return _query_out(await run_query(body, p, api_metrics))
 
@@ -230,8 +275,9 @@ async def query(body: QueryIn, p: PipelineDep, api_metrics: MetricsDep) -> Query
             "description": "A Server-Sent Events stream: `stage` events, `sentence` events, a `report`.",
             "content": {STREAM_MEDIA_TYPE: {"schema": STREAM_EVENT_SCHEMA, "example": STREAM_EXAMPLE}},
         },
-        **_ERROR_RESPONSES,
+        **_READ_RESPONSES,
     },
+    dependencies=_READ,
     tags=["query"],
 )
 async def chat_stream(body: QueryIn, p: PipelineDep, api_metrics: MetricsDep) -> StreamingResponse:
@@ -283,7 +329,7 @@ async def chat_stream(body: QueryIn, p: PipelineDep, api_metrics: MetricsDep) ->
             yield sse_event("error", {"message": f"{type(exc).__name__}: {exc}"})
             return
         sentences = [
-            {"text": s.text, "citations": [_fields(c, *_CITATION_FIELDS) for c in s.citations]}
+            {"text": s.text, "citations": [_citation(c).model_dump(mode="json") for c in s.citations]}
             for s in result.sentences
         ]
         for event in query_events(_query_out(result), sentences, stages=False):
@@ -297,17 +343,41 @@ async def chat_stream(body: QueryIn, p: PipelineDep, api_metrics: MetricsDep) ->
 
 
 @endpoints.get_with_head(
-    "/stats", response_model=StatsOut, responses={503: _ERROR_RESPONSES[503]}, tags=["service"]
+    "/stats",
+    response_model=StatsOut,
+    responses={503: _ERROR_RESPONSES[503], 401: _READ_RESPONSES[401]},
+    dependencies=_READ,
+    tags=["service"],
 )
 async def stats(p: PipelineDep) -> StatsOut:
-    """Documents, chunks, index version, embedder, data dir, and the learned checks with their thresholds."""
-    return StatsOut(**p.stats())
+    """Documents, chunks, index version, embedder, whether documents persist, and the learned
+    checks with their thresholds. No filesystem path: the data folder and model folders stay private."""
+    found = p.stats()
+    checks = {
+        stage: LearnedCheckOut(
+            **{k: v for k, v in check.items() if k != "model_dir"},
+            model=Path(check["model_dir"]).name if check.get("model_dir") else None,
+        )
+        for stage, check in found["learned_checks"].items()
+    }
+    return StatsOut(
+        documents=found["documents"],
+        chunks=found["chunks"],
+        index_version=found["index_version"],
+        embedder=found["embedder"],
+        persistent=found["data_dir"] is not None,
+        learned_checks=checks,
+    )
 
 
 @endpoints.get_with_head(
     "/metrics",
     response_class=PlainTextResponse,
-    responses={200: {"content": {CONTENT_TYPE: {"example": "verityrag_documents 605\n"}}}},
+    responses={
+        200: {"content": {CONTENT_TYPE: {"example": "verityrag_documents 605\n"}}},
+        401: _READ_RESPONSES[401],
+    },
+    dependencies=_READ,
     tags=["service"],
 )
 async def metrics(holder: HolderDep, api_metrics: MetricsDep) -> PlainTextResponse:
@@ -318,12 +388,16 @@ async def metrics(holder: HolderDep, api_metrics: MetricsDep) -> PlainTextRespon
     return PlainTextResponse(api_metrics.render(documents, chunks), media_type=CONTENT_TYPE)
 
 
-_CITATION_FIELDS = ("chunk_id", "doc_id", "title", "start", "end")
+_CITATION_FIELDS = ("chunk_id", "doc_id", "title", "start", "end", "source")
 _SHORT_ANSWER_FIELDS = ("text", "chunk_id", "start", "end", "probability")
 
 
 def _fields(obj: object, *names: str) -> dict[str, Any]:
     return {name: getattr(obj, name) for name in names}
+
+
+def _citation(c: Citation) -> CitationOut:
+    return CitationOut(**_fields(c, *_CITATION_FIELDS), ingested_at=iso_time(c.ingested_at))
 
 
 def _ingest_batch(p: VerityRAGPipeline, body: DocumentBatchIn) -> list[IngestedDocument]:
@@ -378,7 +452,13 @@ def _query_out(result: QueryResult) -> QueryOut:
             claims=[ClaimOut(claim=c.claim, support=c.support) for c in result.grounding.claims],
         ),
         unsupported_claims=list(result.unsupported_claims),
-        citations=[CitationOut(**_fields(c, *_CITATION_FIELDS)) for c in result.citations],
+        citations=[_citation(c) for c in result.citations],
         trace=[_step_out(t) for t in result.trace],
         latency_ms=result.latency_ms,
     )
+
+
+#: What AuthMiddleware asks of each endpoint (verityrag.api.auth): writes need the write key,
+#: /health nothing, every other route (and an unmatched path) the read key when there is one.
+WRITE_ENDPOINTS: frozenset[object] = frozenset({ingest, delete_document})
+OPEN_ENDPOINTS: frozenset[object] = frozenset({health})

@@ -5,6 +5,11 @@ Documents, chunks and their vectors are written in one transaction per call;
 document survives the process being killed. ``synchronous=NORMAL`` (the
 default, ``durability="process"``) survives a process crash; ``"power"`` uses
 ``synchronous=FULL`` to also survive power loss at the cost of an fsync per write.
+
+Each document row records when it was ingested (``ingested_at``, Unix seconds, set by the
+store when the transaction writes it): citations and the trace show it. The column was added
+without a schema version change: a store made before it gets the column on open (its rows
+read as "unknown"), and an older VerityRAG still reads and writes a store that has it.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -22,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from verityrag.errors import StorageError
-from verityrag.types import Chunk, Document
+from verityrag.types import Chunk, Document, Provenance
 
 Durability = Literal["process", "power"]
 # 2: a chunk's term frequencies are uint16, or uint32 when one exceeds 65535 (1 capped them at
@@ -39,7 +45,8 @@ CREATE TABLE IF NOT EXISTS documents (
     title TEXT NOT NULL,
     text TEXT NOT NULL,
     metadata TEXT NOT NULL,
-    seq INTEGER NOT NULL
+    seq INTEGER NOT NULL,
+    ingested_at REAL
 );
 CREATE TABLE IF NOT EXISTS chunks (
     chunk_id TEXT PRIMARY KEY,
@@ -87,6 +94,9 @@ class SQLiteDocumentStore:
             self._conn.execute(f"PRAGMA synchronous={sync}")
             self._conn.execute("PRAGMA foreign_keys=ON")
             self._conn.executescript(_SCHEMA)
+            columns = {row[1] for row in self._conn.execute("PRAGMA table_info(documents)")}
+            if "ingested_at" not in columns:  # a store made before ingest times were recorded
+                self._conn.execute("ALTER TABLE documents ADD COLUMN ingested_at REAL")
         except sqlite3.DatabaseError as exc:
             raise StorageError(f"cannot open the document store at {self.path}: {exc}") from exc
         stored = self.get_meta("schema_version")
@@ -141,9 +151,13 @@ class SQLiteDocumentStore:
         self,
         items: Sequence[tuple[Document, Sequence[Chunk], npt.NDArray[np.float32]]],
         term_counts: Sequence[Sequence[Mapping[str, int]]] | None = None,
+        ingested_at: float | None = None,
     ) -> None:
         """Insert or replace documents with their chunks, vectors and (optionally) analyzed
-        term counts per chunk, in one transaction."""
+        term counts per chunk, in one transaction: all of ``items`` are stored, or none.
+
+        ``ingested_at`` (Unix seconds, default now) is recorded on every document written."""
+        when = time.time() if ingested_at is None else ingested_at
         with self._transaction() as conn:
             (seq,) = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM documents").fetchone()
             for i, (doc, chunks, vectors) in enumerate(items):
@@ -155,8 +169,9 @@ class SQLiteDocumentStore:
                 seq += 1
                 conn.execute("DELETE FROM documents WHERE doc_id=?", (doc.doc_id,))
                 conn.execute(
-                    "INSERT INTO documents(doc_id, title, text, metadata, seq) VALUES (?,?,?,?,?)",
-                    (doc.doc_id, doc.title, doc.text, json.dumps(doc.metadata), seq),
+                    "INSERT INTO documents(doc_id, title, text, metadata, seq, ingested_at)"
+                    " VALUES (?,?,?,?,?,?)",
+                    (doc.doc_id, doc.title, doc.text, json.dumps(doc.metadata), seq, when),
                 )
                 conn.executemany(
                     "INSERT INTO chunks(chunk_id, doc_id, position, start, end, vector, terms, tfs)"
@@ -209,6 +224,26 @@ class SQLiteDocumentStore:
         if row is None:
             return None
         return Document.as_stored(row[0], row[1], row[2], json.loads(row[3]))
+
+    def provenance(self, doc_ids: Sequence[str]) -> dict[str, Provenance]:
+        """Source (the metadata's ``source``, when a string) and ingest time of each of ``doc_ids``
+        that is stored; absent ones are left out, and a row stored before ingest times were
+        recorded has ``ingested_at=None``. SQLite's JSON functions read the source."""
+        wanted = list(dict.fromkeys(doc_ids))
+        out: dict[str, Provenance] = {}
+        with self._connection("reading") as conn:
+            for first in range(0, len(wanted), 500):  # SQLite's bound-parameter limit
+                part = wanted[first : first + 500]
+                rows = conn.execute(
+                    "SELECT doc_id, ingested_at,"
+                    " CASE WHEN json_valid(metadata) AND json_type(metadata, '$.source') = 'text'"
+                    " THEN json_extract(metadata, '$.source') END"
+                    f" FROM documents WHERE doc_id IN ({','.join('?' * len(part))})",
+                    part,
+                ).fetchall()
+                for doc_id, ingested_at, source in rows:
+                    out[doc_id] = Provenance(doc_id, source, ingested_at)
+        return out
 
     def iter_documents(self, dim: int, batch_size: int = 2000) -> Iterator[StoredDocument]:
         """Every document in ingest order with its chunks and vectors (for restore)."""

@@ -1,9 +1,14 @@
 """The write path: validate, chunk, embed, commit (durable store first, then the index), and restore.
 
 :class:`DocumentWriter` owns the durable store. Once a write returns, the documents are both
-persisted and searchable; one lock keeps the store and the index in the same order. On start
-a store's documents are restored into the index without re-embedding, unless the embedder
-changed (then every chunk is re-embedded and the new vectors stored in one transaction).
+persisted and searchable; one lock keeps the store and the index in the same order. A call
+is all or nothing: ``write_many`` commits its whole batch in one store transaction, so a crash
+or an error leaves every document of it stored, or none. On start a store's documents are
+restored into the index without re-embedding, unless the embedder changed (then every chunk
+is re-embedded and the new vectors stored in one transaction).
+
+Metadata is held to what every reader of it can serve (:data:`METADATA_LIMITS`): an accepted
+document can always be read back (docs/decisions/0038-metadata-limits-and-readable-documents.md).
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +35,7 @@ from verityrag.index.protocol import AnyIndex, check_unique_ids
 from verityrag.index.store import SQLiteDocumentStore
 from verityrag.text.analyzer import Analyzer
 from verityrag.text.chunking import chunk_spans
-from verityrag.types import Chunk, Document, is_valid_doc_id
+from verityrag.types import Chunk, Document, Provenance, is_valid_doc_id
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +46,47 @@ IN_MEMORY = ""
 STORE_FILENAME = "verityrag.sqlite3"
 DocumentLike = Document | Mapping[str, Any] | tuple[str, str, str]
 Prepared = list[tuple[Document, list[Chunk], npt.NDArray[np.float32]]]
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataLimits:
+    """What a document's metadata may hold. ``depth``: containers nested in one another (the
+    metadata object itself is level 1); ``keys``: object keys at every level together;
+    ``bytes``: its JSON in UTF-8. The API's response serializer stops at 255 levels (pydantic),
+    so metadata deeper than that was stored and then unreadable; these limits sit well inside."""
+
+    depth: int = 32
+    keys: int = 1_000
+    bytes: int = 64 * 1024
+
+
+METADATA_LIMITS = MetadataLimits()
+
+
+def check_metadata_shape(metadata: object, limits: MetadataLimits = METADATA_LIMITS) -> None:
+    """Refuse metadata over ``limits`` (depth and key count; the size is checked on its JSON),
+    naming the limit. Iterative: metadata thousands of levels deep raises no RecursionError."""
+    stack: list[tuple[object, int]] = [(metadata, 1)]
+    keys = 0
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            children: Iterable[object] = value.values()
+            keys += len(value)
+        elif isinstance(value, list | tuple):
+            children = value
+        else:
+            continue
+        if depth > limits.depth:
+            raise InvalidInputError(
+                "metadata", f"nests more than {limits.depth} levels deep; the limit is {limits.depth} levels"
+            )
+        if keys > limits.keys:
+            raise InvalidInputError(
+                "metadata",
+                f"has more than {limits.keys:,} keys; the limit is {limits.keys:,} keys (all levels)",
+            )
+        stack.extend((child, depth + 1) for child in children)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +141,7 @@ class DocumentWriter:
         self.data_dir = data_dir
         self._lock = threading.Lock()
         self._metadata: dict[str, dict[str, Any]] = {}  # per document, when there is no store
+        self._ingested_at: dict[str, float] = {}  # likewise
         self.store: SQLiteDocumentStore | None = None
         if data_dir is not None and not isinstance(index, LiveIndex):
             raise InvalidInputError(
@@ -123,11 +170,16 @@ class DocumentWriter:
                 getattr(doc, field).encode("utf-8")
             except UnicodeEncodeError as exc:
                 raise InvalidInputError(field, f"is not valid Unicode text ({exc.reason})") from exc
+        check_metadata_shape(doc.metadata)  # before json.dumps, which recurses
         try:  # stored and served as JSON: what cannot be written must not be accepted
             dumped = json.dumps(doc.metadata, ensure_ascii=False, allow_nan=False)
-            dumped.encode("utf-8")
+            size = len(dumped.encode("utf-8"))
         except (TypeError, ValueError) as exc:  # UnicodeEncodeError is a ValueError
             raise InvalidInputError("metadata", f"must be JSON with valid Unicode text ({exc})") from exc
+        if size > METADATA_LIMITS.bytes:
+            raise InvalidInputError(
+                "metadata", f"is {size:,} bytes as JSON; the limit is {METADATA_LIMITS.bytes:,} bytes"
+            )
         return dataclasses.replace(doc, metadata=json.loads(dumped))
 
     def chunk(self, doc: Document) -> list[Chunk]:
@@ -155,18 +207,21 @@ class DocumentWriter:
         return out
 
     def commit(self, prepared: Prepared) -> None:
-        # Durable store first, then the index: once this returns the documents are
-        # both persisted and searchable. One lock keeps store and index in the same order.
+        # Durable store first (one transaction: all of ``prepared`` or none), then the index:
+        # once this returns the documents are both persisted and searchable. One lock keeps
+        # store and index in the same order.
         upserts = [(doc.doc_id, chunks, vecs) for doc, chunks, vecs in prepared]
         counts = self.index.term_counts(upserts)  # analyzed once, for the store and the index
         with self._lock:
+            now = time.time()
             if self.store is not None:
-                self.store.put_many(prepared, counts)
+                self.store.put_many(prepared, counts, ingested_at=now)
             else:  # the index keeps no metadata: without a store it lives here
                 for doc, _, _ in prepared:
                     self._metadata.pop(doc.doc_id, None)
                     if doc.metadata:
                         self._metadata[doc.doc_id] = dict(doc.metadata)
+                    self._ingested_at[doc.doc_id] = now
             self.index.apply(upserts, term_counts=counts)
 
     def write_one(self, doc: Document) -> IngestResult:
@@ -180,7 +235,14 @@ class DocumentWriter:
     def write_many(
         self, documents: Iterable[DocumentLike], batch_size: int = 512, progress: bool | None = None
     ) -> int:
-        """Bulk ingest in one pass. Every document is validated before anything is written."""
+        """Bulk ingest in one pass, all or nothing: every document is validated, chunked and
+        embedded (``batch_size`` per encoder call) before one store transaction writes them all.
+
+        A crash or an error leaves either the whole batch or none of it (the store committed
+        512-document pieces before, so a killed 6,000-document batch left 512 stored). Memory:
+        the batch's vectors and term counts are held until the commit; split a corpus of
+        millions of chunks into several calls, each one all or nothing.
+        """
         # A negative batch size made range() empty: nothing written, yet the count came back.
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise InvalidInputError("batch_size", f"must be an integer >= 1, got {batch_size!r}")
@@ -190,13 +252,16 @@ class DocumentWriter:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=len(docs), desc="ingest", unit="doc", disable=not show)
+        prepared: Prepared = []
         try:
             for first in range(0, len(docs), batch_size):
                 batch = docs[first : first + batch_size]
-                self.commit(self.prepare(batch))
+                prepared += self.prepare(batch)
                 bar.update(len(batch))
         finally:
             bar.close()
+        if prepared:
+            self.commit(prepared)
         return len(docs)
 
     def delete(self, doc_id: str) -> bool:
@@ -204,7 +269,22 @@ class DocumentWriter:
         with self._lock:
             removed = self.store.delete(doc_id) if self.store is not None else False
             self._metadata.pop(doc_id, None)
+            self._ingested_at.pop(doc_id, None)
             return self.index.delete(doc_id) or removed
+
+    def provenance(self, doc_ids: Sequence[str]) -> dict[str, Provenance]:
+        """Where each of ``doc_ids`` came from (its metadata's ``source``) and when it was
+        ingested; a document not held (deleted meanwhile) is left out."""
+        if self.store is not None:
+            return self.store.provenance(doc_ids)
+        out: dict[str, Provenance] = {}
+        for doc_id in doc_ids:
+            if doc_id in self._ingested_at:
+                source = self._metadata.get(doc_id, {}).get("source")
+                out[doc_id] = Provenance(
+                    doc_id, source if isinstance(source, str) else None, self._ingested_at[doc_id]
+                )
+        return out
 
     def get(self, doc_id: str) -> Document | None:
         if self.store is not None:
