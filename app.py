@@ -38,8 +38,9 @@ SAMPLE_QUESTIONS = (
 CUSTOM = "(type your own)"
 NO_LLM = "(none)"
 PROVIDER_HELP = (
-    "local: the offline gemma-3-270m base model (first use loads it, ~1 min); gemini / anthropic / "
-    "openai: keys and URLs from the environment (see docs/llm.md)."
+    "local: the offline Qwen2.5-Coder-0.5B-Instruct chat model; gemma: the offline gemma-3-270m base "
+    "model (first use of either loads it, ~1 min); gemini / anthropic / openai: keys and URLs from the "
+    "environment (see docs/llm.md)."
 )
 
 

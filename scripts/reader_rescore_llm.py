@@ -1,6 +1,6 @@
 """Re-score recorded LLM answers with the current reader check, without generating them again.
 
-``python -m verityrag.eval --real-llm local --reader`` takes ~32 min on 2 cores, nearly all of
+``python -m verityrag.eval --real-llm gemma --reader`` takes ~32 min on 2 cores, nearly all of
 it gemma's decoding. The reader check is the agent's last stage and only ever turns an
 answer into an abstention, so a new reader can be measured on the answers already
 recorded: each answered record's ``reader_score`` is recomputed from its question, answer
@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--report", type=Path, default=RESULTS / "llm_eval_reader_local.json")
     p.add_argument(
-        "--answers", type=Path, default=ROOT / "guard_work" / "eval" / "llm_answers_local.jsonl.gz"
+        "--answers", type=Path, default=ROOT / "guard_work" / "eval" / "llm_answers_gemma.jsonl.gz"
     )
     p.add_argument(
         "--reader-dir", type=Path, default=None, help="default: VERITY_READER_DIR or guard_work/reader_check"

@@ -235,7 +235,7 @@ def llm_reader_lines(report: dict[str, Any]) -> list[str]:
     n = report["test"]["by_kind"]
     lines = [
         f"The main eval's test split ({report['test']['questions']} questions) with gemma-3-270m writing the "
-        "answers (`python -m verityrag.eval --real-llm local --reader`, output in "
+        "answers (`python -m verityrag.eval --real-llm gemma --reader`, output in "
         f"`scripts/results/{LLM_READER.name}`), without and with the reader check at "
         f"{reader['threshold']:.3f}"
         + (

@@ -325,9 +325,15 @@ def test_fold_models_become_one_cross_fitted_run_scored_out_of_fold() -> None:
 
 
 def test_guard_work_scan_tries_hf_nli_folders_but_not_language_model_caches(tmp_path: Path) -> None:
-    nli3 = {"architectures": ["BertForSequenceClassification"], "id2label": {"0": "entailment", "1": "neutral"}}
+    nli3 = {
+        "architectures": ["BertForSequenceClassification"],
+        "id2label": {"0": "entailment", "1": "neutral"},
+    }
     causal = {"architectures": ["Qwen2ForCausalLM"]}
-    other_head = {"architectures": ["BertForSequenceClassification"], "id2label": {"0": "REFUTES", "1": "NEI"}}
+    other_head = {
+        "architectures": ["BertForSequenceClassification"],
+        "id2label": {"0": "REFUTES", "1": "NEI"},
+    }
     for folder, config in (("nli3", nli3), ("qwen", causal), ("fever", other_head)):
         (tmp_path / folder).mkdir()
         (tmp_path / folder / "config.json").write_text(json.dumps(config))

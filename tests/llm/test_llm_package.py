@@ -15,7 +15,15 @@ import verityrag.llm
 import verityrag.llm_providers
 
 LLM_DIR = Path(verityrag.llm.__file__).parent
-PUBLIC_MODULES = ["anthropic", "completion", "gemini", "local_gemma", "openai_compatible", "providers"]
+PUBLIC_MODULES = [
+    "anthropic",
+    "completion",
+    "gemini",
+    "local_gemma",
+    "local_qwen",
+    "openai_compatible",
+    "providers",
+]
 
 
 @pytest.mark.unit

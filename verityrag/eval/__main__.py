@@ -12,6 +12,7 @@ from verityrag.errors import VerityRAGError
 from verityrag.eval.dataset import DEFAULT_DATA_DIR
 from verityrag.eval.report import headline_rows, render_markdown, write_json, write_plots
 from verityrag.eval.runner import EvalOptions, run_eval
+from verityrag.llm import PROVIDERS
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,8 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--real-llm",
         metavar="PROVIDER",
         default=None,
-        choices=("local", "gemini", "anthropic", "openai"),
-        help="generate with an LLM: local (offline gemma-3-270m), gemini, anthropic, openai (-compatible)",
+        choices=tuple(PROVIDERS),
+        help="generate with an LLM: local (offline Qwen2.5-Coder-0.5B-Instruct), gemma (offline "
+        "gemma-3-270m, a base model), gemini, anthropic, openai (-compatible)",
     )
     p.add_argument("--llm-strategy", choices=("retry", "best-of-n"), default="retry")
     p.add_argument("--llm-attempts", type=int, default=3, metavar="N", help="LLM tries or candidates")
@@ -82,8 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--verifier",
         action="append",
         metavar="NAME",
-        help="with --ragtruth: lexical, tfidf-lr, grounding, onnx:<folder>, hf:<model>, "
-        "ens-min|mean|max (repeat or comma-separate; default: all)",
+        help="with --ragtruth: lexical, tfidf-lr, grounding, onnx:<folder>, hf:<model>, lettuce:<model>, "
+        "hhem:<model>, minicheck:<model>, ens-min|mean|max (repeat or comma-separate; default: all)",
     )
     return p
 

