@@ -8,7 +8,7 @@ LINTED := verityrag tests scripts data app.py
 REQS := requirements.txt requirements-dev.txt pyproject.toml
 STAMP := $(VENV)/.installed-$(shell cat $(REQS) | sha1sum | cut -c1-12)
 
-.PHONY: setup data train-reader run ask browser test check lint format bench bench-scale bench-checks bench-es eval models models-answerability models-answerability-mpnet models-guard models-nli models-nli-ragtruth models-reader readme-results demo bench-api schemathesis clean demo bench-api schemathesis eval-llm eval-llm-reader
+.PHONY: setup data train-reader run ask browser test check lint format bench bench-scale bench-checks bench-es eval models models-answerability models-answerability-mpnet models-guard models-nli models-nli-ragtruth models-nli3 models-reader readme-results demo bench-api schemathesis clean demo bench-api schemathesis eval-llm eval-llm-reader
 
 $(STAMP): $(REQS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -210,6 +210,20 @@ $(NLI_DATA): $(GUARD)/final.json
 $(NLI)/results.json: $(NLI_DATA)
 	$(HEAVY) $(TRAIN) nli --epochs 1 --max-minutes 30 --lr 5e-5
 	cp scripts/results/crossenc_nli.json $@
+
+# The three-way NLI model on SNLI + MultiNLI + WiCE dev (docs/decisions/0051), measured on WiCE test,
+# RAGTruth and HaluEval. File targets: the pairs by wice_test (nli3-data writes it last), the model by
+# its results.json (written once trained and measured). Training stops after NLI3_MINUTES with a
+# checkpoint (exit 75): run `make models-nli3` again to continue. CUDA is used when present.
+NLI3 := guard_work/nli3
+NLI3_MINUTES ?= 120
+models-nli3: setup $(NLI3)/results.json
+
+$(NLI3)/data/wice_test.jsonl.gz:
+	$(TRAIN) nli3-data
+
+$(NLI3)/results.json: $(NLI3)/data/wice_test.jsonl.gz
+	$(HEAVY) $(TRAIN) nli3 --max-minutes $(NLI3_MINUTES) --ragtruth
 
 # The reader check's extractive reader: the extractive-QA answerability model (span + no-answer head,
 # warm-started from the answerability classifier, two epochs on the SQuAD pairs), then a third epoch

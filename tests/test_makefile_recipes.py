@@ -4,7 +4,7 @@ Each step of ``make models-answerability`` and ``make models-answerability-mpnet
 target (the step's results.json), so a step that has finished is not rerun, and building the
 mpnet gate's pairs never retrains the MiniLM gate. ``make models-guard`` likewise: its training
 stages by their results.json, gemma's answers per split by a stamp written when the split is
-done. ``make models-nli``, ``models-nli-ragtruth`` and ``models-reader`` likewise, by their
+done. ``make models-nli``, ``models-nli-ragtruth``, ``models-nli3`` and ``models-reader`` likewise, by their
 pairs, each model's results.json and each adapted fold's stamp. Checked with ``make -n`` (a
 dry run) in a scratch folder holding a copy of the Makefile and the files its setup stamp
 hashes. The training commands are ``python -m verityrag.train NAME`` recipes.
@@ -220,6 +220,19 @@ def test_a_retrained_guard_rebuilds_the_nli_pairs_and_model(tmp_path: Path) -> N
     # The guard finished after the NLI model was built from it: the NLI pairs mix in its rows.
     folder = _scratch(tmp_path, [*FINISHED_GUARD[:-1], NLI_DATA, NLI, *NLI_FOLDS, GUARD_FINAL])
     assert _script_steps(_dry_run(folder, "models-nli-ragtruth"))[:2] == ["nli-data", "nli"]
+
+
+NLI3_DATA = "guard_work/nli3/data/wice_test.jsonl.gz"
+NLI3 = "guard_work/nli3/results.json"
+
+
+def test_nli3_recipe_builds_its_pairs_then_trains_and_restarts_where_it_stopped(tmp_path: Path) -> None:
+    # Needs no other model: from nothing, the pairs then the model (with the benchmark rows).
+    for name in "abc":
+        (tmp_path / name).mkdir()
+    assert _script_steps(_dry_run(_scratch(tmp_path / "a", []), "models-nli3")) == ["nli3-data", "nli3"]
+    assert "--ragtruth" in _dry_run(_scratch(tmp_path / "b", [NLI3_DATA]), "models-nli3")[0]
+    assert _dry_run(_scratch(tmp_path / "c", [NLI3_DATA, NLI3]), "models-nli3") == []
 
 
 SPAN_STAGES = [
