@@ -168,7 +168,7 @@ def ann_recall(pipeline: VerityRAGPipeline, question_vectors: np.ndarray) -> dic
     chunk_queries = snap.vectors.columns(rng.choice(n, size=200, replace=False))
     for name, queries in (("questions", question_vectors), ("chunk_vectors", chunk_queries)):
         queries = queries[np.any(queries, axis=1)]
-        exact = [set(np.argsort(-snap.vectors.sims(q, n), kind="stable")[:10].tolist()) for q in queries]
+        exact = [set(snap.vectors.top_k(q, 10, snap)[0]) for q in queries]
         for ef in (64, 128, 256):
             graph._index.set_ef(ef)
             times, recall = [], []

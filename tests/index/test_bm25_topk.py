@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import pytest
 
-from verityrag.index import bm25
+from verityrag.index import _postings, bm25
 from verityrag.index.live import IndexSnapshot, LiveIndex
 from verityrag.types import Chunk
 
@@ -34,8 +34,8 @@ def pruning(
     """(BLOCK, LONG, SMALL) for the whole test (the segment reads BLOCK when it is made), and
     the blocks of the first round."""
     block, long, small, first_round = request.param
-    monkeypatch.setattr(bm25, "BLOCK", block)
-    monkeypatch.setattr(bm25, "LONG", long)
+    monkeypatch.setattr(_postings, "BLOCK", block)
+    monkeypatch.setattr(_postings, "LONG", long)
     monkeypatch.setattr(bm25, "SMALL", small)
     monkeypatch.setattr(bm25, "_FIRST_ROUND", first_round)
     return block, long, small
@@ -225,3 +225,25 @@ def test_document_frequency_at_old_snapshots_after_deletes(make_chunk: Callable[
     index.apply([("d11", [make_chunk("d11", "okapi river")], np.ones((1, 4), np.float32))])
     assert [index.document_frequency("okapi", s) for s in (first, second, index.snapshot())] == [10, 8, 9]
     assert [index.document_frequency("river", s) for s in (first, second, index.snapshot())] == [5, 4, 5]
+
+
+@pytest.mark.parametrize("batch", [1, 70])
+def test_term_frequency_past_uint16_is_kept_exactly(make_chunk: Callable[..., Chunk], batch: int) -> None:
+    # Frequencies are stored as uint16; a term with a larger one moves to uint32 (streaming path
+    # for one chunk, numpy-grouped path for a batch of 64 or more).
+    index = LiveIndex(dim=4)
+    index.apply(
+        [
+            (f"f{i}", [make_chunk(f"f{i}", f"okapi filler {i}")], np.ones((1, 4), np.float32))
+            for i in range(80)
+        ]
+    )
+    big = [(f"big{i}", [make_chunk(f"big{i}", "okapi")], np.ones((1, 4), np.float32)) for i in range(batch)]
+    counts = [[{"okapi": 70_000 + i}] for i in range(batch)]
+    index.apply(big, term_counts=counts)
+    posting = index.snapshot().segment.postings["okapi"]
+    assert posting.tfs.dtype == np.uint32
+    assert posting.tfs[: posting.n].max() == 70_000 + batch - 1
+    hits = index.search_lexical(["okapi"], 3)
+    assert hits == index.search_lexical_exhaustive(["okapi"], 3)
+    assert hits[0].chunk.doc_id == f"big{batch - 1}"

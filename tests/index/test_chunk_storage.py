@@ -25,14 +25,14 @@ def _add(index: LiveIndex, docs: dict[str, list[str]], make_chunk: Callable[...,
 
 def test_text_arena_spills_to_a_file_and_reads_both_sides(tmp_path: object) -> None:
     arena = TextArena(spill_dir=str(tmp_path), memory_limit=64)
-    first, _ = arena.append(["café au lait", "x" * 30])
+    first, _ = arena.append_texts(["café au lait", "x" * 30])
     assert not arena.spilled
-    later, lengths = arena.append(["naïve " * 10, "ü"])  # past 64 bytes: moves to a file
+    later, lengths = arena.append_texts(["naïve " * 10, "ü"])  # past 64 bytes: moves to a file
     assert arena.spilled
     assert list(tmp_path.iterdir()) == []  # type: ignore[attr-defined]  # unlinked at creation
-    assert arena.read(first[0], len("café au lait".encode())) == "café au lait"
-    assert arena.read(later[0], lengths[0]) == "naïve " * 10
-    assert arena.read(later[1], lengths[1]) == "ü"
+    assert arena.read_text(first[0], len("café au lait".encode())) == "café au lait"
+    assert arena.read_text(later[0], lengths[0]) == "naïve " * 10
+    assert arena.read_text(later[1], lengths[1]) == "ü"
 
 
 def test_live_index_spilled_texts_read_back_in_every_view(make_chunk: Callable[..., Chunk]) -> None:

@@ -262,14 +262,14 @@ def test_bulk_add_to_existing_term_appends_in_place_and_old_snapshot_unchanged(
             ]
         )
 
-    add(200)
-    add(64)  # 264 postings: grown to twice 200
+    add(1000)
+    add(64)  # 1,064 postings: grown by a quarter of 1,000, to 1,254
     before = index.snapshot()
     buffer = before.segment.postings["okapi"][0]
     hits_before = index.search_lexical("okapi w5", 3, snapshot=before)
-    add(64)  # 328 fit in the 400 slots already there
+    add(64)  # 1,128 fit in the 1,254 slots already there
     assert index.snapshot().segment.postings["okapi"][0] is buffer
-    assert index.document_frequency("okapi") == 328
-    assert index.document_frequency("okapi", before) == 264
+    assert index.document_frequency("okapi") == 1128
+    assert index.document_frequency("okapi", before) == 1064
     assert index.search_lexical("okapi w5", 3, snapshot=before) == hits_before
     assert_bm25_matches(index, [["okapi", "w300"], ["w5"]])

@@ -309,3 +309,41 @@ def test_search_dense_auto_keeps_sparse_vectors_exact_past_the_threshold(
     assert snap.vectors is not None
     assert snap.segment.ann is None
     assert index.search_dense(embedder.encode(["topic 5 item 7"])[0], 3)
+
+
+@pytest.mark.parametrize("spill", [False, True])
+def test_search_dense_hashed_vectors_int8_store_returns_the_float32_exact_top_k(
+    make_chunk: Callable[..., Chunk], spill: bool
+) -> None:
+    # Sparse (hashed) vectors are scanned as int8 and rescored from float32 rows (in a temp file
+    # when spilled): the hits and their order must be those of exact float32 search.
+    from verityrag.embed.hashing import HashingEmbedder
+    from verityrag.index._vectors import QuantizedColumns
+
+    rng = np.random.default_rng(3)
+    words = [f"kw{i}" for i in range(60)]
+    texts = [" ".join(rng.choice(words, size=int(rng.integers(2, 12)))) for _ in range(700)]
+    texts += texts[:50]  # identical vectors: ties
+    embedder = HashingEmbedder(dim=64)
+    vectors = embedder.encode(texts)
+    index = LiveIndex(dim=64, text_memory_limit=4096 if spill else 1 << 25)
+    index.apply(
+        [(f"d{i:04d}", [make_chunk(f"d{i:04d}", t)], vectors[i : i + 1]) for i, t in enumerate(texts)]
+    )
+    assert isinstance(index.snapshot().segment.vectors, QuantizedColumns)
+    assert index.snapshot().segment.vectors.rows.spilled is spill
+    deleted = {f"d{i:04d}" for i in range(0, 750, 7)}
+    old = index.snapshot()
+    for doc_id in deleted:
+        index.delete(doc_id)
+    queries = embedder.encode([" ".join(rng.choice(words, size=3)) for _ in range(40)])
+    for snap, gone in ((index.snapshot(), deleted), (old, set())):
+        ids = [f"d{i:04d}" for i in range(len(texts)) if f"d{i:04d}" not in gone]
+        matrix = np.stack([vectors[int(d[1:])] for d in ids])
+        for query in queries:
+            sims = (matrix * query).sum(axis=1, dtype=np.float32)
+            for k in (1, 10, 60):
+                expected = sorted(range(len(ids)), key=lambda i: (-sims[i], i))[:k]
+                got = index.search_dense(query, k, snapshot=snap)
+                assert [h.chunk.doc_id for h in got] == [ids[i] for i in expected]
+                assert np.allclose([h.score for h in got], sims[expected], atol=1e-6)

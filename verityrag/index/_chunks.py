@@ -3,88 +3,36 @@
 A million ``Chunk`` objects cost ~1 KB each in RAM (the text as a ``str``, the id, the object).
 The table keeps per slot a few integers (document entry, position, offsets, where its text
 is) and per document version its id and title; a :class:`~verityrag.types.Chunk` is built
-when a reader asks for one. Chunk texts go to a :class:`TextArena`: in memory up to
-``memory_limit`` bytes, then in an unlinked temporary file (read with ``pread``: the page
-cache holds it, not the process). The durable copy of every text is the document store's;
-the arena is a cache that lives as long as the index.
+when a reader asks for one. Chunk texts go to a :class:`TextArena`
+(:class:`~verityrag.index._arena.ByteArena`: in memory up to a limit, then an unlinked
+temporary file).
 
 Everything is append-only, so a reader holding an older snapshot reads what it saw.
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
-import threading
-import weakref
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 
+from verityrag.index._arena import MEMORY_LIMIT, ByteArena
 from verityrag.index._growable import GrowableArray
 from verityrag.types import Chunk
 
 #: Chunk texts stay in RAM up to this many bytes, then move to a temporary file.
-TEXT_MEMORY_LIMIT = 32 * 1024 * 1024
+TEXT_MEMORY_LIMIT = MEMORY_LIMIT
 
 
-class TextArena:
-    """Append-only UTF-8 texts addressed by (offset, length); in memory, then in a temp file.
+class TextArena(ByteArena):
+    """UTF-8 texts in a :class:`~verityrag.index._arena.ByteArena`."""
 
-    ``spill_dir`` is where the file goes (default: the system's temporary folder). The
-    file is unlinked at creation, so nothing is left behind when the process ends.
-    """
-
-    def __init__(self, spill_dir: str | Path | None = None, memory_limit: int = TEXT_MEMORY_LIMIT) -> None:
-        self.spill_dir = spill_dir
-        self.memory_limit = memory_limit
-        self.size = 0
-        self._mem: bytearray | None = bytearray()
-        self._fd: int | None = None
-        self._lock = threading.Lock()  # writers only; readers never wait
-
-    @property
-    def spilled(self) -> bool:
-        return self._fd is not None
-
-    def append(self, texts: Sequence[str]) -> tuple[list[int], list[int]]:
+    def append_texts(self, texts: Sequence[str]) -> tuple[list[int], list[int]]:
         """Store ``texts``; returns their offsets and byte lengths."""
-        encoded = [t.encode("utf-8") for t in texts]
-        lengths = [len(e) for e in encoded]
-        blob = b"".join(encoded)
-        with self._lock:
-            first = self.size
-            if self._fd is None and self.size + len(blob) > self.memory_limit:
-                self._spill()
-            if self._fd is None:
-                assert self._mem is not None
-                self._mem += blob
-            elif blob:
-                os.pwrite(self._fd, blob, first)
-            self.size = first + len(blob)
-        offsets = np.cumsum([first, *lengths[:-1]]).tolist() if lengths else []
-        return offsets, lengths
+        return self.append_many([t.encode("utf-8") for t in texts])
 
-    def _spill(self) -> None:
-        with tempfile.TemporaryFile(dir=self.spill_dir) as handle:  # unlinked: gone when closed
-            fd = os.dup(handle.fileno())
-        weakref.finalize(self, os.close, fd)
-        assert self._mem is not None
-        if self._mem:
-            os.pwrite(fd, bytes(self._mem), 0)
-        self._fd = fd  # readers switch to the file; the bytes in memory stay valid until dropped
-        self._mem = None
-
-    def read(self, offset: int, length: int) -> str:
-        mem = self._mem
-        if mem is not None and offset + length <= len(mem):
-            return mem[offset : offset + length].decode("utf-8")
-        fd = self._fd
-        if fd is None:  # pragma: no cover - a reader only asks for what a snapshot published
-            raise IndexError(f"text at {offset}+{length} is past the arena's end")
-        data = os.pread(fd, length, offset)
-        return data.decode("utf-8")
+    def read_text(self, offset: int, length: int) -> str:
+        return self.read(offset, length).decode("utf-8")
 
 
 class ChunkTable:
@@ -118,7 +66,7 @@ class ChunkTable:
                 self.doc_ids.append(c.doc_id)
                 self.titles.append(c.title)
             entries.append(len(self.doc_ids) - 1)
-        offsets, lengths = self.texts.append([c.text for c in chunks])
+        offsets, lengths = self.texts.append_texts([c.text for c in chunks])
         self.entry.extend(entries)
         self.position.extend([c.position for c in chunks])
         self.start.extend([c.start for c in chunks])
@@ -148,11 +96,40 @@ class ChunkTable:
             odd if odd is not None else f"{doc_id}#{position}",
             doc_id,
             self.titles[entry],
-            self.texts.read(int(self.text_at.buf[slot]), int(self.text_len.buf[slot])),
+            self.texts.read_text(int(self.text_at.buf[slot]), int(self.text_len.buf[slot])),
             position,
             int(self.start.buf[slot]),
             int(self.end.buf[slot]),
         )
+
+    def get_many(self, slots: Sequence[int]) -> list[Chunk]:
+        """``get`` of each slot, with the columns read once (a query's hits)."""
+        if not slots:
+            return []
+        index = np.asarray(slots, dtype=np.int64)
+        entries = self.entry.buf[index].tolist()
+        positions = self.position.buf[index].tolist()
+        starts = self.start.buf[index].tolist()
+        ends = self.end.buf[index].tolist()
+        at = self.text_at.buf[index].tolist()
+        lengths = self.text_len.buf[index].tolist()
+        doc_ids, titles, odd, read = self.doc_ids, self.titles, self.odd_ids, self.texts.read_text
+        out = []
+        for i, slot in enumerate(slots):
+            doc_id = doc_ids[entries[i]]
+            chunk_id = odd.get(slot) if odd else None
+            out.append(
+                Chunk(
+                    chunk_id or f"{doc_id}#{positions[i]}",
+                    doc_id,
+                    titles[entries[i]],
+                    read(at[i], lengths[i]),
+                    positions[i],
+                    starts[i],
+                    ends[i],
+                )
+            )
+        return out
 
     def entries_of(self, doc_id: str) -> list[int]:
         """Document entries (versions) of ``doc_id``: a scan, for readers of an older snapshot."""
@@ -183,5 +160,5 @@ class ChunkTable:
         return {
             "columns": columns,
             "document_entries": entries,
-            "text_in_ram": 0 if self.texts.spilled else self.texts.size,
+            "text_in_ram": self.texts.ram_bytes,
         }

@@ -35,10 +35,11 @@ import numpy as np
 import numpy.typing as npt
 
 from verityrag.errors import InvalidInputError
-from verityrag.index import bm25
+from verityrag.index import _postings, bm25
+from verityrag.index._arena import ByteArena
 from verityrag.index._chunks import TEXT_MEMORY_LIMIT, ChunkTable, TextArena
-from verityrag.index._growable import ColumnBlocks, ColumnView
 from verityrag.index._hnsw import HnswIndex
+from verityrag.index._vectors import ColumnBlocks, ColumnView, QuantizedColumns, QuantizedView, top_positions
 from verityrag.index.protocol import Scored, check_upserts
 from verityrag.index.snapshot import ALIVE, IndexSnapshot, Segment, holds
 from verityrag.text.analyzer import DEFAULT_ANALYZER, Analyzer
@@ -55,28 +56,6 @@ DENSE_BACKENDS: tuple[str, ...] = ("auto", "exact", "hnsw")
 #: ``dense_backend="auto"`` searches exactly below this many slots and on the hnswlib graph above
 #: (docs/decisions/0044-dense-exact-for-hashed-ann-for-model-vectors.md has the measurements).
 ANN_THRESHOLD = 200_000
-
-
-def _top_k(scores: npt.NDArray[np.floating], k: int) -> list[int]:
-    """Positions of the ``k`` highest scores, highest first, ties in position order.
-
-    Ties at the k-th place go to the earliest positions too: ``argpartition`` picks among them
-    by its pivots, which depend on where the dead slots sit, so after a restart or a compaction
-    (same live chunks, renumbered slots) the k-th hit among equal scores changed.
-    """
-    n = len(scores)
-    if n > k:
-        part = np.partition(scores, n - k)
-        if np.isnan(part[n - k :]).any():  # NaN sorts above every number: rank it below them
-            scores = np.where(np.isnan(scores), -np.inf, scores)
-            part = np.partition(scores, n - k)
-        kth = part[n - k]  # the k-th highest score
-        above = np.flatnonzero(scores > kth)
-        tied = np.flatnonzero(scores == kth)[: k - len(above)]
-        top = np.concatenate([above, tied])
-    else:
-        top = np.arange(n)
-    return sorted(top.tolist(), key=lambda i: (-scores[i], i))
 
 
 class LiveIndex:
@@ -123,19 +102,27 @@ class LiveIndex:
         self._doc_slots: dict[str, Sequence[int]] = {}  # a document's slots: a range
         self._odd_slots: dict[str, int] = {}  # chunk ids that are not "<doc id>#<position>"
         self._avg_idf_cache: tuple[int, float] | None = None
-        self._sparse_vectors: bool | None = None  # "auto": measured once, at the threshold
+        # Whether the vectors are sparse (hashed), seen in the first batch: it picks their store.
+        self._sparse_vectors: bool | None = None
+        self._stays_exact_logged = False
         segment = self._new_segment(ChunkTable(self._texts), use_ann=dense_backend == "hnsw")
         self._snapshot = IndexSnapshot(
             segment, 0, 0, 0, 0, 0, segment.died.buf, segment.doc_len.buf, _columns(segment)
         )
 
     def _new_segment(self, chunks: ChunkTable, use_ann: bool) -> Segment:
-        segment = Segment(self.dim, chunks=chunks, block=bm25.BLOCK)
+        segment = Segment(self.dim, chunks=chunks, block=_postings.BLOCK)
         if use_ann:
             segment.ann = HnswIndex(self.dim)
-        else:
-            segment.vectors = ColumnBlocks(self.dim)
+        elif self._sparse_vectors is not None:
+            segment.vectors = self._new_vector_store()
         return segment
+
+    def _new_vector_store(self) -> ColumnBlocks | QuantizedColumns:
+        """Sparse (hashed) vectors: int8 columns with float32 rows for exact rescoring; else float32."""
+        if self._sparse_vectors:
+            return QuantizedColumns(self.dim, ByteArena(self._texts.spill_dir, self._texts.memory_limit))
+        return ColumnBlocks(self.dim)
 
     def indexed_terms(self, chunk: Chunk) -> list[str]:
         """The terms BM25 indexes for a chunk: its text and its document title."""
@@ -221,7 +208,7 @@ class LiveIndex:
 
     def live_chunks(self, snapshot: IndexSnapshot | None = None) -> list[Chunk]:
         snap = snapshot or self._snapshot
-        return [snap.chunk(int(s)) for s in snap.live_slots()]
+        return snap.chunks(snap.live_slots().tolist())
 
     def document_frequency(self, term: str, snapshot: IndexSnapshot | None = None) -> int:
         snap = snapshot or self._snapshot
@@ -278,7 +265,7 @@ class LiveIndex:
         snap = snapshot or self._snapshot
         terms = self.analyzer.analyze(query) if isinstance(query, str) else query
         slots, scores = bm25.top_k(snap, self._query_terms(snap, terms), k, self.k1, self.b)
-        return [Scored(snap.chunk(s), v) for s, v in zip(slots.tolist(), scores.tolist(), strict=True)]
+        return list(map(Scored, snap.chunks(slots.tolist()), scores.tolist()))
 
     def search_lexical_exhaustive(
         self, query: str | Sequence[str], k: int = 10, snapshot: IndexSnapshot | None = None
@@ -291,7 +278,8 @@ class LiveIndex:
             return []
         cand = scores[touched]
         # touched is ascending, so an earlier position is an earlier slot.
-        return [Scored(snap.chunk(int(touched[i])), float(cand[i])) for i in _top_k(cand, k)]
+        top = top_positions(cand, k)
+        return list(map(Scored, snap.chunks(touched[top].tolist()), cand[top].tolist()))
 
     def search_dense(
         self, vector: npt.ArrayLike, k: int = 10, snapshot: IndexSnapshot | None = None
@@ -304,19 +292,17 @@ class LiveIndex:
         if query.shape[0] != self.dim:
             raise InvalidInputError("vector", f"has dimension {query.shape[0]}, index has {self.dim}")
         k = min(k, snap.n_live)
-        if snap.vectors is None:
-            ann = snap.segment.ann
-            assert ann is not None  # a segment holds its vectors in columns or in the graph
-            found = ann.query(query, k, snap)
-            if found is not None:
-                return [Scored(snap.chunk(s), v) for s, v in zip(*found, strict=True)]
-            sims = ann.exact_scan(query, snap)  # the graph cannot fill k from what snap sees
-        else:
-            sims = snap.vectors.sims(query, snap.n_slots)
-        if snap.n_dead or len(sims) > snap.n_slots:
-            sims = sims[: snap.n_slots]
-            sims[snap.died[: snap.n_slots] <= snap.version] = -np.inf
-        return [Scored(snap.chunk(int(i)), float(sims[i])) for i in _top_k(sims, k)]
+        if snap.vectors is not None:
+            slots, values = snap.vectors.top_k(query, k, snap)
+            return list(map(Scored, snap.chunks(slots), values))
+        ann = snap.segment.ann
+        assert ann is not None  # a segment with live chunks holds vectors, in columns or in the graph
+        found = ann.query(query, k, snap)
+        if found is not None:
+            return list(map(Scored, snap.chunks(found[0]), found[1]))
+        sims = ann.exact_scan(query, snap)  # the graph cannot fill k from what snap sees
+        top = top_positions(sims, k)
+        return list(map(Scored, snap.chunks(top), sims[top].tolist()))
 
     def cosines(
         self, vector: npt.ArrayLike, chunk_ids: Sequence[str], snapshot: IndexSnapshot | None = None
@@ -331,7 +317,7 @@ class LiveIndex:
         if not found:
             return [0.0] * len(slots)
         if snap.vectors is not None:
-            sims = snap.vectors.columns(found) @ query
+            sims = (snap.vectors.columns(found) * query).sum(axis=1)
         else:
             assert snap.segment.ann is not None
             sims = snap.segment.ann.vectors(found) @ query
@@ -383,7 +369,7 @@ class LiveIndex:
                     total_len -= int(seg.doc_len.buf[slot])
                     terms = set(self.indexed_terms(chunk))
                     self._df.subtract(terms)
-                    bm25.mark_dead(seg, terms, version)
+                    _postings.mark_dead(seg, terms, version)
             added = sum(len(chunks) for _, chunks, _ in upserts)
             added_len = sum(sum(c.values()) for counts in analyzed for c in counts)
             # The average length of the version being written: block maxima are computed at it.
@@ -416,6 +402,10 @@ class LiveIndex:
         first = len(seg.chunks)
         if chunks:
             vectors = np.concatenate([v for _, _, v in upserts]) if len(upserts) > 1 else upserts[0][2]
+            if seg.vectors is None and seg.ann is None:  # the first vectors: which store they need
+                if self._sparse_vectors is None:
+                    self._sparse_vectors = bool(np.count_nonzero(vectors) < 0.5 * vectors.size)
+                seg.vectors = self._new_vector_store()
             if seg.vectors is not None:
                 seg.vectors.extend(vectors)
             if seg.ann is not None:
@@ -431,10 +421,10 @@ class LiveIndex:
             )
             if len(chunks) >= _BULK_POSTINGS_MIN:
                 items = list(enumerate(flat_counts, start=first))
-                self._df.update(bm25.add_postings_bulk(seg, items, self.k1, self.b, avgdl))
+                self._df.update(_postings.add_postings_bulk(seg, items, self.k1, self.b, avgdl))
             else:
                 for offset, tf in enumerate(flat_counts):
-                    bm25.add_postings(seg, first + offset, tf, self.k1, self.b, avgdl)
+                    _postings.add_postings(seg, first + offset, tf, self.k1, self.b, avgdl)
                     self._df.update(tf.keys())
         slots_by_doc = []
         slot = first
@@ -464,14 +454,12 @@ class LiveIndex:
         snap = self._snapshot
         seg = snap.segment
         assert seg.vectors is not None
-        if self._sparse_vectors is None:
-            sample = seg.vectors.view().columns(np.arange(max(0, snap.n_slots - 2048), snap.n_slots))
-            self._sparse_vectors = bool(np.count_nonzero(sample) < 0.5 * sample.size)
-            if self._sparse_vectors:
+        if self._sparse_vectors:
+            if not self._stays_exact_logged:
                 logger.info(
                     "dense search stays exact at %d slots: the vectors are sparse (hashed)", snap.n_slots
                 )
-        if self._sparse_vectors:
+                self._stays_exact_logged = True
             return
         logger.info("dense search moves to an hnswlib graph at %d slots", snap.n_slots)
         ann = HnswIndex(self.dim, capacity=snap.n_slots)
@@ -491,11 +479,13 @@ class LiveIndex:
             self.dense_backend == "auto" and old.segment.ann is not None and len(live) >= self.ann_threshold
         )
         seg = self._new_segment(old.segment.chunks.compacted(live), use_ann)
+        if not use_ann and seg.vectors is None:
+            seg.vectors = self._new_vector_store()
         seg.doc_len.extend(old.doc_len[live])
         seg.died.reserve(len(live))
         seg.died.size = len(live)
         avgdl = max(old.avgdl, 1.0)
-        bm25.rebuild_postings(old.segment, seg, remap, self.k1, self.b, avgdl)
+        _postings.rebuild_postings(old.segment, seg, remap, self.k1, self.b, avgdl)
         for first in range(0, len(live), 50_000):  # vectors in batches: no second full copy
             part = live[first : first + 50_000]
             if old.vectors is not None:
@@ -537,5 +527,5 @@ class LiveIndex:
         return out
 
 
-def _columns(seg: Segment) -> ColumnView | None:
+def _columns(seg: Segment) -> ColumnView | QuantizedView | None:
     return seg.vectors.view() if seg.vectors is not None else None

@@ -10,6 +10,7 @@ An :class:`IndexSnapshot` fixes how much of a segment a reader sees: the slots
 from __future__ import annotations
 
 from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -17,8 +18,9 @@ import numpy as np
 import numpy.typing as npt
 
 from verityrag.index._chunks import ChunkTable
-from verityrag.index._growable import ColumnBlocks, ColumnView, GrowableArray
+from verityrag.index._growable import GrowableArray
 from verityrag.index._hnsw import HnswIndex
+from verityrag.index._vectors import ColumnBlocks, ColumnView, QuantizedColumns, QuantizedView
 from verityrag.types import Chunk
 
 #: ``died`` of a slot no version has deleted.
@@ -40,11 +42,12 @@ class BlockMax(NamedTuple):
 
 
 class Posting(NamedTuple):
-    """One term's postings as published: slots (ascending) and term frequencies, their length,
-    and block maxima once the list is long enough to be worth pruning."""
+    """One term's postings as published: slots (ascending) and term frequencies (uint16, uint32
+    for a term with a frequency past 65,535), their length, and block maxima once the list is
+    long enough to be worth pruning."""
 
     slots: npt.NDArray[np.int32]
-    tfs: npt.NDArray[np.float32]
+    tfs: npt.NDArray[np.uint16] | npt.NDArray[np.uint32]
     n: int
     blocks: BlockMax | None = None
 
@@ -61,7 +64,8 @@ class Segment:
     dead: dict[str, array[int]] = field(default_factory=dict)
     died: GrowableArray = field(default_factory=lambda: GrowableArray(np.int64, fill=ALIVE))
     doc_len: GrowableArray = field(default_factory=lambda: GrowableArray(np.int32))
-    vectors: ColumnBlocks | None = None  # exact search; None once the ANN graph holds the vectors
+    # Exact search (made at the first write: float32, or int8 for sparse vectors); None in the graph.
+    vectors: ColumnBlocks | QuantizedColumns | None = None
     ann: HnswIndex | None = None
     block: int = 128  # slots per block of the BM25 block maxima
 
@@ -78,7 +82,7 @@ class IndexSnapshot:
     n_dead: int
     died: npt.NDArray[np.int64]
     doc_len: npt.NDArray[np.int32]
-    vectors: ColumnView | None  # column-major vectors; None: they are in the ANN graph
+    vectors: ColumnView | QuantizedView | None  # column-major vectors; None: in the ANN graph (or none yet)
 
     @property
     def avgdl(self) -> float:
@@ -98,6 +102,9 @@ class IndexSnapshot:
 
     def chunk(self, slot: int) -> Chunk:
         return self.segment.chunks.get(slot)
+
+    def chunks(self, slots: Sequence[int]) -> list[Chunk]:
+        return self.segment.chunks.get_many(slots)
 
     def chunk_id(self, slot: int) -> str:
         return self.segment.chunks.chunk_id(slot)
