@@ -108,6 +108,7 @@ def test_nli3_trains_a_tiny_model_that_the_hf_scorer_serves(pairs: Path, tmp_pat
     scorer = HFSequenceClassificationScorer(out, local_files_only=True)
     [score] = scorer.score_pairs([("A man plays a guitar on stage.", "A man plays music.")])
     assert scorer.support_index_ == 0
+    assert scorer.max_length_ == 96  # windows of the length it was trained on
     assert 0.0 <= score <= 1.0
 
 

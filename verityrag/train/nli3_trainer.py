@@ -257,12 +257,16 @@ class NLITrainer:
         return np.concatenate(out) if out else np.zeros((0, 3))
 
     def save(self, folder: Path) -> Path:
-        """The model and its tokenizer as a plain Hugging Face folder (labels in ``id2label``)."""
+        """The model and its tokenizer as a plain Hugging Face folder (labels in ``id2label``; the
+        tokenizer's ``model_max_length`` is the training length, so served windows match it)."""
         if not hasattr(self, "model_"):
             raise NotFittedError("NLITrainer is not fitted; call fit(rows) first")
         folder.mkdir(parents=True, exist_ok=True)
         self.model_.save_pretrained(str(folder))
-        self.tokenizer().save_pretrained(str(folder))
+        tokenizer = self.tokenizer()
+        # The served scorer windows evidence to the tokenizer's limit: the length trained on.
+        tokenizer.model_max_length = self.config.max_length
+        tokenizer.save_pretrained(str(folder))
         return folder
 
     def _checkpoint_path(self) -> Path:
