@@ -56,7 +56,7 @@ def _tf_dtype(largest: int) -> Any:
     return np.uint16 if largest <= _TF16_MAX else np.uint32
 
 
-def _tf_part(tfs: npt.ArrayLike, dl: npt.ArrayLike, k1: float, b: float, a0: float) -> F64:
+def _tf_part(tfs: npt.ArrayLike, dl: npt.ArrayLike, k1: float, b: float, a0: float | F64) -> F64:
     tf = np.asarray(tfs, dtype=np.float64)
     return tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * np.asarray(dl, dtype=np.float64) / a0))
 
@@ -196,25 +196,47 @@ def add_postings_bulk(
     ends = np.concatenate([bounds, [len(ids)]])
     terms = list(vocab)
     postings = seg.postings
-    for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+    # Per term: its largest frequency; per (term, block) run: the block id and the largest tf
+    # part at the term's reference length (the terms that keep block maxima use them).
+    largest = np.maximum.reduceat(tf_arr, starts).tolist()
+    narrow = tf_arr.astype(np.uint16) if max(largest) <= _TF16_MAX else None
+    entries = [postings.get(terms[i]) for i in ids[starts].tolist()]
+    a0 = [e.blocks.a0 if e is not None and e.blocks is not None else avgdl for e in entries]
+    block_of = slot_arr // seg.block
+    runs = np.flatnonzero(np.diff(block_of, prepend=-1) | np.diff(ids, prepend=-1))
+    parts = _tf_part(tf_arr, seg.doc_len.buf[slot_arr], k1, b, np.repeat(a0, ends - starts))
+    run_ids = block_of[runs].astype(np.int32)
+    run_maxes = _round_up(np.maximum.reduceat(parts, runs))
+    first_run = np.searchsorted(runs, starts).tolist()
+    last_run = np.searchsorted(runs, ends).tolist()
+    for t, (start, end) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
         term = terms[ids[start]]
-        entry = postings.get(term)
-        tfs = tf_arr[start:end]
-        largest = int(tfs.max())
+        entry = entries[t]
+        wide = largest[t] > _TF16_MAX
         if entry is None:
-            posting = Posting(slot_arr[start:end].copy(), tfs.astype(_tf_dtype(largest)), end - start)
-            postings[term] = posting._replace(blocks=_with_blocks(seg, posting, 0, k1, b, avgdl))
+            tfs = tf_arr[start:end].astype(np.uint32) if wide else narrow[start:end].copy()  # type: ignore[index]
+            posting = Posting(slot_arr[start:end].copy(), tfs, end - start)
+            if end - start >= LONG:
+                posting = Posting(
+                    posting.slots, tfs, end - start, _with_blocks(seg, posting, 0, k1, b, avgdl)
+                )
+            postings[term] = posting
             continue
         sbuf, tbuf, n, blocks = entry
         total = n + end - start
         # Grown by a quarter into new buffers when full: copying the term's whole postings on
         # every batch made a bulk batch (or a 64-chunk document) cost O(corpus), not O(batch).
         sbuf = _with_room(sbuf, n, total)
-        tbuf = _with_room(tbuf, n, len(sbuf), np.uint32 if largest > _TF16_MAX else None)
+        tbuf = _with_room(tbuf, n, len(sbuf), np.uint32 if wide else None)
         # Written past n only: readers of the old entry read [:n].
         sbuf[n:total], tbuf[n:total] = slot_arr[start:end], tf_arr[start:end]
-        posting = Posting(sbuf, tbuf, total, blocks)
-        postings[term] = posting._replace(blocks=_with_blocks(seg, posting, n, k1, b, avgdl))
+        posting = Posting(sbuf, tbuf, total)
+        if blocks is not None and 1 / _A0_DRIFT <= avgdl / blocks.a0 <= _A0_DRIFT:
+            runs_of_term = slice(first_run[t], last_run[t])
+            blocks = _extend_blocks(blocks, run_ids[runs_of_term], run_maxes[runs_of_term])
+        elif total >= LONG:
+            blocks = _with_blocks(seg, posting, n, k1, b, avgdl)
+        postings[term] = Posting(sbuf, tbuf, total, blocks)
     return gained
 
 

@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -246,32 +246,44 @@ class SQLiteDocumentStore:
         return out
 
     def iter_documents(self, dim: int, batch_size: int = 2000) -> Iterator[StoredDocument]:
-        """Every document in ingest order with its chunks and vectors (for restore)."""
+        """Every document in ingest order with its chunks and vectors (for restore), streamed: two
+        cursors in step (documents by seq; chunks by document seq, then position, read through
+        the indexes without a sort), so a million chunks never sit in memory at once."""
         with self._connection("reading") as conn:
-            docs = conn.execute("SELECT doc_id, title, text, metadata FROM documents ORDER BY seq").fetchall()
-            rows = conn.execute(
+            docs = conn.execute("SELECT doc_id, title, text, metadata FROM documents ORDER BY seq")
+            # CROSS JOIN keeps documents the outer loop: rows come in seq order from the index,
+            # never gathered into a temporary sorted table (vectors and all).
+            rows = conn.cursor().execute(
                 "SELECT c.doc_id, c.chunk_id, c.position, c.start, c.end, c.vector, c.terms, c.tfs"
-                " FROM chunks c JOIN documents d ON d.doc_id = c.doc_id ORDER BY d.seq, c.position"
-            ).fetchall()
-        by_doc: dict[str, list[tuple[str, int, int, int, bytes, str | None, bytes | None]]] = {}
-        for doc_id, chunk_id, position, start, end, blob, terms, tfs in rows:
-            by_doc.setdefault(doc_id, []).append((chunk_id, position, start, end, blob, terms, tfs))
-        for doc_id, title, text, metadata in docs:
-            doc = Document.as_stored(doc_id, title, text, json.loads(metadata))
-            entries = by_doc.get(doc_id, [])
-            chunks = [Chunk(cid, doc_id, title, text[s:e], pos, s, e) for cid, pos, s, e, *_ in entries]
-            blob = b"".join(entry[4] for entry in entries)
-            # Checked before the reshape, which raised a bare ValueError ("cannot reshape array").
-            if len(blob) != len(entries) * dim * 4:
-                raise StorageError(
-                    f"stored vectors of {doc_id!r} are {len(blob)} bytes for {len(entries)} chunks,"
-                    f" not {dim}-d float32 vectors"
-                )
-            vectors = np.frombuffer(blob, dtype=np.float32).reshape(len(entries), dim)
-            counts = None
-            if all(entry[5] is not None and entry[6] is not None for entry in entries):
-                counts = [_decode_terms(entry[0], entry[5], entry[6]) for entry in entries]  # type: ignore[arg-type]
-            yield StoredDocument(doc, chunks, vectors, counts)
+                " FROM documents d CROSS JOIN chunks c ON c.doc_id = d.doc_id ORDER BY d.seq, c.position"
+            )
+            pending = rows.fetchone()
+            while batch := docs.fetchmany(batch_size):
+                for doc_id, title, text, metadata in batch:
+                    entries = []
+                    while pending is not None and pending[0] == doc_id:
+                        entries.append(pending[1:])
+                        pending = rows.fetchone()
+                    yield _stored(doc_id, title, text, metadata, entries, dim)
+
+
+def _stored(
+    doc_id: str, title: str, text: str, metadata: str, entries: list[Any], dim: int
+) -> StoredDocument:
+    doc = Document.as_stored(doc_id, title, text, json.loads(metadata))
+    chunks = [Chunk(cid, doc_id, title, text[s:e], pos, s, e) for cid, pos, s, e, *_ in entries]
+    blob = b"".join(entry[4] for entry in entries)
+    # Checked before the reshape, which raised a bare ValueError ("cannot reshape array").
+    if len(blob) != len(entries) * dim * 4:
+        raise StorageError(
+            f"stored vectors of {doc_id!r} are {len(blob)} bytes for {len(entries)} chunks,"
+            f" not {dim}-d float32 vectors"
+        )
+    vectors = np.frombuffer(blob, dtype=np.float32).reshape(len(entries), dim)
+    counts = None
+    if all(entry[5] is not None and entry[6] is not None for entry in entries):
+        counts = [_decode_terms(entry[0], entry[5], entry[6]) for entry in entries]
+    return StoredDocument(doc, chunks, vectors, counts)
 
 
 def _failure(action: str, path: Path, exc: sqlite3.Error) -> str:

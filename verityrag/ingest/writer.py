@@ -123,6 +123,10 @@ def resolve_data_dir(data_dir: str | os.PathLike[str] | None) -> Path | None:
     return Path(resolved) if resolved else None
 
 
+#: Documents restored per index write (a batch's chunks, vectors and term counts are in memory).
+RESTORE_BATCH = 5000
+
+
 class DocumentWriter:
     """Writes documents into ``index`` (and the store in ``data_dir``, restored on construction)."""
 
@@ -301,7 +305,9 @@ class DocumentWriter:
         return Document(doc_id, chunks[0].title, text, dict(self._metadata.get(doc_id, {})))
 
     def restore(self, store: SQLiteDocumentStore) -> None:
-        """Load the store's documents into the index (re-embedding only if the embedder changed)."""
+        """Load the store's documents into the index (re-embedding only if the embedder changed),
+        streamed in batches of :data:`RESTORE_BATCH` documents: a million chunks are never all in
+        memory at once, besides the index itself."""
         started = time.perf_counter()
         fingerprint = self.embedder.fingerprint()
         stored_fp = store.get_meta("embedder")
@@ -310,22 +316,33 @@ class DocumentWriter:
             logger.warning("embedder changed (%s -> %s): re-embedding stored chunks", stored_fp, fingerprint)
         dim = self.embedder.dim if not reembed else int(store.get_meta("embedder_dim") or 0)
         batch: list[tuple[str, list[Chunk], npt.NDArray[np.float32]]] = []
-        counts: list[list[dict[str, int]]] | None = []
+        counts: list[list[dict[str, int]]] = []
         # Stored term counts are reusable only if the same analyzer made them.
         same_analyzer = store.get_meta("analyzer") == self.analyzer.fingerprint()
         new_vectors: dict[str, npt.NDArray[np.float32]] = {}
+        new_counts: dict[str, dict[str, int]] = {}
+        legacy: list[str] = []
         for stored in store.iter_documents(dim):
-            if counts is not None:
-                if same_analyzer and stored.term_counts is not None:
-                    counts.append(stored.term_counts)
-                else:
-                    counts = None
+            doc_id, chunks = stored.document.doc_id, stored.chunks
             vectors = stored.vectors
             if reembed:
-                vectors = self.embedder.encode([c.text for c in stored.chunks])
-                new_vectors.update(zip((c.chunk_id for c in stored.chunks), vectors, strict=True))
-            batch.append((stored.document.doc_id, stored.chunks, vectors))
-        legacy = [doc_id for doc_id, _, _ in batch if not is_valid_doc_id(doc_id)]
+                vectors = self.embedder.encode([c.text for c in chunks])
+                new_vectors.update(zip((c.chunk_id for c in chunks), vectors, strict=True))
+            upsert = (doc_id, chunks, vectors)
+            if same_analyzer and stored.term_counts is not None:
+                counts.append(stored.term_counts)
+            else:
+                counts.append(self.index.term_counts([upsert])[0])
+                if not same_analyzer:
+                    # Counted again by this analyzer and stored under its fingerprint: left as they
+                    # were, the next restore would read the old analyzer's counts as this one's.
+                    new_counts.update(zip((c.chunk_id for c in chunks), counts[-1], strict=True))
+            batch.append(upsert)
+            if not is_valid_doc_id(doc_id):
+                legacy.append(doc_id)
+            if len(batch) >= RESTORE_BATCH:
+                self.index.apply(batch, term_counts=counts)
+                batch, counts = [], []
         if legacy:
             logger.warning(
                 "%d stored document(s) have ids today's rules refuse (first: %r): kept and "
@@ -339,17 +356,11 @@ class DocumentWriter:
             "embedder_dim": str(self.embedder.dim),
             "analyzer": self.analyzer.fingerprint(),
         }
-        new_counts: dict[str, dict[str, int]] = {}
-        if not same_analyzer and batch:
-            # Counted again by this analyzer and stored under its fingerprint: left as they were,
-            # the next restore would read the old analyzer's counts as this one's.
-            counts = self.index.term_counts(batch)
-            for (_, chunks, _), chunk_counts in zip(batch, counts, strict=True):
-                new_counts.update(zip((c.chunk_id for c in chunks), chunk_counts, strict=True))
         # Every new vector, count and the fingerprints that describe them in ONE transaction: a
         # crash while re-embedding leaves the old store intact, never half old, half new.
         store.replace_vectors(new_vectors, meta=meta, term_counts_by_chunk=new_counts)
-        self.index.apply(batch, term_counts=counts)
+        if batch:
+            self.index.apply(batch, term_counts=counts)
         logger.info(
             "restored %d documents (%d chunks) from %s in %.2fs",
             self.index.n_documents,
