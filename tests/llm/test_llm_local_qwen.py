@@ -60,7 +60,7 @@ def test_worked_example_comes_before_the_question_in_the_user_turn() -> None:
 def test_cut_to_sentences_keeps_whole_sentences_and_their_markers() -> None:
     assert qwen.cut_to_sentences("It boils in 90 s [1]. It was made in 19") == "It boils in 90 s [1]."
     assert qwen.cut_to_sentences("It boils fast.[1][2] And then") == "It boils fast.[1][2]"
-    assert qwen.cut_to_sentences("no sentence end here") == "no sentence end here"
+    assert qwen.cut_to_sentences("[1] (Apollo program) The Lunar Module (") == ""  # a fragment is no answer
 
 
 @pytest.mark.unit

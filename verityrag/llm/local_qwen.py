@@ -121,10 +121,11 @@ def assemble_qwen_gguf(folder: Path, check_sha256: bool = True) -> Path:
 
 
 def cut_to_sentences(text: str) -> str:
-    """``text`` up to the end of its last whole sentence (citation markers after it kept); the
-    text itself when no sentence ends in it."""
+    """``text`` up to the end of its last whole sentence (citation markers after it kept); empty
+    when no sentence ends in it: a fragment such as "[1] (Apollo program) The Lunar Module ("
+    (cut by the time limit) reads as a copy of the passage to a lexical verifier, which passed it."""
     ends = [m.end() for m in _SENTENCE_END_RE.finditer(text)]
-    return text[: ends[-1]] if ends else text
+    return text[: ends[-1]] if ends else ""
 
 
 class LocalQwenCompleteFn(LocalGGUFCompleteFn):
