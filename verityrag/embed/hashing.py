@@ -22,6 +22,12 @@ def _hash(feature: str) -> int:
     return zlib.crc32(feature.encode("utf-8"))
 
 
+@lru_cache(maxsize=4096)
+def _weight(tf: int) -> float:
+    """Sublinear term frequency, ``1 + ln tf`` (math.log: numpy's log may differ in the last bit)."""
+    return 1.0 + math.log(tf)
+
+
 class HashingEmbedder:
     """Hashed, signed bag of analyzed word n-grams (stopwords removed), sublinear tf, L2-normalised.
 
@@ -60,21 +66,31 @@ class HashingEmbedder:
             if n == 1:
                 feats.update(terms)
             else:
-                feats.update(" ".join(terms[i : i + n]) for i in range(len(terms) - n + 1))
+                feats.update(map(" ".join, zip(*(terms[i:] for i in range(n)), strict=False)))
         return feats
 
     def encode(self, texts: Sequence[str]) -> FloatMatrix:
         # A str is a Sequence[str] too: encoded, it gave one row per character.
         if isinstance(texts, str):
             raise InvalidInputError("texts", "expected a sequence of strings, got one str")
-        out = np.zeros((len(texts), self._dim), dtype=np.float32)
         dim = self._dim
-        for row, text in enumerate(texts):
-            vec = out[row]
-            for feat, tf in self._features(text).items():
-                h = _hash(feat)
-                sign = 1.0 if (h // dim) & 1 else -1.0
-                vec[h % dim] += sign * (1.0 + math.log(tf))
+        out = np.zeros((len(texts), dim), dtype=np.float32)
+        # Every feature of every text, then one scatter-add: the same float32 additions, in the
+        # same order per cell, as adding feature by feature (np.add.at goes in index order).
+        counts: list[int] = []
+        hashes: list[int] = []
+        tfs: list[int] = []
+        for text in texts:
+            feats = self._features(text)
+            counts.append(len(feats))
+            hashes.extend(map(_hash, feats))
+            tfs.extend(feats.values())
+        if hashes:
+            h = np.fromiter(hashes, dtype=np.int64, count=len(hashes))
+            weights = np.fromiter(map(_weight, tfs), dtype=np.float64, count=len(tfs))
+            values = np.where((h // dim) & 1, weights, -weights).astype(np.float32)
+            rows = np.repeat(np.arange(len(texts)), counts)
+            np.add.at(out, (rows, h % dim), values)
         return l2_normalise(out)
 
     def __repr__(self) -> str:

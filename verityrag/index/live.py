@@ -125,8 +125,11 @@ class LiveIndex:
         return ColumnBlocks(self.dim)
 
     def indexed_terms(self, chunk: Chunk) -> list[str]:
-        """The terms BM25 indexes for a chunk: its text and its document title."""
-        return self.analyzer.analyze(f"{chunk.title}\n{chunk.text}")
+        """The terms BM25 indexes for a chunk: its document title and its text. The same as
+        analysing ``title + "\n" + text`` (the newline separates tokens, and folding is per
+        character), in two parts the analyzer has usually seen already (the title for every
+        chunk of the document, the text when the chunk was embedded)."""
+        return self.analyzer.analyze(chunk.title) + self.analyzer.analyze(chunk.text)
 
     # ------------------------------------------------------------------ reads
     def snapshot(self) -> IndexSnapshot:

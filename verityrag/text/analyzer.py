@@ -31,6 +31,9 @@ def _fold(text: str) -> str:
     return _COMBINING_RE.sub("", unicodedata.normalize("NFKD", text).casefold())
 
 
+_RECENT = 4096  # texts whose analysis an Analyzer keeps
+
+
 @lru_cache(maxsize=1)
 def _snowball() -> Callable[[str], str]:
     import snowballstemmer
@@ -56,17 +59,26 @@ class Analyzer:
         # token ("the", "uber") and so never be removed.
         self.stopwords = frozenset(_fold(word) for word in stopwords)
         self.stem = stem
+        # The last texts analysed: ingest analyses each chunk for its vector and again for BM25,
+        # a query is analysed by retrieval, features and gates. Bounded; a copy is returned.
+        self._recent: dict[str, tuple[str, ...]] = {}
 
     def tokenize(self, text: str) -> list[str]:
         return _TOKEN_RE.findall(_fold(text))
 
     def analyze(self, text: str) -> list[str]:
+        recent = self._recent.get(text)
+        if recent is not None:
+            return list(recent)
         stop = self.stopwords
-        tokens = [tok for tok in _TOKEN_RE.findall(_fold(text)) if tok not in stop]
-        if not self.stem:
-            return tokens
-        stem = _snowball()
-        return [stem(tok) for tok in tokens]
+        terms = [tok for tok in _TOKEN_RE.findall(_fold(text)) if tok not in stop]
+        if self.stem:
+            stem = _snowball()
+            terms = [stem(tok) for tok in terms]
+        if len(self._recent) >= _RECENT:
+            self._recent.clear()
+        self._recent[text] = tuple(terms)
+        return terms
 
     def fingerprint(self) -> str:
         """Identifies the analyzer's behaviour, so a store built with another one is detected.
