@@ -98,8 +98,8 @@ class Settings:
     # weighted with dense 0.2: 85.5% (ROADMAP.md).
     fusion: FusionMode = "weighted"
     dense_weight: float = 0.2
-    # "auto": exact dense search, then an hnswlib graph from 200k chunks for dense (model)
-    # vectors; hashed vectors stay exact (decision 0044). "exact" / "hnsw" force one.
+    # "auto": exact dense search, then an hnswlib graph from 20k chunks for dense (model)
+    # vectors; hashed vectors stay exact (decision 0043). "exact" / "hnsw" force one.
     dense_backend: DenseBackend = "auto"
     backend: Backend = "embedded"
     # limits on input

@@ -8,6 +8,7 @@ holds, and one taken before an add never sees the new slots.
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -17,10 +18,10 @@ import numpy.typing as npt
 if TYPE_CHECKING:
     from verityrag.index.snapshot import IndexSnapshot
 
-#: Graph degree and search breadth (docs/decisions/0044-dense-exact-for-hashed-ann-for-model-vectors.md).
+#: Graph degree and search breadth (docs/decisions/0043-dense-exact-for-hashed-ann-for-model-vectors.md).
 M = 16
 EF_CONSTRUCTION = 200
-EF_SEARCH = 128
+EF_SEARCH = 256
 
 
 class HnswIndex:
@@ -48,8 +49,12 @@ class HnswIndex:
                 while self._capacity < needed:
                     self._capacity *= 2
                 self._index.resize_index(self._capacity)
+            # A batch (bulk ingest, restore, the move to the graph) is inserted by every core.
+            threads = 1 if len(vectors) < 1000 else min(4, os.cpu_count() or 1)
             self._index.add_items(
-                np.ascontiguousarray(vectors, dtype=np.float32), np.arange(first_slot, needed), num_threads=1
+                np.ascontiguousarray(vectors, dtype=np.float32),
+                np.arange(first_slot, needed),
+                num_threads=threads,
             )
             self.count = max(self.count, needed)
 

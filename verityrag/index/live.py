@@ -54,8 +54,8 @@ _BULK_POSTINGS_MIN = 64
 DenseBackend = Literal["auto", "exact", "hnsw"]
 DENSE_BACKENDS: tuple[str, ...] = ("auto", "exact", "hnsw")
 #: ``dense_backend="auto"`` searches exactly below this many slots and on the hnswlib graph above
-#: (docs/decisions/0044-dense-exact-for-hashed-ann-for-model-vectors.md has the measurements).
-ANN_THRESHOLD = 200_000
+#: (docs/decisions/0043-dense-exact-for-hashed-ann-for-model-vectors.md has the measurements).
+ANN_THRESHOLD = 20_000
 
 
 class LiveIndex:
@@ -453,7 +453,7 @@ class LiveIndex:
         """``dense_backend="auto"`` past the threshold: the vectors move into an hnswlib graph
         (writer lock held), unless they are sparse. Hashed vectors (``HashingEmbedder``: about a
         quarter of the dimensions set) make sparse queries, which exact search answers by reading
-        only their rows and on which the graph's recall@10 was 0.57-0.83 (decision 0044)."""
+        only their rows and on which the graph's recall@10 was 0.57-0.83 (decision 0043)."""
         snap = self._snapshot
         seg = snap.segment
         assert seg.vectors is not None
