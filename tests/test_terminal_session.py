@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ import pytest
 
 from verityrag import VerityRAGPipeline
 from verityrag.__main__ import SAMPLES, main
+from verityrag.types import QueryResult
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -66,3 +68,40 @@ def test_ctrl_c_at_the_prompt_ends_the_session_without_a_traceback(
     assert code == 0
     out = capsys.readouterr().out
     assert "Ask a question" in out
+
+
+@pytest.mark.unit
+def test_help_and_commands_at_the_prompt_are_not_questions(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    asked: list[str] = []
+
+    class Pipeline(VerityRAGPipeline):
+        def query(self, question: str, *args: object, **kwargs: object) -> QueryResult:  # type: ignore[override]
+            asked.append(question)
+            raise AssertionError(f"{question!r} was asked as a question")
+
+    lines = iter([":help", ":stats", ":nonsense", ":quit", "never read"])
+    monkeypatch.setattr("verityrag.__main__.bundled_pipeline", lambda *a, **k: Pipeline())
+    monkeypatch.setattr("sys.stdin.isatty", lambda: True)
+    monkeypatch.setattr("verityrag.__main__.SAMPLES", ())
+    monkeypatch.setattr("builtins.input", lambda prompt="": next(lines))
+    assert main([]) == 0
+    out = capsys.readouterr().out
+    assert asked == []
+    assert ":quit     end the session" in out  # the :help text
+    assert "0 documents, 0 chunks" in out  # :stats
+    assert "unknown command :nonsense" in out
+    assert next(lines) == "never read"  # :quit ended the session
+
+
+@pytest.mark.unit
+def test_piped_commands_are_not_questions(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("verityrag.__main__.bundled_pipeline", lambda *a, **k: VerityRAGPipeline())
+    monkeypatch.setattr("sys.stdin", io.StringIO(":help\n:quit\nWhen did Tesla die?\n"))
+    assert main([]) == 0
+    out = capsys.readouterr().out
+    assert ":help     this list" in out
+    assert "Q: " not in out

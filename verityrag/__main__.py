@@ -5,7 +5,8 @@
 Loads data/built/corpus.jsonl (built by ``make data``) and calibrates on the calibration questions. Questions given as
 arguments are answered, then it exits. Otherwise questions piped in are answered one per line;
 in a terminal it answers a few sample questions (including ones it must refuse), then reads
-questions until EOF, an empty line or ``:quit``. With nothing piped in, it answers the samples.
+questions until EOF, an empty line or ``:quit``; a line starting with ``:`` is a command
+(``:help`` lists them), never a question. With nothing piped in, it answers the samples.
 A question the pipeline refuses as input (empty, too long) is reported and the session goes on;
 the exit status is 2 when any was.
 """
@@ -40,6 +41,29 @@ def show(result: QueryResult) -> str:
         f"  ANSWER: {result.answer}\n  grounding {result.grounding.overall_score:.2f}, "
         f"confidence {result.confidence:.2f}; cites {cites}; {ms:.1f} ms"
     )
+
+
+QUIT_COMMANDS = frozenset({":quit", ":q", ":exit"})
+HELP = """Type a question and press Enter: the answer comes with the sentence it is quoted from, or a refusal
+with its reason. Commands:
+  :help     this list
+  :stats    how many documents and chunks are indexed
+  :quit     end the session (also :q, :exit, an empty line, Ctrl-D or Ctrl-C)"""
+
+
+def command(pipeline: VerityRAGPipeline, line: str) -> bool:
+    """Run the session command ``line`` (it starts with ``:``); False when it ends the session."""
+    name = line.split()[0].lower()
+    if name in QUIT_COMMANDS:
+        return False
+    if name in {":help", ":h", ":?"}:
+        print(HELP)
+    elif name == ":stats":
+        stats = pipeline.stats()
+        print(f"  {stats['documents']} documents, {stats['chunks']} chunks")
+    else:
+        print(f"  unknown command {name}: :help lists the commands (a question does not start with ':')")
+    return True
 
 
 def ask(pipeline: VerityRAGPipeline, question: str) -> bool:
@@ -84,19 +108,27 @@ def main(argv: list[str] | None = None) -> int:
         questions = [line.strip() for line in sys.stdin if line.strip()] or list(SAMPLES)
     ok = True
     for q in questions:
+        if q.startswith(":"):  # piped or given, a command is still not a question
+            if not command(pipeline, q):
+                return 0 if ok else 2
+            continue
         print(f"\nQ: {q}")
         ok = ask(pipeline, q) and ok
     if not interactive:
         return 0 if ok else 2
-    print("\nAsk a question (empty line or :quit to stop).")
+    print("\nAsk a question (:help for the commands; an empty line or :quit stops).")
     while True:
         try:
             q = input("\nQ: ").strip()
         except (EOFError, KeyboardInterrupt):  # Ctrl-D or Ctrl-C ends the session, no traceback
             print()
             break
-        if not q or q == ":quit":
+        if not q:
             break
+        if q.startswith(":"):
+            if not command(pipeline, q):
+                break
+            continue
         ok = ask(pipeline, q) and ok
     return 0 if ok else 2
 
