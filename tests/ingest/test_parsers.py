@@ -1,0 +1,146 @@
+"""parse_file: PDF, HTML, Markdown, DOCX and plain text made here, and files it must refuse by name."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+import pytest
+
+from verityrag.errors import InvalidInputError
+from verityrag.ingest.parsers import FORMATS, ParsedFile, detect_format, parse_file
+from verityrag.ingest.sample_files import make_docx, make_pdf
+
+pytestmark = pytest.mark.unit
+
+WATT = "James Watt improved the steam engine in 1776."
+
+
+def test_parse_pdf_two_pages_gives_text_of_both_and_the_info_title() -> None:
+    data = make_pdf([f"Steam\n\n{WATT}", "The second page (with brackets) is here."], title="Steam Power")
+    parsed = parse_file("steam.pdf", data)
+    assert parsed.format == "pdf"
+    assert parsed.title == "Steam Power"
+    assert parsed.source == "steam.pdf"
+    assert WATT in parsed.text
+    assert "The second page (with brackets) is here." in parsed.text
+    assert parsed.text.index(WATT) < parsed.text.index("second page")
+
+
+def test_parse_pdf_without_title_uses_the_file_stem() -> None:
+    assert parse_file("reports/annual-2024.pdf", make_pdf([WATT])).title == "annual-2024"
+
+
+def test_parse_pdf_without_text_layer_is_refused_naming_the_file() -> None:
+    with pytest.raises(InvalidInputError, match=r"'scan\.pdf' has no text layer .*OCR"):
+        parse_file("scan.pdf", make_pdf([""]))
+
+
+def test_parse_pdf_damaged_is_refused_naming_the_file() -> None:
+    with pytest.raises(InvalidInputError, match=r"'broken\.pdf' is not a readable PDF") as info:
+        parse_file("broken.pdf", make_pdf([WATT])[:200])
+    assert info.value.field == "file"
+
+
+def test_parse_docx_gives_paragraphs_in_order_and_heading_as_title() -> None:
+    data = make_docx([WATT, "Boulton was his partner."], heading="Watt")
+    parsed = parse_file("watt.docx", data)
+    assert parsed == ParsedFile(
+        text=f"Watt\n\n{WATT}\n\nBoulton was his partner.", title="Watt", source="watt.docx", format="docx"
+    )
+
+
+def test_parse_docx_core_title_wins_over_heading() -> None:
+    assert parse_file("w.docx", make_docx([WATT], title="Core", heading="Heading")).title == "Core"
+
+
+def test_parse_docx_tables_are_read_row_by_row() -> None:
+    import docx
+
+    document = docx.Document()
+    table = document.add_table(rows=2, cols=2)
+    for r, row in enumerate([("Engine", "Year"), ("Watt", "1776")]):
+        for c, value in enumerate(row):
+            table.cell(r, c).text = value
+    out = io.BytesIO()
+    document.save(out)
+    assert parse_file("t.docx", out.getvalue()).text == "Engine Year\n\nWatt 1776"
+
+
+def test_parse_docx_zip_without_document_is_refused() -> None:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        z.writestr("hello.txt", "not a word file")
+    with pytest.raises(InvalidInputError, match=r"'x\.docx' is not a readable DOCX"):
+        parse_file("x.docx", out.getvalue())
+
+
+def test_parse_html_drops_scripts_and_styles_and_keeps_blocks_apart() -> None:
+    html = (
+        "<!doctype html><html><head><title>Steam &amp; Power</title><style>p {color: red}</style>"
+        "<script>if (a < b) { alert('x') }</script></head><body><h1>Steam</h1>"
+        "<p>James <b>Watt</b> improved the steam engine in 1776.</p><ul><li>one</li><li>two</li></ul>"
+        "<table><tr><td>Engine</td><td>Year</td></tr></table></body></html>"
+    )
+    parsed = parse_file("page.html", html.encode())
+    assert parsed.title == "Steam & Power"
+    assert parsed.text == f"Steam\n\n{WATT}\n\none\n\ntwo\n\nEngine Year"
+
+
+def test_parse_html_without_title_uses_first_h1() -> None:
+    assert parse_file("p.htm", b"<h1>The <i>Engine</i></h1><p>Text here.</p>").title == "The Engine"
+
+
+def test_parse_html_unclosed_tags_still_give_text() -> None:
+    text = parse_file("bad.html", b"<div><p>Unclosed <b>bold <i>italic</p>tail").text
+    assert text == "Unclosed bold italic\n\ntail"
+
+
+def test_parse_markdown_strips_markup_and_takes_h1_as_title() -> None:
+    md = "# The *Steam* Engine\n\nJames **Watt** improved [the steam engine](https://x) in 1776.\n\n- one\n"
+    parsed = parse_file("notes.md", md.encode())
+    assert parsed.format == "markdown"
+    assert parsed.title == "The Steam Engine"
+    assert parsed.text == f"The Steam Engine\n\n{WATT}\n\none"
+
+
+def test_parse_markdown_front_matter_title_is_used_and_not_indexed() -> None:
+    md = '---\ntitle: "Front Title"\ntags: [a]\n---\nBody text here.\n'
+    parsed = parse_file("n.markdown", md.encode())
+    assert (parsed.title, parsed.text) == ("Front Title", "Body text here.")
+
+
+def test_parse_text_utf8_with_bom_and_crlf() -> None:
+    parsed = parse_file("notes.txt", "\ufeffCafé line one.\r\nLine   two.\r\n".encode())
+    assert parsed == ParsedFile(
+        text="Café line one.\nLine two.", title="notes", source="notes.txt", format="text"
+    )
+
+
+def test_parse_text_utf16_and_cp1252_are_decoded() -> None:
+    assert parse_file("a.txt", "Café au lait".encode("utf-16")).text == "Café au lait"
+    assert parse_file("b.txt", "Café – au lait".encode("cp1252")).text == "Café – au lait"
+
+
+def test_parse_binary_data_is_refused_naming_the_file() -> None:
+    with pytest.raises(InvalidInputError, match=r"'photo\.png' is binary, not text"):
+        parse_file("photo.png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe")
+
+
+@pytest.mark.parametrize(
+    ("name", "data"), [("empty.txt", b""), ("blank.md", b"  \n\n"), ("e.html", b"<p> </p>")]
+)
+def test_parse_file_without_text_is_refused(name: str, data: bytes) -> None:
+    with pytest.raises(InvalidInputError, match=rf"'{name}' (is empty|has no text)"):
+        parse_file(name, data)
+
+
+def test_detect_format_content_wins_over_name_and_type() -> None:
+    pdf = make_pdf([WATT])
+    assert detect_format("upload.bin", pdf) == "pdf"
+    assert detect_format("letter.txt", make_docx([WATT])) == "docx"
+    assert detect_format("readme", b"# Hi", "text/markdown; charset=utf-8") == "markdown"
+    assert detect_format("page", b"<!DOCTYPE html><p>x") == "html"
+    assert detect_format("notes", b"plain") == "text"
+    assert detect_format("x.PDF", b"not really") == "pdf"
+    assert set(FORMATS) == {"pdf", "html", "markdown", "docx", "text"}
