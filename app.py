@@ -1,17 +1,20 @@
 """VerityRAG in the browser: ``streamlit run app.py`` (``make run`` starts it next to the API).
 
-Two tabs. "Ask a question": the bundled corpus, calibrated once per process; the answer
-with its grounding score, the support of each claim, the claims the verifier did not
-support (an LLM answer's; dropped, or kept under ``loose``: the bundled pipeline is
-extractive, so the section shows only for a pipeline given an LLM answer strategy), the evidence and the agent's
-trace, or the refusal with its reason. "Real-time streaming demo": a question refused,
-documents streamed in live, the same question answered, an out-of-domain question still
-refused.
-All the logic lives in ``verityrag``; this file only lays it out.
+Three tabs. "Ask": the answer first, the sentence it is quoted from with the exact answer
+marked, each source's passage; or the refusal in words with what was found instead; the
+figures (support per claim, thresholds, trace) in "Developer details". "Add documents":
+paste text or upload files (PDF, HTML, Markdown, DOCX, text), indexed at once, the index's
+count updated live. "Real-time streaming demo": a question refused, documents streamed in
+live, the same question answered, an out-of-domain question still refused.
+
+Under ``make run`` the app asks the API the launcher started (``streamlit run app.py --
+--api-url URL``), so both serve one index; alone, it builds the bundled pipeline in this
+process (:mod:`verityrag.ui.backend`). All the logic lives in ``verityrag``; this file lays it out.
 """
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import Any
 
@@ -20,13 +23,22 @@ import streamlit as st
 from verityrag.config import STRICTNESS_LEVELS
 from verityrag.errors import InvalidInputError, LLMError, VerityRAGError
 from verityrag.generation.completion import CompleteFn
+from verityrag.ingest.parsers import parse_file
 from verityrag.llm_providers import PROVIDERS, complete_fn_for
 from verityrag.pipeline import IN_MEMORY, VerityRAGPipeline
 from verityrag.serve.bundled import bundled_pipeline
 from verityrag.types import QueryResult
+from verityrag.ui.backend import AddedDocument, Backend, api_url_from_args, backend_for, document_id
 from verityrag.ui.llm_compare import LLMView, llm_side_by_side
 from verityrag.ui.streaming_story import StoryEvent, StoryOutcome, run_streaming_story
-from verityrag.ui.views import ResultView, learned_checks_line, result_view
+from verityrag.ui.views import (
+    ABOUT_TEXT,
+    ResultView,
+    learned_checks_line,
+    marked_markdown,
+    md_escape,
+    result_view,
+)
 
 SAMPLE_QUESTIONS = (
     "What BBC radio station will carry the game in the United Kingdom?",
@@ -35,19 +47,24 @@ SAMPLE_QUESTIONS = (
     "What is the atomic number of oxygen?",
     "Who did Tesla work for in New York in 1884?",
 )
-CUSTOM = "(type your own)"
+UPLOAD_TYPES = ("pdf", "html", "htm", "md", "markdown", "docx", "txt")
 NO_LLM = "(none)"
 PROVIDER_HELP = (
     "local: the offline Qwen2.5-Coder-0.5B-Instruct chat model; gemma: the offline gemma-3-270m base "
-    "model (first use of either loads it, ~1 min); gemini / anthropic / openai: keys and URLs from the "
-    "environment (see docs/llm.md)."
+    "model (first use of either loads it, ~1 min); gemini / anthropic / openai: the hosted models, "
+    "with the keys the server was given (docs/llm.md)."
 )
 
 
 @st.cache_resource(show_spinner="Loading the bundled corpus and calibrating (a few seconds, once)...")
 def ask_pipeline() -> VerityRAGPipeline:
-    # In memory: `make run --data-dir` persists the API's index; two processes must not share one store.
+    # Only without the API (streamlit run app.py alone); in memory: two processes never share a store.
     return bundled_pipeline(store_dir=IN_MEMORY)
+
+
+@st.cache_resource(show_spinner=False)
+def backend() -> Backend:
+    return backend_for(api_url_from_args(sys.argv[1:]), ask_pipeline)
 
 
 @st.cache_resource(show_spinner="Loading the LLM provider...")
@@ -81,71 +98,132 @@ def ask_llm(provider: str, result: QueryResult) -> LLMView:
     return llm_side_by_side(provider, complete_fn, result.question, result.evidence)
 
 
-def show_result(view: ResultView) -> None:
-    if view.abstained:
-        st.warning(f"**Abstained** - reason `{view.reason}`: {view.reason_text}")
-    elif view.short_answer:
-        st.success(f"**{view.short_answer}**\n\n{view.answer or ''}")
+def show_answer(view: ResultView) -> None:
+    """The answer first: the short answer, the sentence it is quoted from with it marked, the source."""
+    quote = marked_markdown(view.quote) if view.quote else md_escape(view.answer or "")
+    headline = f"### {md_escape(view.short_answer)}\n\n" if view.short_answer else ""
+    st.success(f"{headline}> {quote}")
+    titles = ", ".join(dict.fromkeys(s.title or s.doc_id for s in view.sources))
+    st.caption(
+        f"Quoted from {titles or 'the documents'}. Grounding {view.grounding:.2f} "
+        f"(how well the cited passage supports the answer, 0-1); confidence {view.confidence:.2f}; "
+        f"{view.latency_ms:.0f} ms."
+    )
+    if view.sources:
+        st.markdown("**Sources**")
+        for i, source in enumerate(view.sources, 1):
+            where = f" ({md_escape(source.source)})" if source.source else ""
+            st.markdown(
+                f"**[{i}] {md_escape(source.title or source.doc_id)}**{where}  \n"
+                f"> {marked_markdown(source.passage, '**{}**')}"
+            )
+
+
+def show_refusal(view: ResultView) -> None:
+    """Why in words, then what was found instead: the reader can judge the refusal."""
+    st.warning(f"**No answer.** The system refused because {md_escape(view.reason_text or 'of its checks')}.")
+    if view.found_instead:
+        st.markdown("**What was found instead** (not enough to answer)")
+        for found in view.found_instead:
+            st.markdown(f"**{md_escape(found.title or found.doc_id)}**  \n> {md_escape(found.text)}")
     else:
-        st.success(view.answer or "")
-    metrics = [("Confidence", f"{view.confidence:.2f}"), ("Latency", f"{view.latency_ms:.1f} ms")]
-    if not view.abstained:  # a refusal has no answer to ground
-        metrics.insert(0, ("Grounding", f"{view.grounding:.2f}"))
-    for col, (label, value) in zip(st.columns(len(metrics)), metrics, strict=True):
-        col.metric(label, value)
-    if view.claims:
-        st.markdown("**Support per claim** (0..1; the answer is as grounded as its weakest claim)")
-        st.table(view.claims)
-    if view.citations:
-        st.markdown("**Citations**")
-        st.table(view.citations)
-    if view.unsupported_claims:
-        with st.expander(view.unsupported_label, expanded=True):
-            for claim in view.unsupported_claims:
-                st.markdown(f"- {claim}")
-    with st.expander(view.evidence_label):
+        st.caption("Nothing related was found in the documents.")
+
+
+def show_developer_details(view: ResultView) -> None:
+    with st.expander("Developer details: scores, thresholds, evidence, trace"):
+        figures = [("Confidence", f"{view.confidence:.2f}"), ("Latency", f"{view.latency_ms:.1f} ms")]
+        if not view.abstained:  # a refusal has no answer to ground
+            figures.insert(0, ("Grounding", f"{view.grounding:.2f}"))
+        else:
+            figures.insert(0, ("Refusal reason", view.reason or "?"))
+        for col, (label, value) in zip(st.columns(len(figures)), figures, strict=True):
+            col.metric(label, value)
+        if view.claims:
+            st.markdown("**Support per claim** (0..1; the answer is as grounded as its weakest claim)")
+            st.table(view.claims)
+        if view.decisions:
+            st.markdown("**Checks** (score against threshold)")
+            st.table(view.decisions)
+        if view.citations:
+            st.markdown("**Citations**")
+            st.table(view.citations)
+        st.markdown(f"**{view.evidence_label}**")
         for ev in view.evidence:
-            st.markdown(f"**{ev['rank']}. {ev['title']}** `{ev['chunk_id']}` score {ev['score']}")
+            score = f" score {ev['score']}" if ev["score"] else ""
+            st.markdown(f"{ev['rank']}. **{md_escape(ev['title'])}** `{ev['chunk_id']}`{score}")
             st.caption(ev["text"])
-    with st.expander("Agent trace"):
+        st.markdown("**Agent trace**")
         st.table([{"stage": t["stage"], "ms": t["ms"]} for t in view.trace])
         st.json([{"stage": t["stage"], **t["details"]} for t in view.trace], expanded=False)
 
 
+def show_result(view: ResultView) -> None:
+    if view.abstained:
+        show_refusal(view)
+    else:
+        show_answer(view)
+    if view.unsupported_claims:
+        with st.expander(view.unsupported_label, expanded=True):
+            for claim in view.unsupported_claims:
+                st.markdown(f"- {claim}")
+    show_developer_details(view)
+
+
+def use_sample() -> None:
+    """Picking an example puts it in the question box, where it can be edited."""
+    if st.session_state.get("sample"):
+        st.session_state["question"] = st.session_state["sample"]
+
+
 def ask_tab() -> None:
-    pipeline = ask_pipeline()
-    stats = pipeline.stats()
+    source = backend()
+    try:
+        stats = source.stats()
+    except VerityRAGError as exc:
+        st.error(f"The documents are not reachable: {exc}")
+        return
     st.caption(
-        f"{stats['documents']} documents, {stats['chunks']} chunks (SQuAD 1.1 dev articles). "
-        "The system answers with a cited sentence from them, or refuses."
+        f"{stats['documents']:,} documents, {stats['chunks']:,} passages. The answer is a sentence "
+        "quoted from them, with its source, or a refusal that says why."
     )
-    st.caption(learned_checks_line(stats["learned_checks"]))
-    choice = st.selectbox("Sample question", (*SAMPLE_QUESTIONS, CUSTOM), key="sample")
-    typed = st.text_input("Your question", key="question", disabled=choice != CUSTOM)
-    question = typed if choice == CUSTOM else choice
-    cols = st.columns(2)
-    # The configured level (VERITYRAG_STRICTNESS, VERITYRAG_PROFILE) is the default, as k's is.
-    strictness = cols[0].selectbox(
-        "Strictness",
-        STRICTNESS_LEVELS,
-        index=STRICTNESS_LEVELS.index(pipeline.settings.strictness),
-        key="strictness",
+    st.session_state.setdefault("question", SAMPLE_QUESTIONS[0])
+    question = st.text_input("Your question", key="question", placeholder="Ask about your documents")
+    st.selectbox(
+        "Or pick an example",
+        SAMPLE_QUESTIONS,
+        index=None,
+        key="sample",
+        on_change=use_sample,
+        placeholder="Example questions about the bundled articles",
     )
-    k = cols[1].slider("Evidence chunks (k)", 1, 10, pipeline.settings.top_k, key="k")
-    provider = st.selectbox(
-        "Also ask an LLM on the same evidence", (NO_LLM, *PROVIDERS), key="llm", help=PROVIDER_HELP
-    )
+    settings = source.settings
+    with st.expander("Answer settings"):
+        cols = st.columns(2)
+        strictness = cols[0].selectbox(
+            "Strictness",
+            STRICTNESS_LEVELS,
+            index=STRICTNESS_LEVELS.index(settings.strictness),  # the configured level is the default
+            key="strictness",
+            help="How strictly the answer must be supported by its passage before it is shown.",
+        )
+        k = cols[1].slider("Passages to read (k)", 1, 10, settings.top_k, key="k")
+        provider = st.selectbox(
+            "Also ask an LLM on the same passages", (NO_LLM, *PROVIDERS), key="llm", help=PROVIDER_HELP
+        )
+    with st.expander("About: how answers are checked"):
+        st.markdown(ABOUT_TEXT)
+        st.markdown(learned_checks_line(stats.get("learned_checks") or {}))
     if st.button("Ask", type="primary", key="ask"):
         if not question.strip():
             st.error("Type a question first.")
             return
-        settings = pipeline.settings.replace(strictness=strictness)
         try:
-            result = pipeline.query(question, k=k, settings=settings)
+            result = source.query(question, k=k, strictness=strictness)
         except InvalidInputError as exc:  # e.g. a question over max_query_chars: said, not a traceback
             st.error(f"Cannot ask this: {exc.field} {exc.problem}.")
             return
-        except VerityRAGError as exc:  # e.g. an Elasticsearch backend that is down
+        except VerityRAGError as exc:  # e.g. an Elasticsearch backend, or the API, that is down
             st.error(f"The query failed: {type(exc).__name__}: {exc}")
             return
         view = result_view(result, max_evidence=k)
@@ -158,6 +236,76 @@ def ask_tab() -> None:
             show_result(view)
         with right, st.spinner(f"Asking {provider}..."):
             show_llm(ask_llm(provider, result))
+
+
+def add_text(source: Backend, title: str, text: str, metadata: dict[str, Any]) -> AddedDocument | None:
+    """Add one document; a refused one (empty, too long) is said on the page, not raised."""
+    try:
+        return source.add_document(document_id(title, text), title, text, metadata)
+    except InvalidInputError as exc:
+        st.error(f"Not added: {exc.field} {exc.problem}.")
+    except VerityRAGError as exc:
+        st.error(f"Not added: {type(exc).__name__}: {exc}")
+    return None
+
+
+def added_line(doc: AddedDocument) -> str:
+    what = "replaced" if doc.replaced else "added"
+    kind = f", {doc.format}" if doc.format else ""
+    return f"“{doc.title}” {what}: {doc.n_chunks} passages{kind}, searchable now (id `{doc.doc_id}`)"
+
+
+@st.fragment(run_every=2.0)
+def index_count() -> None:
+    """The index's size, polled: documents added anywhere (here, or through the API) show up."""
+    try:
+        stats = backend().stats()
+    except VerityRAGError as exc:
+        st.caption(f"The index is not reachable: {exc}")
+        return
+    st.metric("Documents in the index", f"{stats['documents']:,}", help="Updated every 2 seconds.")
+
+
+def add_tab() -> None:
+    source = backend()
+    st.markdown(
+        "Add your own documents: they are indexed the moment they arrive and can be asked about "
+        "in the Ask tab at once" + (", and through the API." if source.api_url else ".")
+    )
+    index_count()
+    added: list[str] = st.session_state.setdefault("added", [])
+    with st.form("paste", clear_on_submit=True):
+        title = st.text_input("Title", key="paste_title", placeholder="e.g. Meeting notes, 3 March")
+        text = st.text_area("Text", key="paste_text", height=180, placeholder="Paste the document's text")
+        if st.form_submit_button("Add text", type="primary", key="add_paste"):
+            if not text.strip():
+                st.error("Paste some text first.")
+            else:
+                doc = add_text(source, title.strip() or text.strip().split("\n")[0][:80], text, {})
+                if doc is not None:
+                    added.append(added_line(doc))
+    with st.form("upload", clear_on_submit=True):
+        files = st.file_uploader(
+            "Files (PDF, HTML, Markdown, Word .docx, plain text)",
+            type=list(UPLOAD_TYPES),
+            accept_multiple_files=True,
+            key="upload_files",
+        )
+        if st.form_submit_button("Add files", type="primary", key="add_files"):
+            for upload in files or []:
+                try:
+                    parsed = parse_file(upload.name, upload.getvalue(), upload.type)
+                except InvalidInputError as exc:  # names the file and why
+                    st.error(f"Not added: {exc.problem}")
+                    continue
+                metadata = {"source": parsed.source, "format": parsed.format}
+                doc = add_text(source, parsed.title or parsed.source, parsed.text, metadata)
+                if doc is not None:
+                    added.append(added_line(doc))
+    if added:
+        st.markdown("**Added in this session**")
+        for line in reversed(added):
+            st.success(line)
 
 
 def _story_line(event: StoryEvent) -> str:
@@ -202,10 +350,15 @@ def streaming_tab() -> None:
 def main() -> None:
     st.set_page_config(page_title="VerityRAG", layout="wide")
     st.title("VerityRAG")
-    st.caption("Answers questions over documents that keep arriving, and refuses rather than hallucinates.")
-    ask, stream = st.tabs(["Ask a question", "Real-time streaming demo"])
+    st.caption(
+        "Answers questions from your documents with the sentence it is quoted from, "
+        "and says so when they do not answer."
+    )
+    ask, add, stream = st.tabs(["Ask", "Add documents", "Real-time streaming demo"])
     with ask:
         ask_tab()
+    with add:
+        add_tab()
     with stream:
         streaming_tab()
 

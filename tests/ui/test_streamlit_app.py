@@ -1,8 +1,10 @@
-"""The Streamlit app, driven by Streamlit's AppTest: both tabs, a real pipeline on the bundled corpus."""
+"""The Streamlit app, driven by Streamlit's AppTest: its tabs, a real pipeline on the bundled corpus
+(in this process: no API address is given)."""
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,11 +14,23 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from verityrag.pipeline import VerityRAGPipeline
-from verityrag.types import Chunk, ClaimSupport, GroundingReport, Hit, QueryResult, TraceStep
+from verityrag.types import (
+    AbstainReason,
+    Chunk,
+    Citation,
+    CitedSentence,
+    ClaimSupport,
+    GroundingReport,
+    Hit,
+    QueryResult,
+    ShortAnswer,
+    TraceStep,
+)
 from verityrag.ui.views import (
     CHECKS_OFF_TEXT,
     UNSUPPORTED_DROPPED,
     UNSUPPORTED_KEPT,
+    Marked,
     learned_checks_line,
     result_view,
 )
@@ -33,11 +47,41 @@ def app() -> AppTest:
     return at
 
 
-def test_app_has_both_tabs(app: AppTest) -> None:
+def _page_text(at: AppTest) -> str:
+    parts = [
+        e.value
+        for kind in ("title", "caption", "markdown", "success", "warning", "error")
+        for e in at.get(kind)
+    ]
+    parts += [
+        w.label for kind in ("text_input", "selectbox", "slider", "expander", "tab") for w in at.get(kind)
+    ]
+    parts += [str(getattr(w, "help", "") or "") for kind in ("selectbox", "slider") for w in at.get(kind)]
+    return "\n".join(str(p) for p in parts)
+
+
+def test_app_has_its_tabs_and_says_how_answers_are_checked(app: AppTest) -> None:
     assert app.title[0].value == "VerityRAG"
-    assert [t.label for t in app.tabs] == ["Ask a question", "Real-time streaming demo"]
+    assert [t.label for t in app.tabs] == ["Ask", "Add documents", "Real-time streaming demo"]
     assert "documents" in app.caption[1].value
-    assert app.caption[2].value == CHECKS_OFF_TEXT  # no VERITYRAG_*_CHECK set
+    [about] = [e for e in app.expander if e.label.startswith("About")]
+    assert CHECKS_OFF_TEXT in [m.value for m in about.markdown]  # no learned check switched on
+    text = _page_text(app)
+    assert "VERITYRAG_" not in text  # no environment variable names on the page
+    assert "make " not in text  # nor make targets
+
+
+def test_typed_question_is_asked_without_picking_anything(app: AppTest) -> None:
+    assert not app.text_input(key="question").disabled
+    app.text_input(key="question").input("What is the largest bone in the human body?").run()
+    app.button(key="ask").click().run()
+    assert not app.exception, app.exception
+    assert "No answer." in app.warning[0].value
+
+
+def test_picking_an_example_puts_it_in_the_question_box(app: AppTest) -> None:
+    app.selectbox(key="sample").select("What is the atomic number of oxygen?").run()
+    assert app.text_input(key="question").value == "What is the atomic number of oxygen?"
 
 
 def test_checks_line_names_each_check_and_where_its_threshold_came_from() -> None:
@@ -61,39 +105,53 @@ def test_checks_line_names_each_check_and_where_its_threshold_came_from() -> Non
     )
 
 
-def test_ask_answers_with_citation_and_claim_support(app: AppTest) -> None:
+def _developer_details(app: AppTest) -> Any:
+    [details] = [e for e in app.expander if e.label.startswith("Developer details")]
+    return details
+
+
+def test_ask_answers_first_with_the_quoted_sentence_and_its_source(app: AppTest) -> None:
     app.selectbox(key="sample").select("Which company did Tesla work for in 1881?").run()
     app.button(key="ask").click().run()
     assert not app.exception, app.exception
-    assert "Budapest" in app.success[0].value
-    assert [m.label for m in app.metric] == ["Grounding", "Confidence", "Latency"]
-    claims = app.table[0].value
+    answer = app.success[0].value
+    assert "Budapest" in answer
+    assert answer.startswith("### ")  # the short answer first,
+    assert "\n\n> " in answer
+    assert ":orange-background[" in answer
+    sources = [m.value for m in app.markdown if m.value.startswith("**[1] ")]
+    assert sources
+    assert "Nikola Tesla" in sources[0]
+    details = _developer_details(app)
+    assert [m.label for m in details.metric] == ["Grounding", "Confidence", "Latency"]
+    claims = details.table[0].value
     assert "support" in claims.columns
     assert len(claims) >= 1
     assert claims["support"].between(0, 1).all()
-    citations = app.table[1].value
+    citations = details.table[-2].value
     assert citations["doc_id"].str.startswith("squad-nikola-tesla").any()
     # An extractive answer is verbatim evidence: no unsupported-claims section.
     assert not [e.label for e in app.expander if e.label.startswith("Claims the verifier")]
 
 
-def test_ask_refuses_out_of_domain_with_reason(app: AppTest) -> None:
+def test_ask_refuses_out_of_domain_in_words_and_shows_what_was_found(app: AppTest) -> None:
     app.selectbox(key="sample").select("What is the largest bone in the human body?").run()
     app.button(key="ask").click().run()
     assert not app.success
-    assert "Abstained" in app.warning[0].value
-    assert "reason" in app.warning[0].value
+    assert app.warning[0].value.startswith("**No answer.** The system refused because ")
+    assert "What was found instead" in "\n".join(m.value for m in app.markdown)
+    labels = [m.label for m in _developer_details(app).metric]
+    assert "Grounding" not in labels  # a refusal has no answer to ground: no "Grounding 0.00"
+    assert "Refusal reason" in labels
 
 
-def test_custom_question_must_not_be_empty(app: AppTest) -> None:
-    app.selectbox(key="sample").select("(type your own)").run()
+def test_question_must_not_be_empty(app: AppTest) -> None:
     app.text_input(key="question").input("   ").run()
     app.button(key="ask").click().run()
     assert "Type a question first." in app.error[0].value
 
 
 def test_question_over_the_length_limit_is_an_error_not_a_traceback(app: AppTest) -> None:
-    app.selectbox(key="sample").select("(type your own)").run()
     app.text_input(key="question").input("Who did Tesla work for? " * 100).run()
     app.button(key="ask").click().run()
     assert not app.exception, app.exception
@@ -104,15 +162,15 @@ def test_evidence_lists_every_chunk_asked_for(app: AppTest) -> None:
     app.selectbox(key="sample").select("Which company did Tesla work for in 1881?").run()
     app.slider(key="k").set_value(8).run()
     app.button(key="ask").click().run()
-    [evidence] = [e for e in app.expander if e.label.startswith("Evidence")]
-    assert evidence.label == "Evidence (8 chunks)"
-    assert len(evidence.markdown) == 8
+    details = _developer_details(app)
+    assert "**Evidence (8 chunks)**" in [m.value for m in details.markdown]
+    assert len([m for m in details.markdown if re.match(r"\d+\. \*\*", m.value)]) == 8
 
 
 def test_claims_table_numbers_the_answer_sentence_from_one(app: AppTest) -> None:
     app.selectbox(key="sample").select("Which company did Tesla work for in 1881?").run()
     app.button(key="ask").click().run()
-    claims = app.table[0].value
+    claims = _developer_details(app).table[0].value
     assert claims["sentence"].tolist() == [1] * len(claims)  # one extractive sentence, not "0.0000"
 
 
@@ -208,6 +266,73 @@ def test_view_labels_unsupported_claims_dropped_or_kept(trace: tuple[TraceStep, 
 
 def test_view_has_no_unsupported_claims_for_an_extractive_answer() -> None:
     assert result_view(_llm_result(claims=())).unsupported_claims == []
+
+
+PASSAGE = "Tesla moved in 1881. He worked at the Budapest Telephone Exchange. He left in 1882."
+SENTENCE = "He worked at the Budapest Telephone Exchange."
+
+
+def _extractive_result() -> QueryResult:
+    chunk = Chunk("d#0", "d", "Nikola Tesla", PASSAGE, 0, 0, len(PASSAGE))
+    start = PASSAGE.index(SENTENCE)
+    cit = Citation("d#0", "d", "Nikola Tesla", start, start + len(SENTENCE), source="tesla.pdf")
+    at = PASSAGE.index("Budapest Telephone Exchange")
+    short = ShortAnswer("Budapest Telephone Exchange", "d#0", at, at + 27, 0.9)
+    return dataclasses.replace(
+        _llm_result(claims=()),
+        answer=SENTENCE,
+        sentences=(CitedSentence(SENTENCE, (cit,)),),
+        evidence=(Hit(chunk, 0.5),),
+        short_answer=short,
+    )
+
+
+def test_view_marks_the_short_answer_inside_the_quoted_sentence() -> None:
+    view = result_view(_extractive_result())
+    assert view.quote == Marked("He worked at the ", "Budapest Telephone Exchange", ".")
+
+
+def test_view_quotes_each_cited_passage_with_its_title_and_the_sentence_marked() -> None:
+    [source] = result_view(_extractive_result()).sources
+    assert (source.title, source.doc_id, source.source) == ("Nikola Tesla", "d", "tesla.pdf")
+    assert source.passage == Marked("Tesla moved in 1881. ", SENTENCE, " He left in 1882.")
+
+
+def test_view_of_a_refusal_shows_what_was_found_one_passage_per_document() -> None:
+    refused = dataclasses.replace(
+        _llm_result(claims=()),
+        answer=None,
+        abstained=True,
+        abstain_reason=AbstainReason.SUFFICIENCY,
+        explanation="the documents found do not cover the question well enough to answer it",
+        evidence=(_hit(0), _hit(1), Hit(Chunk("e#0", "e", "E", "x " * 400, 0, 0, 800), 0.1)),
+    )
+    view = result_view(refused)
+    assert view.reason_text == "the documents found do not cover the question well enough to answer it"
+    assert [f.doc_id for f in view.found_instead] == ["d", "e"]
+    assert len(view.found_instead[1].text) < 420
+    assert view.found_instead[1].text.endswith("…")
+
+
+def test_added_document_is_answerable_at_once(app: AppTest) -> None:
+    app.text_input(key="paste_title").input("Harbour notes")
+    app.text_area(key="paste_text").input(ADDED_TEXT)
+    app.button(key="add_paste").click().run()
+    assert not app.exception, app.exception
+    assert any("“Harbour notes” added" in s.value for s in app.success)
+    app.text_input(key="question").input(ADDED_QUESTION).run()
+    app.button(key="ask").click().run()
+    answer = app.success[0].value
+    assert "Ilse Varga" in answer, answer
+    assert any("Harbour notes" in m.value for m in app.markdown if m.value.startswith("**[1] "))
+
+
+ADDED_TEXT = (
+    "The Kellmark lighthouse stands on the northern pier of the harbour. "
+    "It was designed by the engineer Ilse Varga and first lit in 1911. "
+    "Its lamp can be seen from 40 kilometres away on a clear night."
+)
+ADDED_QUESTION = "Who designed the Kellmark lighthouse?"
 
 
 @pytest.mark.parametrize(

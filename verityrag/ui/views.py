@@ -1,12 +1,15 @@
-"""A ``QueryResult`` flattened into what a person reads: answer or refusal, support per claim, trace."""
+"""A ``QueryResult`` flattened into what a person reads: the answer and the sentence it is quoted
+from, each source's passage, or the refusal in words with what was found instead; the figures
+(support per claim, thresholds, trace) for whoever wants them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from typing import Any
 
 from verityrag.errors import InvalidInputError
-from verityrag.types import ClaimSupport, QueryResult
+from verityrag.types import ClaimSupport, Hit, QueryResult
 from verityrag.verify.strictness import strictness_policy
 
 UNSUPPORTED_DROPPED = "Claims the verifier did not support (dropped from the answer)"
@@ -22,6 +25,47 @@ REASON_TEXT = {
     "reader": "the drafted answer does not say what the extractive reader finds in the evidence for this question",
     "verifier_error": "the verifier failed, so the system refused rather than answer unchecked",
 }
+
+
+@dataclass(frozen=True, slots=True)
+class Marked:
+    """A text with one part to mark: ``before + marked + after``; ``marked`` is empty when
+    nothing is (the short answer was not found in the sentence, say)."""
+
+    before: str
+    marked: str = ""
+    after: str = ""
+
+    @property
+    def text(self) -> str:
+        return self.before + self.marked + self.after
+
+
+def mark(text: str, start: int, end: int) -> Marked:
+    """``text`` with ``text[start:end]`` marked; the whole text unmarked when the span is not in it."""
+    if not 0 <= start < end <= len(text):
+        return Marked(text)
+    return Marked(text[:start], text[start:end], text[end:])
+
+
+@dataclass(frozen=True, slots=True)
+class SourceView:
+    """A cited passage: its document's title and id, the passage with the cited sentence marked."""
+
+    title: str
+    doc_id: str
+    chunk_id: str
+    passage: Marked
+    source: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FoundView:
+    """A passage retrieved for a question that was refused: shown as what was found instead."""
+
+    title: str
+    doc_id: str
+    text: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +86,10 @@ class ResultView:
     unsupported_claims: list[str]
     unsupported_kept: bool  # True when a loose level kept them in the answer
     evidence_total: int = 0  # how many chunks the query retrieved
+    quote: Marked | None = None  # the answer, its short answer marked in it
+    sources: list[SourceView] = field(default_factory=list)  # one per cited passage
+    found_instead: list[FoundView] = field(default_factory=list)  # a refusal's best passages
+    decisions: list[dict[str, Any]] = field(default_factory=list)  # each gate: score vs threshold
 
     @property
     def evidence_label(self) -> str:
@@ -79,9 +127,79 @@ def unsupported_kept(result: QueryResult) -> bool:
     return False
 
 
+MAX_FOUND = 3  # passages shown with a refusal
+MAX_FOUND_CHARS = 400
+
+
+def quote_of(result: QueryResult) -> Marked | None:
+    """The answer with its short answer marked: at the offsets the reader gave (relative to the
+    cited sentence of the same chunk), else where the text first occurs, else unmarked."""
+    if result.answer is None:
+        return None
+    answer, short = result.answer, result.short_answer
+    if short is None:
+        return Marked(answer)
+    for cit in result.citations:
+        if cit.chunk_id == short.chunk_id and cit.start <= short.start and short.end <= cit.end:
+            at = short.start - cit.start
+            if answer[at : at + len(short.text)] == short.text:
+                return mark(answer, at, at + len(short.text))
+    at = answer.find(short.text)
+    return mark(answer, at, at + len(short.text)) if at >= 0 else Marked(answer)
+
+
+def sources_of(result: QueryResult) -> list[SourceView]:
+    """One view per cited passage (the chunk's text from the evidence; the cited span marked)."""
+    chunks = {h.chunk_id: h.chunk for h in result.evidence}
+    out = []
+    for cit in result.citations:
+        chunk = chunks.get(cit.chunk_id)
+        passage = mark(chunk.text, cit.start, cit.end) if chunk is not None else Marked(result.answer or "")
+        out.append(SourceView(cit.title, cit.doc_id, cit.chunk_id, passage, cit.source))
+    return out
+
+
+def found_of(evidence: tuple[Hit, ...] | list[Hit]) -> list[FoundView]:
+    """The best few retrieved passages, one per document, cut at a sentence near MAX_FOUND_CHARS."""
+    out: list[FoundView] = []
+    seen = set()
+    for hit in evidence:
+        if hit.chunk.doc_id in seen:
+            continue
+        seen.add(hit.chunk.doc_id)
+        out.append(FoundView(hit.chunk.title, hit.chunk.doc_id, _shorten(hit.chunk.text)))
+        if len(out) == MAX_FOUND:
+            break
+    return out
+
+
+def _shorten(text: str, limit: int = MAX_FOUND_CHARS) -> str:
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    end = max(cut.rfind(". "), cut.rfind("? "), cut.rfind("! "))
+    return (cut[: end + 1] if end > limit // 2 else cut.rstrip()) + " …"
+
+
+def decisions_of(result: QueryResult) -> list[dict[str, Any]]:
+    """Each step of the trace that compared a score with a threshold: what, the score, the threshold."""
+    rows = []
+    for step in result.trace:
+        score = step.details.get("score", step.details.get("probability"))
+        if "threshold" in step.details and isinstance(score, float | int):
+            rows.append(
+                {"step": step.stage, "score": round(float(score), 3), "threshold": step.details["threshold"]}
+            )
+    return rows
+
+
 def result_view(result: QueryResult, max_evidence: int = 5) -> ResultView:
     reason = result.abstain_reason.value if result.abstain_reason is not None else None
     return ResultView(
+        quote=quote_of(result),
+        sources=sources_of(result),
+        found_instead=found_of(result.evidence) if result.abstained else [],
+        decisions=decisions_of(result),
         question=result.question,
         abstained=result.abstained,
         answer=result.answer,
@@ -130,8 +248,18 @@ THRESHOLD_FROM_TEXT = {
     "attached": "set in code",
 }
 CHECKS_OFF_TEXT = (
-    "Learned checks: none. VERITYRAG_ANSWERABILITY_CHECK=1, VERITYRAG_GUARD_CHECK=1 and "
-    "VERITYRAG_READER_CHECK=1 turn them on (`make models` builds their models)."
+    "Learned checks: none are switched on. The three optional models (answerability: does any "
+    "passage answer this question; guard: is the drafted answer supported; reader: does the answer "
+    "say what the reader finds) can be switched on in the settings; the README says how."
+)
+# How every answer is checked, whatever the settings: the About section of the app.
+ABOUT_TEXT = (
+    "Every question goes through the same steps. The best passages are retrieved (keywords and "
+    "meaning together) and reranked. A gate, calibrated on questions with known answers, decides "
+    "whether they are enough to answer; if not, the question is refused. A reader then looks for "
+    "the exact words that answer the question; the answer is the sentence that holds them, quoted "
+    "from the document. A grounding check compares the answer with the passage it cites and "
+    "refuses what the passage does not support."
 )
 
 
@@ -148,3 +276,17 @@ def learned_checks_line(checks: dict[str, dict[str, Any]]) -> str:
             effect += f"; fitted with the sufficiency gate at {info['sufficiency_threshold']:.3g}"
         parts.append(f"{stage} (threshold {info['threshold']:.3g}, {source}{effect})")
     return "Learned checks: " + ", ".join(parts) + "."
+
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
+
+
+def md_escape(text: str) -> str:
+    """``text`` shown as it is in Streamlit markdown: every character markdown would act on escaped."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", text).replace("\n", "  \n")
+
+
+def marked_markdown(marked: Marked, style: str = "**:orange-background[{}]**") -> str:
+    """``marked`` as markdown, its marked part in ``style`` (a format string with one ``{}``)."""
+    inner = style.format(md_escape(marked.marked)) if marked.marked else ""
+    return md_escape(marked.before) + inner + md_escape(marked.after)

@@ -1,0 +1,266 @@
+"""Where the app's answers come from: the API that ``make run`` started, or a pipeline in this process.
+
+Under ``make run`` the launcher gives the app the API's address (``streamlit run app.py --
+--api-url URL``); the app then asks and adds documents through the API, so the app and the
+API serve one index (docs/decisions/0054-one-index.md). Without it (``streamlit run app.py``
+alone, the tests) the app builds the bundled pipeline in its own process. Both backends return the pipeline's
+own ``QueryResult``, so the views do not know which one answered.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+from urllib.parse import quote
+
+import httpx
+
+from verityrag.config import Settings
+from verityrag.errors import BackendUnavailableError, InvalidInputError
+from verityrag.pipeline import VerityRAGPipeline
+from verityrag.text.chunking import chunk_spans
+from verityrag.types import (
+    AbstainReason,
+    Chunk,
+    Citation,
+    CitedSentence,
+    ClaimSupport,
+    GroundingReport,
+    Hit,
+    QueryResult,
+    ShortAnswer,
+    TraceStep,
+)
+
+API_URL_FLAG = "--api-url"
+API_KEY_ENV = "VERITYRAG_API_KEY"  # the launcher's environment: the key the API asks for, if any
+API_KEY_HEADER = "X-API-Key"
+
+
+@dataclass(frozen=True, slots=True)
+class AddedDocument:
+    """A document the app added: what it was stored as, and how many chunks it became."""
+
+    doc_id: str
+    title: str
+    n_chunks: int
+    replaced: bool
+    source: str | None = None
+    format: str | None = None
+
+
+class Backend(Protocol):
+    """What the app needs from whatever holds the index."""
+
+    @property
+    def api_url(self) -> str | None: ...
+
+    @property
+    def settings(self) -> Settings: ...
+
+    def stats(self) -> dict[str, Any]: ...
+
+    def query(self, question: str, k: int, strictness: str) -> QueryResult: ...
+
+    def add_document(
+        self, doc_id: str, title: str, text: str, metadata: dict[str, Any] | None = None
+    ) -> AddedDocument: ...
+
+
+def document_id(title: str, text: str) -> str:
+    """A stable id for a document added in the app: its title as a slug and a hash of its text, so
+    adding the same text again replaces it rather than storing it twice."""
+    slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:60] or "document"
+    return f"added/{slug}-{hashlib.sha256(text.encode('utf-8')).hexdigest()[:10]}"
+
+
+class LocalBackend:
+    """A pipeline in this process (``streamlit run app.py`` on its own)."""
+
+    def __init__(self, pipeline: VerityRAGPipeline) -> None:
+        self.pipeline = pipeline
+
+    @property
+    def api_url(self) -> str | None:
+        return None
+
+    @property
+    def settings(self) -> Settings:
+        return self.pipeline.settings
+
+    def stats(self) -> dict[str, Any]:
+        return self.pipeline.stats()
+
+    def query(self, question: str, k: int, strictness: str) -> QueryResult:
+        return self.pipeline.query(
+            question, k=k, settings=self.pipeline.settings.replace(strictness=strictness)
+        )
+
+    def add_document(
+        self, doc_id: str, title: str, text: str, metadata: dict[str, Any] | None = None
+    ) -> AddedDocument:
+        result = self.pipeline.ingest_document(doc_id, title, text, metadata)
+        meta = metadata or {}
+        return AddedDocument(
+            doc_id, title, result.n_chunks, result.replaced, meta.get("source"), meta.get("format")
+        )
+
+
+class ApiBackend:
+    """The API at ``url`` (``make run``): every question and every document goes through it.
+
+    ``POST /query`` returns the answer, its citations and trace but not the passages' text; the
+    passages the views quote are rebuilt from ``GET /documents/{id}`` with the same chunking
+    the API's writer used (the launcher gives both processes the same settings).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        api_key: str | None = None,
+        timeout_s: float = 120.0,
+        client: httpx.Client | None = None,
+    ) -> None:
+        headers = {API_KEY_HEADER: api_key} if api_key else {}
+        self.url = url.rstrip("/")
+        # ``client``: one already pointed at the API (a test's in-process TestClient).
+        self.client = client or httpx.Client(
+            base_url=self.url, headers=headers, timeout=timeout_s, trust_env=False
+        )
+        self._settings = Settings.from_env()
+
+    @property
+    def api_url(self) -> str | None:
+        return self.url
+
+    @property
+    def settings(self) -> Settings:
+        return self._settings
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        try:
+            reply = self.client.request(method, path, **kwargs)
+        except httpx.TransportError as exc:
+            raise BackendUnavailableError(f"the API at {self.url} did not answer ({exc})") from exc
+        if reply.status_code in (400, 404, 413, 422):
+            error = _error_of(reply)
+            raise InvalidInputError(error.get("field") or "request", error.get("message") or reply.text)
+        if reply.status_code >= 400:
+            error = _error_of(reply)
+            raise BackendUnavailableError(
+                f"the API answered {reply.status_code}: {error.get('message') or reply.text[:200]}"
+            )
+        return reply.json()
+
+    def stats(self) -> dict[str, Any]:
+        stats: dict[str, Any] = self._call("GET", "/stats")
+        return stats
+
+    def query(self, question: str, k: int, strictness: str) -> QueryResult:
+        body = self._call("POST", "/query", json={"question": question, "k": k, "strictness": strictness})
+        return self._result(body)
+
+    def add_document(
+        self, doc_id: str, title: str, text: str, metadata: dict[str, Any] | None = None
+    ) -> AddedDocument:
+        doc = {"doc_id": doc_id, "title": title, "text": text, "metadata": metadata or {}}
+        [out] = self._call("POST", "/documents", json=doc)["documents"]
+        meta = metadata or {}
+        return AddedDocument(
+            doc_id, title, out["n_chunks"], out["replaced"], meta.get("source"), meta.get("format")
+        )
+
+    def chunks(self, doc_id: str) -> dict[str, Chunk]:
+        """The chunks of a stored document by id, as the API's writer cut them ({} when it is gone)."""
+        try:
+            doc = self._call("GET", f"/documents/{quote(doc_id, safe='/:')}")
+        except InvalidInputError:  # 404: deleted since the answer
+            return {}
+        text, title = doc["text"], doc["title"]
+        spans = chunk_spans(
+            doc_id,
+            text,
+            max_words=self._settings.chunk_max_words,
+            overlap_sentences=self._settings.chunk_overlap_sentences,
+        )
+        return {
+            s.chunk_id: Chunk(s.chunk_id, doc_id, title, text[s.start : s.end], s.position, s.start, s.end)
+            for s in spans
+        }
+
+    def _result(self, body: dict[str, Any]) -> QueryResult:
+        citations = tuple(
+            Citation(c["chunk_id"], c["doc_id"], c["title"], c["start"], c["end"], c.get("source"))
+            for c in body["citations"]
+        )
+        short = body.get("short_answer")
+        trace = tuple(TraceStep(t["stage"], t["duration_ms"], t["details"]) for t in body["trace"])
+        return QueryResult(
+            question=body["question"],
+            answer=body["answer"],
+            abstained=body["abstained"],
+            abstain_reason=AbstainReason(body["abstain_reason"]) if body["abstain_reason"] else None,
+            grounding=GroundingReport(
+                body["grounding"]["overall_score"],
+                tuple(ClaimSupport(c["claim"], c["support"]) for c in body["grounding"]["claims"]),
+            ),
+            confidence=body["confidence"],
+            sentences=(CitedSentence(body["answer"], citations),) if body["answer"] else (),
+            evidence=self._evidence(citations, trace),
+            trace=trace,
+            unsupported_claims=tuple(body.get("unsupported_claims", ())),
+            short_answer=ShortAnswer(
+                short["text"], short["chunk_id"], short["start"], short["end"], short["probability"]
+            )
+            if short
+            else None,
+            explanation=body.get("explanation"),
+        )
+
+    def _evidence(self, citations: tuple[Citation, ...], trace: tuple[TraceStep, ...]) -> tuple[Hit, ...]:
+        """The passages the answer names: the cited chunks, then the last attempt's top chunks
+        (the API reports their ids, not their scores: a score here is 0)."""
+        wanted = [c.chunk_id for c in citations]
+        attempts = [t for t in trace if t.stage.startswith("attempt_")]
+        if attempts:
+            wanted += [c for c in attempts[-1].details.get("top_chunks", []) if c not in wanted]
+        by_doc: dict[str, dict[str, Chunk]] = {}
+        hits = []
+        for chunk_id in dict.fromkeys(wanted):
+            doc_id = chunk_id.rpartition("#")[0]
+            if doc_id not in by_doc:
+                by_doc[doc_id] = self.chunks(doc_id)
+            chunk = by_doc[doc_id].get(chunk_id)
+            if chunk is not None:
+                hits.append(Hit(chunk, 0.0))
+        return tuple(hits)
+
+
+def _error_of(reply: httpx.Response) -> dict[str, Any]:
+    try:
+        error = reply.json().get("error")
+    except ValueError:
+        return {}
+    return error if isinstance(error, dict) else {}
+
+
+def api_url_from_args(argv: Sequence[str]) -> str | None:
+    """The ``--api-url`` among the script's arguments (Streamlit passes those after ``--``), or None."""
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    parser.add_argument(API_URL_FLAG, default=None)
+    known, _ = parser.parse_known_args(list(argv))
+    url: str | None = known.api_url
+    return url.strip() or None if url else None
+
+
+def backend_for(api_url: str | None, build_local: Callable[[], VerityRAGPipeline]) -> Backend:
+    """The API at ``api_url`` when given (with the key in ``VERITYRAG_API_KEY``, if any), else
+    ``LocalBackend(build_local())``."""
+    if api_url:
+        return ApiBackend(api_url, os.environ.get(API_KEY_ENV) or None)
+    return LocalBackend(build_local())
