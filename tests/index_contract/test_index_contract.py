@@ -297,3 +297,33 @@ def test_empty_queries_and_non_positive_k_return_nothing(make_index: Callable[..
     assert index.search_lexical("the and of", 5) == []  # stopwords only: no terms
     assert index.search_lexical("unheardofword", 5) == []
     assert index.search_dense(vec[0], 0) == []
+
+
+# ------------------------------------------------------------------ filters
+
+
+def test_searches_limited_to_documents_return_only_their_chunks_ranked_as_unfiltered(
+    make_index: Callable[..., Any],
+) -> None:
+    """A metadata filter reaches the index as the ids of the documents it passes (``doc_ids``):
+    Elasticsearch applies it as a ``terms`` filter on ``doc_id``, the embedded index as a slot mask."""
+    dim = 16
+    index = make_index(dim=dim)
+    rng = np.random.default_rng(11)
+    vectors = _unit(rng, 30, dim)
+    texts = [f"steam engine report {i} " + "watt " * (i % 4) for i in range(30)]
+    index.apply([(f"f{i}", [_chunk(f"f{i}", texts[i])], vectors[i : i + 1]) for i in range(30)])
+    allowed = {f"f{i}" for i in range(1, 30, 4)}
+    full = {s.chunk.doc_id: s.score for s in index.search_lexical("watt engine", 30)}
+    got = index.search_lexical("watt engine", 3, doc_ids=allowed)
+    expected = sorted(allowed & set(full), key=lambda d: (-full[d], int(d[1:])))[:3]
+    assert [s.chunk.doc_id for s in got] == expected
+    assert [s.score for s in got] == pytest.approx([full[d] for d in expected], rel=1e-5)
+    query = vectors[2]
+    sims = vectors @ query
+    nearest = sorted((i for i in range(30) if f"f{i}" in allowed), key=lambda i: (-sims[i], i))[:4]
+    dense = index.search_dense(query, 4, doc_ids=allowed)
+    assert [s.chunk.doc_id for s in dense] == [f"f{i}" for i in nearest]
+    np.testing.assert_allclose([s.score for s in dense], sims[nearest], atol=1e-5)
+    assert index.search_lexical("watt", 5, doc_ids=set()) == []
+    assert index.search_dense(query, 5, doc_ids=["absent"]) == []

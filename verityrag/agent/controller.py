@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -239,13 +239,23 @@ class AgentController:
         self.reader = reader
         self.reader_threshold = reader_threshold
 
-    def attempt(self, q: QueryTerms, query: str, strategy: str, snap: SnapshotView) -> Attempt:
+    def attempt(
+        self,
+        q: QueryTerms,
+        query: str,
+        strategy: str,
+        snap: SnapshotView,
+        doc_ids: Collection[str] | None = None,
+    ) -> Attempt:
         """One retrieval (``query``, a rewrite of ``q`` or ``q`` itself): hits, sentences, gate features
-        and the gate's probability (0 without a gate)."""
+        and the gate's probability (0 without a gate). ``doc_ids``: search only those documents."""
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
         # At least top_k: with k over the candidate count the evidence was cut to the candidates.
-        hits = self.retriever.search(query, max(self.candidates, self.top_k), snap)
+        if doc_ids is None:  # a retriever of the user's may predate filters: called as before
+            hits = self.retriever.search(query, max(self.candidates, self.top_k), snap)
+        else:
+            hits = self.retriever.search(query, max(self.candidates, self.top_k), snap, doc_ids=doc_ids)
         t1 = time.perf_counter()
         timings["retrieve"] = (t1 - t0) * 1000
         if self.reranker is not None and self.reranker.is_fitted and hits:
@@ -282,12 +292,19 @@ class AgentController:
         """The question's terms with their IDF in ``snap`` (what the features and rewrites read)."""
         return QueryTerms.from_index(text, self.index, snap)
 
-    def search(self, q: QueryTerms, snap: SnapshotView, threshold: float, trace: list[TraceStep]) -> Attempt:
+    def search(
+        self,
+        q: QueryTerms,
+        snap: SnapshotView,
+        threshold: float,
+        trace: list[TraceStep],
+        doc_ids: Collection[str] | None = None,
+    ) -> Attempt:
         """The bounded loop. Returns the attempt the gate trusts most; every attempt goes in ``trace``."""
         attempts: list[Attempt] = []
         query, strategy = q.text, "original"
         for round_no in range(1 + self.max_reformulations):
-            attempt = self.attempt(q, query, strategy, snap)
+            attempt = self.attempt(q, query, strategy, snap, doc_ids)
             attempts.append(attempt)
             trace.append(
                 TraceStep(f"attempt_{round_no}", sum(attempt.timings_ms.values()), attempt.trace_details())
@@ -305,15 +322,21 @@ class AgentController:
             query, strategy = rewritten, self.reformulators[round_no].name
         return max(attempts, key=lambda a: a.probability)
 
-    def run(self, question: str, on_stage: Callable[[TraceStep], None] | None = None) -> QueryResult:
-        """Answer or abstain. ``on_stage`` sees each trace step the moment it is recorded."""
+    def run(
+        self,
+        question: str,
+        on_stage: Callable[[TraceStep], None] | None = None,
+        doc_ids: Collection[str] | None = None,
+    ) -> QueryResult:
+        """Answer or abstain. ``on_stage`` sees each trace step the moment it is recorded; ``doc_ids``
+        limits the evidence to those documents (a metadata filter's; empty: nothing is found)."""
         snap = self.index.snapshot()
         trace: list[TraceStep] = [] if on_stage is None else _ObservedTrace(on_stage)
         q = self.query_terms(question, snap)
         if self.gate is None:
             raise NotFittedError("AgentController.run needs a fitted sufficiency gate")
         threshold = self.gate.threshold_ if self.sufficiency_threshold is None else self.sufficiency_threshold
-        best = self.search(q, snap, threshold, trace)
+        best = self.search(q, snap, threshold, trace, doc_ids)
         attempts = [s for s in trace if s.stage.startswith("attempt_")]
         base = {"snapshot_version": snap.version, "threshold": threshold, "attempts": len(attempts)}
         if not best.hits:

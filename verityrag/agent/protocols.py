@@ -7,7 +7,7 @@ gate of their own, a reader or a learned check).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Protocol
 
 import numpy.typing as npt
@@ -19,9 +19,11 @@ from verityrag.types import Hit
 
 
 class Retriever(Protocol):
-    """The top ``k`` hits of a query in a snapshot, best first."""
+    """The top ``k`` hits of a query in a snapshot, best first; ``doc_ids``: only those documents'."""
 
-    def search(self, query: str, k: int, snapshot: SnapshotView | None = None) -> list[Hit]: ...
+    def search(
+        self, query: str, k: int, snapshot: SnapshotView | None = None, doc_ids: Collection[str] | None = None
+    ) -> list[Hit]: ...
 
 
 class Reranker(Protocol):

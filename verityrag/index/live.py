@@ -26,7 +26,7 @@ import logging
 import math
 import threading
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from itertools import chain
 from pathlib import Path
 from typing import Literal
@@ -56,6 +56,10 @@ DENSE_BACKENDS: tuple[str, ...] = ("auto", "exact", "hnsw")
 #: ``dense_backend="auto"`` searches exactly below this many slots and on the hnswlib graph above
 #: (docs/decisions/0043-dense-exact-for-hashed-ann-for-model-vectors.md has the measurements).
 ANN_THRESHOLD = 20_000
+
+
+#: Slots scored at a time by a filtered dense search (their float32 rows are read in one block).
+FILTER_BLOCK = 32_768
 
 
 class LiveIndex:
@@ -262,11 +266,28 @@ class LiveIndex:
         return [snap.chunk_id(int(s)) for s in live], scores[live]
 
     def search_lexical(
-        self, query: str | Sequence[str], k: int = 10, snapshot: IndexSnapshot | None = None
+        self,
+        query: str | Sequence[str],
+        k: int = 10,
+        snapshot: IndexSnapshot | None = None,
+        doc_ids: Collection[str] | None = None,
     ) -> list[Scored]:
-        """Top-``k`` chunks by BM25 (exact; block-max pruning). ``query``: text or analyzed terms."""
+        """Top-``k`` chunks by BM25 (exact; block-max pruning). ``query``: text or analyzed terms.
+
+        ``doc_ids``: only these documents' chunks (a metadata filter's documents); scored
+        exhaustively over them, with the whole snapshot's statistics (IDF, average length).
+        """
         snap = snapshot or self._snapshot
         terms = self.analyzer.analyze(query) if isinstance(query, str) else query
+        if doc_ids is not None:
+            allowed = self._slots_of_documents(snap, doc_ids)
+            scores, touched = bm25.score_all(snap, self._query_terms(snap, terms), self.k1, self.b)
+            touched = touched[np.isin(touched, allowed, assume_unique=True)]
+            if len(touched) == 0 or k <= 0:
+                return []
+            cand = scores[touched]
+            top = top_positions(cand, k)
+            return list(map(Scored, snap.chunks(touched[top].tolist()), cand[top].tolist()))
         slots, scores = bm25.top_k(snap, self._query_terms(snap, terms), k, self.k1, self.b)
         return list(map(Scored, snap.chunks(slots.tolist()), scores.tolist()))
 
@@ -285,15 +306,25 @@ class LiveIndex:
         return list(map(Scored, snap.chunks(touched[top].tolist()), cand[top].tolist()))
 
     def search_dense(
-        self, vector: npt.ArrayLike, k: int = 10, snapshot: IndexSnapshot | None = None
+        self,
+        vector: npt.ArrayLike,
+        k: int = 10,
+        snapshot: IndexSnapshot | None = None,
+        doc_ids: Collection[str] | None = None,
     ) -> list[Scored]:
-        """Top-``k`` chunks by cosine similarity (vectors are unit length)."""
+        """Top-``k`` chunks by cosine similarity (vectors are unit length).
+
+        ``doc_ids``: only these documents' chunks, scored exactly (also where the index uses
+        the ANN graph), :data:`FILTER_BLOCK` slots at a time.
+        """
         snap = snapshot or self._snapshot
         if snap.n_live == 0 or k <= 0:
             return []
         query = np.asarray(vector, dtype=np.float32).reshape(-1)
         if query.shape[0] != self.dim:
             raise InvalidInputError("vector", f"has dimension {query.shape[0]}, index has {self.dim}")
+        if doc_ids is not None:
+            return self._search_dense_in(snap, query, k, self._slots_of_documents(snap, doc_ids))
         k = min(k, snap.n_live)
         if snap.vectors is not None:
             slots, values = snap.vectors.top_k(query, k, snap)
@@ -306,6 +337,36 @@ class LiveIndex:
         sims = ann.exact_scan(query, snap)  # the graph cannot fill k from what snap sees
         top = top_positions(sims, k)
         return list(map(Scored, snap.chunks(top), sims[top].tolist()))
+
+    def _search_dense_in(
+        self, snap: IndexSnapshot, query: npt.NDArray[np.float32], k: int, slots: npt.NDArray[np.int64]
+    ) -> list[Scored]:
+        if len(slots) == 0:
+            return []
+        parts = []
+        for first in range(0, len(slots), FILTER_BLOCK):
+            block = slots[first : first + FILTER_BLOCK].tolist()
+            if snap.vectors is not None:
+                parts.append((snap.vectors.columns(block) * query).sum(axis=1))
+            else:
+                assert snap.segment.ann is not None
+                parts.append(snap.segment.ann.vectors(block) @ query)
+        sims = np.concatenate(parts)
+        top = top_positions(sims, min(k, len(slots)))
+        return list(map(Scored, snap.chunks(slots[top].tolist()), sims[top].tolist()))
+
+    def _slots_of_documents(self, snap: IndexSnapshot, doc_ids: Collection[str]) -> npt.NDArray[np.int64]:
+        """The slots ``snap`` holds for ``doc_ids``, ascending: a scan of the live slots' document
+        entries, right for any snapshot (older than a replace, a delete or a compaction too)."""
+        wanted = doc_ids if isinstance(doc_ids, set | frozenset) else set(doc_ids)
+        if not wanted:
+            return np.empty(0, dtype=np.int64)
+        table = snap.segment.chunks
+        entries = [i for i, d in enumerate(table.doc_ids) if d in wanted]
+        live = snap.live_slots()
+        if not entries:
+            return np.empty(0, dtype=np.int64)
+        return live[np.isin(table.entry.buf[live], entries)]
 
     def cosines(
         self, vector: npt.ArrayLike, chunk_ids: Sequence[str], snapshot: IndexSnapshot | None = None

@@ -14,7 +14,7 @@ views; an Elasticsearch snapshot caches what it has read (see
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
@@ -117,12 +117,22 @@ class IndexBackend(Protocol[SnapshotT]):
 
     def indexed_terms(self, chunk: Chunk) -> list[str]: ...
 
+    # ``doc_ids``: search only these documents' chunks (what a metadata filter resolved to);
+    # None: every document. The collection statistics stay the whole snapshot's.
     def search_lexical(
-        self, query: str | Sequence[str], k: int = 10, snapshot: SnapshotT | None = None
+        self,
+        query: str | Sequence[str],
+        k: int = 10,
+        snapshot: SnapshotT | None = None,
+        doc_ids: Collection[str] | None = None,
     ) -> list[Scored]: ...
 
     def search_dense(
-        self, vector: npt.ArrayLike, k: int = 10, snapshot: SnapshotT | None = None
+        self,
+        vector: npt.ArrayLike,
+        k: int = 10,
+        snapshot: SnapshotT | None = None,
+        doc_ids: Collection[str] | None = None,
     ) -> list[Scored]: ...
 
     def cosines(

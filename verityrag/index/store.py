@@ -245,6 +245,22 @@ class SQLiteDocumentStore:
                     out[doc_id] = Provenance(doc_id, source, ingested_at)
         return out
 
+    def summaries(self, doc_ids: Sequence[str]) -> dict[str, tuple[str, dict[str, Any], float | None]]:
+        """Title, metadata and ingest time of each of ``doc_ids`` that is stored (no text)."""
+        wanted = list(dict.fromkeys(doc_ids))
+        out: dict[str, tuple[str, dict[str, Any], float | None]] = {}
+        with self._connection("reading") as conn:
+            for first in range(0, len(wanted), 500):  # SQLite's bound-parameter limit
+                part = wanted[first : first + 500]
+                rows = conn.execute(
+                    "SELECT doc_id, title, metadata, ingested_at FROM documents"
+                    f" WHERE doc_id IN ({','.join('?' * len(part))})",
+                    part,
+                ).fetchall()
+                for doc_id, title, metadata, ingested_at in rows:
+                    out[doc_id] = (title, json.loads(metadata), ingested_at)
+        return out
+
     def iter_documents(self, dim: int, batch_size: int = 2000) -> Iterator[StoredDocument]:
         """Every document in ingest order with its chunks and vectors (for restore), streamed: two
         cursors in step (documents by seq; chunks by document seq, then position, read through

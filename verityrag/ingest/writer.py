@@ -30,6 +30,7 @@ import numpy.typing as npt
 from verityrag.config import Settings
 from verityrag.embed.base import Embedder
 from verityrag.errors import InvalidInputError
+from verityrag.index.filters import MetadataFilter, MetadataIndex
 from verityrag.index.live import LiveIndex
 from verityrag.index.protocol import AnyIndex, check_unique_ids
 from verityrag.index.store import SQLiteDocumentStore
@@ -123,6 +124,17 @@ def resolve_data_dir(data_dir: str | os.PathLike[str] | None) -> Path | None:
     return Path(resolved) if resolved else None
 
 
+@dataclass(frozen=True, slots=True)
+class DocumentSummary:
+    """A stored document without its text: what a listing shows."""
+
+    doc_id: str
+    title: str
+    metadata: dict[str, Any]
+    n_chunks: int
+    ingested_at: float | None
+
+
 #: Documents restored per index write (a batch's chunks, vectors and term counts are in memory).
 RESTORE_BATCH = 5000
 
@@ -146,6 +158,9 @@ class DocumentWriter:
         self._lock = threading.Lock()
         self._metadata: dict[str, dict[str, Any]] = {}  # per document, when there is no store
         self._ingested_at: dict[str, float] = {}  # likewise
+        # Every document's filterable metadata (top-level scalars), for filters and listing.
+        self.metadata_index = MetadataIndex()
+        self._sorted_ids: tuple[int, list[str]] = (-1, [])  # (metadata_index.version, ids sorted)
         self.store: SQLiteDocumentStore | None = None
         if data_dir is not None and not isinstance(index, LiveIndex):
             raise InvalidInputError(
@@ -227,6 +242,8 @@ class DocumentWriter:
                         self._metadata[doc.doc_id] = dict(doc.metadata)
                     self._ingested_at[doc.doc_id] = now
             self.index.apply(upserts, term_counts=counts)
+            for doc, _, _ in prepared:
+                self.metadata_index.put(doc.doc_id, doc.metadata)
 
     def write_one(self, doc: Document) -> IngestResult:
         """Add or replace one document. Searchable (and persisted) when this returns."""
@@ -274,6 +291,7 @@ class DocumentWriter:
             removed = self.store.delete(doc_id) if self.store is not None else False
             self._metadata.pop(doc_id, None)
             self._ingested_at.pop(doc_id, None)
+            self.metadata_index.remove(doc_id)
             return self.index.delete(doc_id) or removed
 
     def provenance(self, doc_ids: Sequence[str]) -> dict[str, Provenance]:
@@ -289,6 +307,43 @@ class DocumentWriter:
                     doc_id, source if isinstance(source, str) else None, self._ingested_at[doc_id]
                 )
         return out
+
+    def matching(self, flt: MetadataFilter) -> set[str]:
+        """The ids of the documents whose metadata ``flt`` passes."""
+        return self.metadata_index.matching(flt)
+
+    def list_documents(
+        self, flt: MetadataFilter | None = None, offset: int = 0, limit: int = 50
+    ) -> tuple[int, list[DocumentSummary]]:
+        """``(total, page)``: the documents ``flt`` passes (all: None), ordered by doc_id, ``limit``
+        of them from ``offset``; each with its title, metadata, chunk count and ingest time."""
+        if flt is None:
+            version, ids = self._sorted_ids
+            if version != self.metadata_index.version:
+                version = self.metadata_index.version
+                ids = sorted(self.metadata_index.doc_ids())
+                self._sorted_ids = (version, ids)
+        else:
+            ids = sorted(self.metadata_index.matching(flt))
+        page = ids[offset : offset + limit]
+        if self.store is not None:
+            found = self.store.summaries(page)
+        else:
+            found = {}
+            for doc_id in page:
+                chunks = self.index.chunks_of(doc_id)
+                if chunks:
+                    found[doc_id] = (
+                        chunks[0].title,
+                        dict(self._metadata.get(doc_id, {})),
+                        self._ingested_at.get(doc_id),
+                    )
+        out = [
+            DocumentSummary(doc_id, *found[doc_id][:2], len(self.index.chunks_of(doc_id)), found[doc_id][2])
+            for doc_id in page
+            if doc_id in found  # deleted since the ids were read
+        ]
+        return len(ids), out
 
     def get(self, doc_id: str) -> Document | None:
         if self.store is not None:
@@ -338,6 +393,7 @@ class DocumentWriter:
                     # were, the next restore would read the old analyzer's counts as this one's.
                     new_counts.update(zip((c.chunk_id for c in chunks), counts[-1], strict=True))
             batch.append(upsert)
+            self.metadata_index.put(doc_id, stored.document.metadata)
             if not is_valid_doc_id(doc_id):
                 legacy.append(doc_id)
             if len(batch) >= RESTORE_BATCH:

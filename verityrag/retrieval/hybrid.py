@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 
 import numpy as np
 
@@ -34,14 +35,21 @@ class HybridRetriever:
         self.rrf_k = rrf_k
         self.dense_weight = dense_weight
 
-    def search(self, query: str, k: int = 10, snapshot: SnapshotView | None = None) -> list[Hit]:
+    def search(
+        self,
+        query: str,
+        k: int = 10,
+        snapshot: SnapshotView | None = None,
+        doc_ids: Collection[str] | None = None,
+    ) -> list[Hit]:
+        """The top ``k`` hits, fused; ``doc_ids``: only these documents' chunks (a metadata filter's)."""
         if k < 0:  # the slice [:k] below returned all candidates but the last -k
             raise InvalidInputError("k", f"must be >= 0, got {k}")
         snap = snapshot or self.index.snapshot()
         n = max(k, self.candidates)
-        lexical = self.index.search_lexical(query, n, snap)
+        lexical = self.index.search_lexical(query, n, snap, doc_ids=doc_ids)
         vector = self.embedder.encode([query])[0]
-        dense = self.index.search_dense(vector, n, snap) if np.any(vector) else []
+        dense = self.index.search_dense(vector, n, snap, doc_ids=doc_ids) if np.any(vector) else []
         chunks: dict[str, Chunk] = {}
         bm25: dict[str, float] = {}
         cos: dict[str, float] = {}

@@ -32,7 +32,7 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
@@ -327,14 +327,20 @@ class ElasticsearchIndex:
         return float(np.mean(np.log(n - dfs_arr + 0.5) - np.log(dfs_arr + 0.5)))
 
     def search_lexical(
-        self, query: str | Sequence[str], k: int = 10, snapshot: ElasticsearchSnapshot | None = None
+        self,
+        query: str | Sequence[str],
+        k: int = 10,
+        snapshot: ElasticsearchSnapshot | None = None,
+        doc_ids: Collection[str] | None = None,
     ) -> list[Scored]:
-        """Top-``k`` chunks by BM25. ``query`` is text (analyzed here) or analyzed terms."""
+        """Top-``k`` chunks by BM25. ``query`` is text (analyzed here) or analyzed terms.
+        ``doc_ids``: only these documents' chunks (a ``terms`` filter on ``doc_id``)."""
         snap = self._resolve(snapshot)
         terms = self.analyzer.analyze(query) if isinstance(query, str) else list(query)
-        if k <= 0 or not terms:
+        if k <= 0 or not terms or (doc_ids is not None and not doc_ids):
             return []
-        key = ("lexical", tuple(terms), k)
+        allowed = None if doc_ids is None else frozenset(doc_ids)
+        key = ("lexical", tuple(terms), k, allowed)
         cached = snap.results.get(key)
         if cached is not None:
             return cached
@@ -350,7 +356,7 @@ class ElasticsearchIndex:
         with self._es("searching (BM25)"):
             resp = self.client.search(
                 index=self.name,
-                query={"match": {"terms": {"query": " ".join(terms)}}},
+                query=_filtered({"match": {"terms": {"query": " ".join(terms)}}}, allowed),
                 size=size,
                 source_includes=CHUNK_SOURCE,
                 track_total_hits=False,
@@ -373,16 +379,22 @@ class ElasticsearchIndex:
         return result
 
     def search_dense(
-        self, vector: npt.ArrayLike, k: int = 10, snapshot: ElasticsearchSnapshot | None = None
+        self,
+        vector: npt.ArrayLike,
+        k: int = 10,
+        snapshot: ElasticsearchSnapshot | None = None,
+        doc_ids: Collection[str] | None = None,
     ) -> list[Scored]:
-        """Top-``k`` chunks by inner product (cosine for unit vectors), kNN on the cluster."""
+        """Top-``k`` chunks by inner product (cosine for unit vectors), kNN on the cluster.
+        ``doc_ids``: only these documents' chunks (the kNN search's ``terms`` filter on ``doc_id``)."""
         snap = self._resolve(snapshot)
         query = np.asarray(vector, dtype=np.float32).reshape(-1)
         if query.shape[0] != self.dim:
             raise InvalidInputError("vector", f"has dimension {query.shape[0]}, index has {self.dim}")
-        if k <= 0:
+        if k <= 0 or (doc_ids is not None and not doc_ids):
             return []
-        key = ("dense", query.tobytes(), k)
+        allowed = None if doc_ids is None else frozenset(doc_ids)
+        key = ("dense", query.tobytes(), k, allowed)
         cached = snap.results.get(key)
         if cached is not None:
             return cached
@@ -395,6 +407,7 @@ class ElasticsearchIndex:
                     "query_vector": query.tolist(),
                     "k": k_eff,
                     "num_candidates": min(max(100, 2 * k_eff), _MAX_WINDOW),
+                    **({} if allowed is None else {"filter": _doc_filter(allowed)}),
                 },
                 size=k_eff,
                 source_includes=CHUNK_SOURCE,
@@ -558,3 +571,21 @@ if TYPE_CHECKING:
 
     def _elasticsearch_index_is_a_backend(index: ElasticsearchIndex) -> IndexBackend[ElasticsearchSnapshot]:
         return index
+
+
+#: Most values of one ``terms`` query (Elasticsearch's ``index.max_terms_count`` default).
+_MAX_TERMS = 65_536
+
+
+def _doc_filter(doc_ids: frozenset[str]) -> dict[str, Any]:
+    """A filter passing the chunks of ``doc_ids``: one ``terms`` query on ``doc_id``, or several
+    (any may match) when there are more ids than one ``terms`` query takes."""
+    ids = sorted(doc_ids)
+    parts = [{"terms": {"doc_id": ids[i : i + _MAX_TERMS]}} for i in range(0, len(ids), _MAX_TERMS)]
+    return parts[0] if len(parts) == 1 else {"bool": {"should": parts, "minimum_should_match": 1}}
+
+
+def _filtered(query: dict[str, Any], doc_ids: frozenset[str] | None) -> dict[str, Any]:
+    if doc_ids is None:
+        return query
+    return {"bool": {"must": [query], "filter": [_doc_filter(doc_ids)]}}

@@ -1,0 +1,173 @@
+"""Metadata filters: ``{"key": value, "other": {"$in": [v1, v2]}}`` on documents' top-level metadata.
+
+A :class:`MetadataFilter` holds the conditions (all must hold: exact match on a key, or one of
+``$in``'s values); a value is a string, a number or a boolean. A document whose metadata
+holds a list under the key matches when any element does (as an Elasticsearch ``terms``
+filter on an array field). :class:`MetadataIndex` maps each (key, value) of the documents
+it is given to their ids, so a filter resolves to its documents by set operations, not a
+scan; retrieval then searches only those documents' chunks (``doc_ids`` of the index
+contract's searches).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from verityrag.errors import InvalidInputError
+
+__all__ = ["MAX_FILTER_KEYS", "MAX_IN_VALUES", "MetadataFilter", "MetadataIndex", "Scalar"]
+
+Scalar = str | int | float | bool
+#: The most keys a filter may name, and values one ``$in`` may list.
+MAX_FILTER_KEYS = 32
+MAX_IN_VALUES = 1024
+
+# A value as compared: booleans apart from numbers (JSON's true is not 1), 1 and 1.0 equal.
+_Key = tuple[str, str | float | bool]
+
+
+def _typed(value: object) -> _Key | None:
+    if isinstance(value, bool):
+        return ("b", value)
+    if isinstance(value, int | float) and math.isfinite(value):
+        return ("n", float(value))
+    if isinstance(value, str):
+        return ("s", value)
+    return None
+
+
+@dataclass(frozen=True)
+class MetadataFilter:
+    """Conditions on metadata keys, all of which must hold. Build with :meth:`from_dict`."""
+
+    conditions: tuple[tuple[str, tuple[Scalar, ...]], ...]
+
+    def __post_init__(self) -> None:
+        if not self.conditions:
+            raise InvalidInputError("filter", "needs at least one key (no filter: None)")
+        if len(self.conditions) > MAX_FILTER_KEYS:
+            raise InvalidInputError(
+                "filter", f"names {len(self.conditions)} keys; the limit is {MAX_FILTER_KEYS}"
+            )
+        for key, values in self.conditions:
+            if not isinstance(key, str) or not key:
+                raise InvalidInputError("filter", "keys must be non-empty strings")
+            if not values:
+                raise InvalidInputError(f"filter.{key}", "$in needs at least one value")
+            if len(values) > MAX_IN_VALUES:
+                raise InvalidInputError(
+                    f"filter.{key}", f"$in lists {len(values)} values; the limit is {MAX_IN_VALUES}"
+                )
+            for value in values:
+                if _typed(value) is None:
+                    raise InvalidInputError(
+                        f"filter.{key}",
+                        f"{value!r} is not a string, a finite number or a boolean (the values a filter matches)",
+                    )
+
+    @classmethod
+    def from_dict(cls, spec: Mapping[str, Any] | None) -> MetadataFilter | None:
+        """``{"lang": "en", "year": {"$in": [2023, 2024]}}`` -> a filter; None or ``{}`` -> None (no filter)."""
+        if not spec:
+            return None
+        if not isinstance(spec, Mapping):
+            raise InvalidInputError("filter", "must be an object of metadata keys")
+        conditions: list[tuple[str, tuple[Scalar, ...]]] = []
+        for key, cond in spec.items():
+            if isinstance(cond, Mapping):
+                if set(cond) != {"$in"}:
+                    raise InvalidInputError(
+                        f"filter.{key}", f"operators: only $in is supported, got {', '.join(map(str, cond))}"
+                    )
+                values = cond["$in"]
+                if not isinstance(values, list | tuple):
+                    raise InvalidInputError(f"filter.{key}", "$in must be a list of values")
+                conditions.append((key, tuple(values)))
+            else:
+                conditions.append((key, (cond,)))
+        return cls(tuple(conditions))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            key: values[0] if len(values) == 1 else {"$in": list(values)} for key, values in self.conditions
+        }
+
+    def matches(self, metadata: Mapping[str, Any]) -> bool:
+        """Whether a document with ``metadata`` passes (the reference :class:`MetadataIndex` agrees with)."""
+        for key, values in self.conditions:
+            held = metadata.get(key)
+            found = {_typed(v) for v in held} if isinstance(held, list) else {_typed(held)}
+            if found.isdisjoint(_typed(v) for v in values):
+                return False
+        return True
+
+
+class MetadataIndex:
+    """Document ids by (top-level key, value) of their metadata; thread-safe.
+
+    Every document put is known (``doc_ids``), with or without metadata. Values that are not
+    strings, finite numbers or booleans (objects, null) are not indexed: no filter matches them.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._postings: dict[tuple[str, _Key], set[str]] = {}
+        self._pairs: dict[str, list[tuple[str, _Key]]] = {}
+        self.version = 0  # bumped by every change, for callers that cache what they read
+
+    def __len__(self) -> int:
+        return len(self._pairs)
+
+    def put(self, doc_id: str, metadata: Mapping[str, Any]) -> None:
+        pairs: list[tuple[str, _Key]] = []
+        for key, value in metadata.items():
+            for item in value if isinstance(value, list) else (value,):
+                typed = _typed(item)
+                if typed is not None:
+                    pairs.append((key, typed))
+        with self._lock:
+            self._remove(doc_id)
+            self._pairs[doc_id] = pairs
+            for pair in pairs:
+                self._postings.setdefault(pair, set()).add(doc_id)
+            self.version += 1
+
+    def put_many(self, items: Iterable[tuple[str, Mapping[str, Any]]]) -> None:
+        for doc_id, metadata in items:
+            self.put(doc_id, metadata)
+
+    def remove(self, doc_id: str) -> None:
+        with self._lock:
+            self._remove(doc_id)
+            self.version += 1
+
+    def _remove(self, doc_id: str) -> None:
+        for pair in self._pairs.pop(doc_id, ()):
+            held = self._postings.get(pair)
+            if held is not None:
+                held.discard(doc_id)
+                if not held:
+                    del self._postings[pair]
+
+    def doc_ids(self) -> list[str]:
+        with self._lock:
+            return list(self._pairs)
+
+    def matching(self, flt: MetadataFilter) -> set[str]:
+        """The ids of the documents ``flt`` passes."""
+        with self._lock:
+            result: set[str] | None = None
+            for key, values in flt.conditions:
+                found: set[str] = set()
+                for value in values:
+                    typed = _typed(value)
+                    if typed is not None:
+                        found |= self._postings.get((key, typed), set())
+                result = found if result is None else result & found
+                if not result:
+                    return set()
+            return set(result or ())
