@@ -291,7 +291,7 @@ def add_tab() -> None:
             accept_multiple_files=True,
             key="upload_files",
         )
-        if st.form_submit_button("Add files", type="primary", key="add_files"):
+        if st.form_submit_button("Add these files", type="primary", key="add_files"):
             for upload in files or []:
                 try:
                     parsed = parse_file(upload.name, upload.getvalue(), upload.type)

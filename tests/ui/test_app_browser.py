@@ -1,23 +1,31 @@
 """The Streamlit app served for real and used in headless Chromium (Debian ``chromium``).
 
-Starts ``streamlit run app.py`` on a free loopback port, opens it with Playwright driving
-/usr/bin/chromium, asks a question and waits for the answer, and saves a screenshot to
-test-artifacts/. Skipped when Chromium is absent, unless VERITYRAG_REQUIRE_BROWSER=1
-(CI sets it, so there a missing browser fails the run instead of hiding it).
+Starts ``streamlit run app.py`` on a free loopback port (alone: its own pipeline), or the API
+and the app as ``make run`` starts them (one index, the app asking the API), opens the app
+with Playwright driving /usr/bin/chromium, and waits for content, never for a fixed time:
+an answer, a quoted citation. Screenshots go to test-artifacts/. Skipped when Chromium is
+absent, unless VERITYRAG_REQUIRE_BROWSER=1 (CI sets it, so there a missing browser fails
+the run instead of hiding it).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 from PIL import Image, ImageStat
 
+from verityrag.ingest.sample_files import make_pdf
 from verityrag.serve import Service, free_port, ui_command, wait_healthy
+from verityrag.serve.launcher import running_services
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST = "127.0.0.1"
@@ -77,10 +85,11 @@ def test_app_answers_in_headless_chromium(streamlit_url: str) -> None:
         page = browser.new_page(viewport={"width": 1280, "height": 1400})
         try:
             page.goto(streamlit_url, wait_until="domcontentloaded")
-            # The first run loads and calibrates the pipeline; the Ask button appears after.
+            # The first run loads and calibrates the pipeline; the Ask button appears after. The
+            # question box holds the first example question.
             page.get_by_role("button", name="Ask", exact=True).click(timeout=120_000)
             expect(page.get_by_text("BBC Radio 5 Live").first).to_be_visible(timeout=60_000)
-            expect(page.get_by_text("Grounding", exact=True)).to_be_visible()
+            expect(page.get_by_text("Quoted from")).to_be_visible()
             page.screenshot(path=str(shot), full_page=True)
 
             page.get_by_role("tab", name="Real-time streaming demo").click()
@@ -102,3 +111,95 @@ def test_app_answers_in_headless_chromium(streamlit_url: str) -> None:
         assert img.width >= 1000
         # A blank or error page is near-uniform; a rendered answer page is not.
         assert max(ImageStat.Stat(img.convert("L")).stddev) > 10
+
+
+# Facts no bundled article holds: only the documents added here can answer them.
+API_DOC = {
+    "doc_id": "notes/kellmark-lighthouse",
+    "title": "Kellmark lighthouse",
+    "text": (
+        "The Kellmark lighthouse stands on the northern pier of the harbour. "
+        "It was designed by the engineer Ilse Varga and first lit in 1911. "
+        "Its lamp can be seen from 40 kilometres away on a clear night."
+    ),
+}
+API_QUESTION = "Who designed the Kellmark lighthouse?"
+PDF_TITLE = "Orchard survey of Vellmoor"
+PDF_TEXT = (
+    "The Vellmoor orchard grows apples, pears and plums on the southern slope of the valley. "
+    "The orchard was planted in 1896 by the gardener Tobias Lindqvist. "
+    "Its cider press is still used every October."
+)
+PDF_QUESTION = "Who planted the Vellmoor orchard?"
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[tuple[str, str]]:
+    """The API and the app as ``make run`` starts them: (API URL, app URL)."""
+    _require_browser()
+    with running_services(HOST, 0, 0, None, 200) as (api, ui):
+        yield api.url, ui.url
+
+
+def _ask(page: Any, question: str) -> None:
+    from playwright.sync_api import expect
+
+    page.get_by_role("tab", name="Ask", exact=True).click()
+    box = page.get_by_label("Your question")
+    box.fill(question)
+    box.press("Enter")  # commits the text; Streamlit reruns
+    expect(box).to_have_value(question)
+    page.get_by_role("button", name="Ask", exact=True).click()
+
+
+def test_app_and_api_share_one_index(served: tuple[str, str]) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    api_url, app_url = served
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 1400})
+        try:
+            page.goto(app_url, wait_until="domcontentloaded")
+            expect(page.get_by_role("button", name="Ask", exact=True)).to_be_visible(timeout=60_000)
+
+            # Added through the API, answered in the app: one index.
+            reply = httpx.post(f"{api_url}/documents", json=API_DOC, timeout=30, trust_env=False)
+            assert reply.status_code == 200, reply.text
+            added_at = time.perf_counter()
+            _ask(page, API_QUESTION)
+            answer = page.get_by_test_id("stAlertContentSuccess").filter(has_text="Ilse Varga")
+            expect(answer).to_be_visible(timeout=30_000)
+            print(f"added through the API -> answered in the app in {time.perf_counter() - added_at:.2f} s")
+            # The quoted citation: the source's title over its passage.
+            expect(page.get_by_text("[1] Kellmark lighthouse")).to_be_visible()
+            expect(page.get_by_text("designed by the engineer Ilse Varga").first).to_be_visible()
+            page.screenshot(path=str(ARTIFACTS / "streamlit_api_document_answered.png"), full_page=True)
+
+            # Uploaded in the app (a PDF made here), answered in the app and by the API.
+            page.get_by_role("tab", name="Add documents").click()
+            pdf = make_pdf([PDF_TEXT], title=PDF_TITLE)
+            page.locator("input[type=file]").set_input_files(
+                files=[{"name": "vellmoor.pdf", "mimeType": "application/pdf", "buffer": pdf}]
+            )
+            expect(page.get_by_text("vellmoor.pdf")).to_be_visible()
+            page.get_by_role("button", name="Add these files").click()
+            expect(
+                page.get_by_text(re.compile(r"“Orchard survey of Vellmoor” added: \d+ passages, pdf"))
+            ).to_be_visible(timeout=30_000)
+            _ask(page, PDF_QUESTION)
+            answer = page.get_by_test_id("stAlertContentSuccess").filter(has_text="Tobias Lindqvist")
+            expect(answer).to_be_visible(timeout=30_000)
+            expect(page.get_by_text(f"[1] {PDF_TITLE}")).to_be_visible()
+            page.screenshot(path=str(ARTIFACTS / "streamlit_pdf_answered.png"), full_page=True)
+            body = httpx.post(
+                f"{api_url}/query", json={"question": PDF_QUESTION}, timeout=30, trust_env=False
+            )
+            assert "Tobias Lindqvist" in (body.json()["answer"] or ""), body.json()
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / "streamlit_one_index_failure.png"), full_page=True)
+            print("page text at failure:\n" + page.inner_text("body"))
+            raise
+        finally:
+            browser.close()

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from verityrag.serve import main
+from verityrag.serve import main, ui_command
+from verityrag.ui.backend import api_url_from_args
 
 
 @pytest.mark.integration
@@ -20,6 +21,8 @@ def test_serve_check_starts_both_and_answers() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert "API:           http://127.0.0.1:" in done.stdout
     assert "Streamlit app: http://127.0.0.1:" in done.stdout
+    assert done.stdout.count("ready in ") == 2  # each part said when it was ready
+    assert "Both ready" in done.stdout
     assert "-> answered:" in done.stdout
     assert "Budapest" in done.stdout
     assert "Uvicorn server started" not in done.stderr  # Streamlit's info line, the app's port as "Uvicorn"
@@ -109,3 +112,11 @@ def test_serve_stops_at_once_with_the_apis_reason(tmp_path: Path) -> None:
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=110)
     assert done.returncode == 1
     assert "API is unavailable: StorageError: the data folder" in done.stderr
+
+
+@pytest.mark.unit
+def test_the_app_is_given_the_apis_address_as_its_own_argument() -> None:
+    cmd = ui_command("127.0.0.1", 8501, "http://127.0.0.1:8000")
+    script_args = cmd[cmd.index("--") + 1 :]  # what Streamlit passes to app.py
+    assert api_url_from_args(script_args) == "http://127.0.0.1:8000"
+    assert "--" not in ui_command("127.0.0.1", 8501)  # alone: the app builds its own pipeline

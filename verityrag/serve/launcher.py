@@ -2,8 +2,10 @@
 
 Starts ``uvicorn verityrag.api:app`` (with ``VERITYRAG_LOAD_BUNDLED=1``: the bundled
 corpus ingested, the reranker trained and the gate calibrated) and ``streamlit run
-app.py``, waits until both answer their health checks, prints their URLs, and runs until
-Ctrl-C or until either stops (then it stops the other and exits non-zero).
+app.py -- --api-url URL`` with the API's address, so the app asks and adds
+documents through the API: one index behind both (docs/decisions/0054-one-index.md). It
+prints each one's URL as soon as it answers its health check, and runs until Ctrl-C or
+until either stops (then it stops the other and exits non-zero).
 ``--check`` asks the API one question, then shuts both down: a smoke test of the run
 command.
 """
@@ -20,7 +22,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -76,7 +78,9 @@ def api_command(host: str, port: int, keep_alive_s: int = API_KEEP_ALIVE_S) -> l
     ]
 
 
-def ui_command(host: str, port: int) -> list[str]:
+def ui_command(host: str, port: int, api_url: str | None = None) -> list[str]:
+    """``streamlit run app.py``; with ``api_url``, the app asks that API (one index) instead of
+    building a pipeline of its own (:mod:`verityrag.ui.backend`)."""
     return [
         sys.executable,
         "-m",
@@ -88,6 +92,7 @@ def ui_command(host: str, port: int) -> list[str]:
         f"--server.port={port}",
         "--browser.gatherUsageStats=false",
         "--logger.level=warning",  # not its info line "Uvicorn server started on ...:8501" among our URLs
+        *(["--", "--api-url", api_url] if api_url else []),  # the script's own arguments
     ]
 
 
@@ -129,25 +134,51 @@ def _stop(services: list[Service]) -> None:
 
 @contextlib.contextmanager
 def running_services(
-    host: str, api_port: int, ui_port: int, data_dir: Path | None, startup_s: float
+    host: str,
+    api_port: int,
+    ui_port: int,
+    data_dir: Path | None,
+    startup_s: float,
+    on_ready: Callable[[Service, float], None] | None = None,
 ) -> Iterator[list[Service]]:
-    """Start the API and the UI, yield them once both are healthy, always stop both."""
+    """Start the API and the app together, yield them once both are healthy, always stop both.
+
+    The app gets the API's address (``--api-url``): it serves the API's index, never
+    one of its own. ``on_ready(service, seconds)`` is called as each one answers its health check.
+    """
+    started = time.monotonic()
     env = {**os.environ, "VERITYRAG_LOAD_BUNDLED": "1"}
     if data_dir is not None:
         env["VERITYRAG_DATA_DIR"] = str(data_dir)
     api_port = api_port or free_port(host)
     ui_port = ui_port or free_port(host)
+    api_url = f"http://{host}:{api_port}"
+    # The app builds no pipeline of its own: it neither loads the corpus nor persists anything.
+    ui_env = {k: v for k, v in env.items() if k not in ("VERITYRAG_LOAD_BUNDLED", "VERITYRAG_DATA_DIR")}
     services: list[Service] = []
     try:
         api = subprocess.Popen([*api_command(host, api_port), "--log-level", "warning"], env=env, cwd=ROOT)
-        services.append(Service("API", f"http://{host}:{api_port}", "/health", api))
-        ui = subprocess.Popen(ui_command(host, ui_port), env=env, cwd=ROOT, stdout=subprocess.DEVNULL)
+        services.append(Service("API", api_url, "/health", api))
+        ui = subprocess.Popen(
+            ui_command(host, ui_port, api_url), env=ui_env, cwd=ROOT, stdout=subprocess.DEVNULL
+        )
         services.append(Service("Streamlit app", f"http://{host}:{ui_port}", "/_stcore/health", ui))
         for service in services:
             wait_healthy(service, startup_s)
+            if on_ready is not None:
+                on_ready(service, time.monotonic() - started)
         yield services
     finally:
         _stop(services)
+
+
+def announce(service: Service, seconds: float) -> None:
+    """Print a part's URL the moment it is ready, with how long it took."""
+    if service.name == "API":
+        print(f"API:           {service.url}  (OpenAPI docs: {service.url}/docs; ready in {seconds:.1f} s)")
+    else:
+        print(f"Streamlit app: {service.url}  (ready in {seconds:.1f} s; it asks the API above)")
+    sys.stdout.flush()
 
 
 def _sigterm_as_ctrl_c(signum: int, frame: FrameType | None) -> None:
@@ -233,7 +264,10 @@ def prepare_bundled() -> None:
     from verityrag.serve.bundled import bundled_pipeline
 
     started = time.perf_counter()
-    print("Preparing the bundled corpus (the first time: calibrating, about a minute)...", flush=True)
+    print(
+        "Preparing the bundled corpus (calibrated once, then cached: the first time about a minute)...",
+        flush=True,
+    )
     pipeline = bundled_pipeline(store_dir=IN_MEMORY)
     pipeline.warm_up()
     print(f"Bundled corpus ready in {time.perf_counter() - started:.1f} s.", flush=True)
@@ -284,14 +318,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     wait = f"fitting the learned checks ({checks}) adds up to ~20 s" if checks else "a few seconds"
-    print(f"Starting the API and the Streamlit app on the bundled corpus ({wait})...", flush=True)
+    print(f"Starting the API and the Streamlit app on one index, the bundled corpus ({wait})...", flush=True)
     try:
         with running_services(
-            args.host, args.api_port, args.ui_port, args.data_dir, args.startup_timeout
+            args.host, args.api_port, args.ui_port, args.data_dir, args.startup_timeout, announce
         ) as services:
-            api, ui = services
-            print(f"API:           {api.url}  (OpenAPI docs: {api.url}/docs)")
-            print(f"Streamlit app: {ui.url}")
+            api = services[0]
+            print("Both ready: a document added in the app or through the API is answered in both.")
             if args.check:
                 return check_query(api.url)
             print("Ctrl-C stops both.", flush=True)
