@@ -546,6 +546,7 @@ def test_openapi_lists_every_path_with_examples(anonymous: httpx.Client) -> None
     assert set(spec["paths"]) == {
         "/health",
         "/documents",
+        "/documents/files",
         "/documents/{doc_id}",
         "/query",
         "/chat/stream",
@@ -558,10 +559,14 @@ def test_openapi_lists_every_path_with_examples(anonymous: httpx.Client) -> None
         "DocumentBatchIn",
         "IngestOut",
         "DocumentOut",
+        "DocumentListOut",
+        "FilesIngestOut",
         "QueryIn",
         "QueryOut",
         "ErrorOut",
     ):
         assert schemas[name].get("examples"), name
     assert spec["paths"]["/query"]["post"]["responses"]["422"]
+    assert set(spec["paths"]["/documents"]) == {"get", "post"}
+    assert spec["components"]["schemas"]["QueryIn"]["properties"]["filter"]["title"] == "Filter"
     assert "APIKeyHeader" in spec["components"]["securitySchemes"]

@@ -57,7 +57,7 @@ MODES = (
     ),
     Mode("one key", ONE_KEY, ONE_KEY, (("none", None), ("wrong", WRONG), ("the key", ONE_KEY))),
 )
-WRITES = {("POST", "/documents"), ("DELETE", "/documents/{doc_id}")}
+WRITES = {("POST", "/documents"), ("POST", "/documents/files"), ("DELETE", "/documents/{doc_id}")}
 QUESTION = {"question": "Who improved the steam engine?"}
 
 
@@ -80,7 +80,10 @@ def _request(client: TestClient, pipeline: VerityRAGPipeline, method: str, path:
         pipeline.ingest_document("matrix-doc", "Watt", "James Watt improved the steam engine in 1776.")
         path = "/documents/matrix-doc"
     body = None
-    if path == "/documents":
+    if path == "/documents/files":
+        upload = [("files", ("matrix.txt", b"Newcomen built an engine in 1712.", "text/plain"))]
+        return client.request(method, path, files=upload, headers=headers).status_code
+    if path == "/documents" and method == "POST":
         body = {"doc_id": "matrix-new", "text": "Newcomen built an engine in 1712."}
     elif path in ("/query", "/chat/stream"):
         body = QUESTION

@@ -96,6 +96,13 @@ def test_parse_html_unclosed_tags_still_give_text() -> None:
     assert text == "Unclosed bold italic\n\ntail"
 
 
+@pytest.mark.parametrize(
+    "html", [b"<![bogus[ x ]]><p>Text here.</p>", b"<!DOCTYPE html [ <!x [> ]><p>Text here.</p>"]
+)
+def test_parse_html_malformed_declarations_are_skipped_not_an_error(html: bytes) -> None:
+    assert parse_file("odd.html", html).text.endswith("Text here.")
+
+
 def test_parse_markdown_strips_markup_and_takes_h1_as_title() -> None:
     md = "# The *Steam* Engine\n\nJames **Watt** improved [the steam engine](https://x) in 1776.\n\n- one\n"
     parsed = parse_file("notes.md", md.encode())

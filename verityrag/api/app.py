@@ -38,7 +38,7 @@ from verityrag.api.middleware import (
     RequestMetricsMiddleware,
     UnhandledErrorMiddleware,
 )
-from verityrag.api.routes import OPEN_ENDPOINTS, WRITE_ENDPOINTS, add_routes
+from verityrag.api.routes import MAX_UPLOAD_BYTES, OPEN_ENDPOINTS, WRITE_ENDPOINTS, add_routes
 from verityrag.pipeline import VerityRAGPipeline
 
 # ApiError, PipelineHolder, PipelineDep, require_api_key and API_KEY_HEADER were defined here
@@ -123,6 +123,7 @@ def create_app(
         max_bytes=max_body_bytes,
         idle_timeout_s=body_idle_timeout_s,
         total_timeout_s=body_total_timeout_s,
+        path_limits={"/documents/files": max(MAX_UPLOAD_BYTES, max_body_bytes)},
     )
     app.add_middleware(AuthMiddleware, keys=keys, write=WRITE_ENDPOINTS, open_=OPEN_ENDPOINTS)
     app.add_middleware(UnhandledErrorMiddleware)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from starlette.routing import BaseRoute, Match
@@ -48,7 +49,8 @@ class BodySizeLimitMiddleware:
     and one that stalls (``idle_timeout_s`` without a byte) or drags (``total_timeout_s``) with 408.
 
     The body is read here (it is at most ``max_bytes``) and replayed to the app, so a
-    chunked upload without Content-Length is held to the same limit.
+    chunked upload without Content-Length is held to the same limit. ``path_limits`` gives
+    some paths their own limit (file uploads).
     """
 
     def __init__(
@@ -57,19 +59,22 @@ class BodySizeLimitMiddleware:
         max_bytes: int,
         idle_timeout_s: float = BODY_IDLE_TIMEOUT_S,
         total_timeout_s: float = BODY_TOTAL_TIMEOUT_S,
+        path_limits: Mapping[str, int] | None = None,
     ) -> None:
         self.app = app
         self.max_bytes = max_bytes
         self.idle_timeout_s = idle_timeout_s
         self.total_timeout_s = total_timeout_s
+        self.path_limits = dict(path_limits or {})
 
-    def _too_large(self, size: str) -> bytes:
-        return error_body("body", f"request body is {size}; the limit is {self.max_bytes:,} bytes")
+    def _too_large(self, size: str, limit: int) -> bytes:
+        return error_body("body", f"request body is {size}; the limit is {limit:,} bytes")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        limit = self.path_limits.get(scope["path"], self.max_bytes)
         headers = dict(scope["headers"])
         declared = headers.get(b"content-length")
         if declared is not None:
@@ -78,8 +83,10 @@ class BodySizeLimitMiddleware:
             except ValueError:
                 await send_json(send, 400, error_body("Content-Length", "is not an integer"))
                 return
-            if length > self.max_bytes:
-                await send_json(send, 413, self._too_large(f"{length:,} bytes"), [(b"connection", b"close")])
+            if length > limit:
+                await send_json(
+                    send, 413, self._too_large(f"{length:,} bytes", limit), [(b"connection", b"close")]
+                )
                 return
         chunks: list[bytes] = []
         size = 0
@@ -107,15 +114,17 @@ class BodySizeLimitMiddleware:
             chunk = message.get("body", b"")
             size += len(chunk)
             more = message.get("more_body", False)
-            if size > self.max_bytes:
-                if more and not await self._drain(receive):
+            if size > limit:
+                if more and not await self._drain(receive, limit):
                     return  # the client went away
-                await send_json(send, 413, self._too_large("over the limit"), [(b"connection", b"close")])
+                await send_json(
+                    send, 413, self._too_large("over the limit", limit), [(b"connection", b"close")]
+                )
                 return
             chunks.append(chunk)
         await self.app(scope, _replay(chunks, None, receive), send)
 
-    async def _drain(self, receive: Receive) -> bool:
+    async def _drain(self, receive: Receive, limit: int) -> bool:
         """Read and drop the rest of an over-limit body, up to another ``max_bytes``, before the 413.
 
         The server cannot read the body once the response is sent, so a client still uploading
@@ -125,7 +134,7 @@ class BodySizeLimitMiddleware:
         """
         drained = 0
         more = True
-        while more and drained <= self.max_bytes:
+        while more and drained <= limit:
             message = await receive()
             if message["type"] != "http.request":
                 return False

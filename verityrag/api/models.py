@@ -4,9 +4,20 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictBool, Tag, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    StrictBool,
+    Tag,
+    WithJsonSchema,
+    field_validator,
+)
 
 from verityrag.config import STRICTNESS_LEVELS, Strictness
+from verityrag.index.filters import MAX_FILTER_KEYS, MAX_IN_VALUES
+from verityrag.ingest.parsers import FileFormat
 from verityrag.ingest.writer import METADATA_LIMITS
 from verityrag.types import DOC_ID_PATTERN, DOC_ID_RULE, AbstainReason
 
@@ -130,11 +141,128 @@ class DocumentOut(BaseModel):
     )
 
 
+class DocumentSummaryOut(BaseModel):
+    doc_id: str
+    title: str
+    metadata: dict[str, Any]
+    n_chunks: int
+    ingested_at: str | None = Field(
+        default=None, description="When this version was ingested (UTC); null if not recorded."
+    )
+
+
+class DocumentListOut(BaseModel):
+    """A page of the stored documents, ordered by doc_id, without their text."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "total": 1,
+                    "offset": 0,
+                    "limit": 50,
+                    "next_offset": None,
+                    "documents": [
+                        {
+                            "doc_id": "steam-engine",
+                            "title": "Steam Engine",
+                            "metadata": {"source": "encyclopedia"},
+                            "n_chunks": 1,
+                            "ingested_at": "2025-12-02T07:14:00.123Z",
+                        }
+                    ],
+                }
+            ]
+        }
+    )
+
+    total: int = Field(description="Documents the filter passes (all of them without one).")
+    offset: int
+    limit: int
+    next_offset: int | None = Field(description="The offset of the next page; null on the last page.")
+    documents: list[DocumentSummaryOut]
+
+
+class IngestedFile(IngestedDocument):
+    title: str = Field(
+        description="The file's own title (PDF/DOCX properties, HTML <title>, first heading) "
+        "or its name without extension."
+    )
+    source: str = Field(description="The file name, kept as the document's metadata `source`.")
+    format: FileFormat
+    chars: int = Field(description="Characters of text extracted from the file.")
+
+
+class FilesIngestOut(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "documents": [
+                        {
+                            "doc_id": "steam.pdf",
+                            "n_chunks": 12,
+                            "replaced": False,
+                            "title": "Steam Power",
+                            "source": "steam.pdf",
+                            "format": "pdf",
+                            "chars": 9120,
+                        }
+                    ]
+                }
+            ]
+        }
+    )
+
+    documents: list[IngestedFile]
+
+
 class DeletedOut(BaseModel):
     model_config = ConfigDict(json_schema_extra={"examples": [{"doc_id": "steam-engine", "deleted": True}]})
 
     doc_id: str
     deleted: bool
+
+
+_FILTER_SCALAR: dict[str, Any] = {"anyOf": [{"type": "string"}, {"type": "number"}, {"type": "boolean"}]}
+FILTER_DESCRIPTION = (
+    "Only documents whose metadata matches: each key's top-level value must equal the given "
+    'string, number or boolean, or be one of `{"$in": [...]}`; all keys must hold. A document '
+    f"holding a list under a key matches when any element does. At most {MAX_FILTER_KEYS} keys "
+    f"and {MAX_IN_VALUES} values per `$in`."
+)
+#: The filter's JSON schema; the values are checked by ``MetadataFilter.from_dict`` (a 422 names the key).
+FILTER_SCHEMA: dict[str, Any] = {
+    "anyOf": [
+        {
+            "type": "object",
+            "maxProperties": MAX_FILTER_KEYS,
+            "propertyNames": {"minLength": 1},
+            "additionalProperties": {
+                "anyOf": [
+                    *_FILTER_SCALAR["anyOf"],
+                    {
+                        "type": "object",
+                        "properties": {
+                            "$in": {
+                                "type": "array",
+                                "minItems": 1,
+                                "maxItems": MAX_IN_VALUES,
+                                "items": _FILTER_SCALAR,
+                            }
+                        },
+                        "required": ["$in"],
+                        "additionalProperties": False,
+                    },
+                ]
+            },
+        },
+        {"type": "null"},
+    ],
+    "title": "Filter",
+    "description": FILTER_DESCRIPTION,
+}
+MetadataFilterIn = Annotated[dict[str, Any] | None, WithJsonSchema(FILTER_SCHEMA)]
 
 
 class QueryIn(BaseModel):
@@ -150,6 +278,10 @@ class QueryIn(BaseModel):
                     "k": 3,
                     "verify": True,
                     "strictness": "strict",
+                },
+                {
+                    "question": "Who improved the steam engine?",
+                    "filter": {"source": "encyclopedia", "year": {"$in": [2024, 2025]}},
                 },
             ]
         },
@@ -176,6 +308,8 @@ class QueryIn(BaseModel):
         description="Independent documents (different declared sources, not near copies) that "
         "must say the answer, else it abstains (reason `corroboration`); 1: no corroboration.",
     )
+
+    filter: MetadataFilterIn = None
 
     # A validator, not an annotated type: keeps k's minimum/maximum in the JSON schema.
     _k_is_a_json_integer = field_validator("k", "min_sources", mode="before")(_json_integer)

@@ -12,12 +12,13 @@ import asyncio
 import json
 import logging
 import math
+import re
 import time
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
+from pathlib import Path, PurePath, PureWindowsPath
 from typing import Annotated, Any, TypeVar
 
-from fastapi import Body, Depends, FastAPI
+from fastapi import Body, Depends, FastAPI, File, Form, Query, UploadFile
 from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
@@ -40,12 +41,16 @@ from verityrag.api.models import (
     DeletedOut,
     DocumentBatchIn,
     DocumentIn,
+    DocumentListOut,
     DocumentOut,
     DocumentsIn,
+    DocumentSummaryOut,
     ErrorOut,
+    FilesIngestOut,
     GroundingOut,
     HealthOut,
     IngestedDocument,
+    IngestedFile,
     IngestOut,
     LearnedCheckOut,
     QueryIn,
@@ -59,6 +64,8 @@ from verityrag.api.streaming import EXAMPLE as STREAM_EXAMPLE
 from verityrag.api.streaming import MEDIA_TYPE as STREAM_MEDIA_TYPE
 from verityrag.api.streaming import query_events, sse_event
 from verityrag.errors import InvalidInputError
+from verityrag.index.filters import MetadataFilter
+from verityrag.ingest.parsers import FORMATS, ParsedFile, parse_file
 from verityrag.pipeline import VerityRAGPipeline
 from verityrag.types import Citation, Document, QueryResult, TraceStep
 from verityrag.verify.sources import iso_time
@@ -184,6 +191,177 @@ async def ingest(
     return IngestOut(documents=await run_in_threadpool(_ingest_batch, p, body))
 
 
+#: The largest upload ``POST /documents/files`` takes (all files together); other bodies keep
+#: the API's ``max_body_bytes``.
+MAX_UPLOAD_BYTES = 32 * 1024 * 1024
+#: The most files one upload may carry.
+MAX_UPLOAD_FILES = 100
+_DOC_ID_UNSAFE = re.compile(r"[^A-Za-z0-9._:\-]+")
+
+
+def doc_id_for_file(filename: str) -> str:
+    """A valid doc id from an uploaded file's name: its last path part (``/`` or ``\\``), other
+    characters than letters, digits and ``. _ : -`` as ``-``, starting with a letter or digit,
+    at most 200 characters; ``file`` when nothing is left."""
+    name = PureWindowsPath(PurePath(filename).name).name
+    cleaned = _DOC_ID_UNSAFE.sub("-", name)
+    cleaned = re.sub(r"^[^A-Za-z0-9]+", "", cleaned)[:200]
+    return cleaned or "file"
+
+
+@endpoints.post(
+    "/documents/files",
+    response_model=FilesIngestOut,
+    responses=_WRITE_RESPONSES,
+    dependencies=_WRITE,
+    tags=["documents"],
+)
+async def ingest_files(
+    p: PipelineDep,
+    files: Annotated[
+        list[UploadFile],
+        File(description=f"One or more files ({', '.join(FORMATS)}); at most {MAX_UPLOAD_FILES}."),
+    ],
+    metadata: Annotated[
+        str | None,
+        Form(
+            description="A JSON object stored with every file's document, e.g. "
+            '`{"collection": "manuals"}`; `source` (the file name), `title` and `format` are '
+            "added to it."
+        ),
+    ] = None,
+) -> FilesIngestOut:
+    """Add files as documents: PDF, DOCX, HTML, Markdown or plain text, sent as `multipart/form-data`.
+
+    Each file becomes the document `doc_id` = its name (characters outside `A-Za-z0-9._:-`
+    as `-`); uploading the same name again replaces it. The text is extracted (pypdf,
+    python-docx, an HTML reader; Markdown through CommonMark), the title taken from the file
+    (PDF/DOCX properties, HTML `<title>`, the first heading) or its name. The document's
+    metadata holds `source` (the file name, shown with citations), `title` and `format`.
+    A file that cannot be read (damaged, encrypted, a scan without text, binary) is a 422
+    naming it (`files[2]`) and why, and nothing of the upload is written: all files or none.
+    Up to 32 MiB per request (`MAX_UPLOAD_BYTES`).
+    """
+    if len(files) > MAX_UPLOAD_FILES:
+        raise ApiError(
+            422, "files", f"files: {len(files)} files; the limit is {MAX_UPLOAD_FILES} per request"
+        )
+    extra = _form_metadata(metadata)
+    uploads = [(f.filename or f"file-{i}", f.content_type, await f.read()) for i, f in enumerate(files)]
+    return FilesIngestOut(documents=await run_in_threadpool(_ingest_files, p, uploads, extra))
+
+
+def _form_metadata(raw: str | None) -> dict[str, Any]:
+    if raw is None or not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise ApiError(422, "metadata", f"metadata: is not valid JSON ({exc})") from exc
+    if not isinstance(value, dict):
+        raise ApiError(422, "metadata", "metadata: must be a JSON object")
+    return value
+
+
+def _ingest_files(
+    p: VerityRAGPipeline, uploads: list[tuple[str, str | None, bytes]], extra: dict[str, Any]
+) -> list[IngestedFile]:
+    parsed: list[ParsedFile] = []
+    docs: list[Document] = []
+    for i, (filename, content_type, data) in enumerate(uploads):
+        try:
+            one = parse_file(filename, data, content_type)
+            meta = {**extra, "source": one.source, "title": one.title, "format": one.format}
+            docs.append(p.validate_document(Document(doc_id_for_file(filename), one.title, one.text, meta)))
+        except InvalidInputError as exc:
+            field = f"files[{i}]" if exc.field == "file" else f"files[{i}].{exc.field}"
+            problem = exc.problem if exc.field == "file" else f"({filename!r}) {exc.problem}"
+            raise InvalidInputError(field, problem) from exc
+        parsed.append(one)
+    seen: dict[str, int] = {}
+    for i, doc in enumerate(docs):
+        if doc.doc_id in seen:
+            raise InvalidInputError(
+                f"files[{i}]",
+                f"{uploads[i][0]!r} gives the doc_id {doc.doc_id!r}, as files[{seen[doc.doc_id]}] does: "
+                "rename one of them",
+            )
+        seen[doc.doc_id] = i
+    replaced = [p.index.has_document(d.doc_id) for d in docs]
+    p.ingest_documents(docs, progress=False)
+    return [
+        IngestedFile(
+            doc_id=d.doc_id,
+            n_chunks=len(p.index.chunks_of(d.doc_id)),
+            replaced=r,
+            title=one.title,
+            source=one.source,
+            format=one.format,
+            chars=len(one.text),
+        )
+        for d, r, one in zip(docs, replaced, parsed, strict=True)
+    ]
+
+
+@endpoints.get_with_head(
+    "/documents",
+    response_model=DocumentListOut,
+    responses=_READ_RESPONSES,
+    dependencies=_READ,
+    tags=["documents"],
+)
+async def list_documents(
+    p: PipelineDep,
+    limit: Annotated[int, Query(ge=1, le=1000, description="Documents per page.")] = 50,
+    offset: Annotated[
+        int, Query(ge=0, description="Documents to skip (`next_offset` of the last page).")
+    ] = 0,
+    filter: Annotated[
+        str | None,
+        Query(
+            description="A metadata filter as JSON, as `POST /query` takes it: "
+            '`{"source": "steam.pdf"}` or `{"lang": {"$in": ["en", "de"]}}`.',
+            examples=['{"source": "encyclopedia"}'],
+        ),
+    ] = None,
+) -> DocumentListOut:
+    """The stored documents, ordered by doc_id, a page at a time, without their text.
+
+    `total` counts every document the filter passes; `next_offset` is where the next page
+    starts (null on the last one). A document added or deleted between pages shifts them.
+    """
+    flt = _query_filter(filter)
+    total, page = await run_in_threadpool(p.list_documents, flt, offset, limit)
+    return DocumentListOut(
+        total=total,
+        offset=offset,
+        limit=limit,
+        next_offset=offset + limit if offset + limit < total else None,
+        documents=[
+            DocumentSummaryOut(
+                doc_id=d.doc_id,
+                title=d.title,
+                metadata=d.metadata,
+                n_chunks=d.n_chunks,
+                ingested_at=iso_time(d.ingested_at),
+            )
+            for d in page
+        ],
+    )
+
+
+def _query_filter(raw: str | None) -> MetadataFilter | None:
+    if raw is None or not raw.strip():
+        return None
+    try:
+        spec = json.loads(raw)
+    except ValueError as exc:
+        raise ApiError(422, "filter", f"filter: is not valid JSON ({exc})") from exc
+    if not isinstance(spec, dict):
+        raise ApiError(422, "filter", 'filter: must be a JSON object such as {"source": "x"}')
+    return MetadataFilter.from_dict(spec)
+
+
 @endpoints.get_with_head(
     "/documents/{doc_id:path}",
     response_model=DocumentOut,
@@ -249,7 +427,8 @@ async def run_query(
     }
     settings = p.settings.replace(**changes) if changes else None
     started = time.perf_counter()
-    result = await run_in_threadpool(p.query, body.question, body.k, settings, on_stage)
+    flt = MetadataFilter.from_dict(body.filter)  # checked here: a bad filter is a 422, not a stream
+    result = await run_in_threadpool(p.query, body.question, body.k, settings, on_stage, flt)
     elapsed = time.perf_counter() - started
     api_metrics.record_query(elapsed, result.abstain_reason.value if result.abstain_reason else None)
     return result
@@ -262,7 +441,9 @@ async def query(body: QueryIn, p: PipelineDep, api_metrics: MetricsDep) -> Query
     """Answer with cited evidence, or abstain with a reason (both are 200).
 
     `verify`, `strictness` and `min_sources` override the pipeline's settings for this request
-    only. Each citation names its document's declared `source` and when it was ingested.
+    only; `filter` keeps the evidence to documents whose metadata matches (applied inside
+    retrieval; none matching abstains with `no_evidence`). Each citation names its document's
+    declared `source` and when it was ingested.
     """
     return _query_out(await run_query(body, p, api_metrics))
 
@@ -460,5 +641,5 @@ def _query_out(result: QueryResult) -> QueryOut:
 
 #: What AuthMiddleware asks of each endpoint (verityrag.api.auth): writes need the write key,
 #: /health nothing, every other route (and an unmatched path) the read key when there is one.
-WRITE_ENDPOINTS: frozenset[object] = frozenset({ingest, delete_document})
+WRITE_ENDPOINTS: frozenset[object] = frozenset({ingest, ingest_files, delete_document})
 OPEN_ENDPOINTS: frozenset[object] = frozenset({health})
