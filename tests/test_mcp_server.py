@@ -63,8 +63,8 @@ async def call(session: ClientSession, tool: str, **arguments: Any) -> dict[str,
 async def test_list_tools_names_query_ingest_verify_with_input_schemas(tmp_path: Path) -> None:
     async with mcp_session(tmp_path) as session:
         tools = {t.name: t for t in (await session.list_tools()).tools}
-    assert set(tools) == {"query", "ingest", "verify"}
-    assert set(tools["query"].input_schema["properties"]) == {"question", "strictness"}
+    assert set(tools) == {"query", "ingest", "verify", "list_documents", "delete_document"}
+    assert set(tools["query"].input_schema["properties"]) == {"question", "strictness", "filter"}
     assert tools["query"].input_schema["required"] == ["question"]
     assert set(tools["ingest"].input_schema["required"]) == {"doc_id", "title", "text"}
     assert tools["verify"].input_schema["properties"]["evidence"]["type"] == "array"
@@ -214,3 +214,58 @@ async def test_backend_failure_is_a_tool_error_with_its_reason() -> None:
     for message in (query, ingest):
         assert "BackendUnavailableError" in message, message
         assert "is unreachable" in message, message
+
+
+async def test_server_reports_the_package_version_and_tools_say_what_they_return() -> None:
+    from verityrag import __version__
+
+    async with in_process(VerityRAGPipeline(data_dir=IN_MEMORY)) as client:
+        assert client.server_info.version == __version__
+        assert __version__
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    for name, tool in tools.items():
+        assert "Returns {" in (tool.description or ""), name
+
+
+async def test_list_documents_pages_filters_and_delete_document_removes() -> None:
+    pipeline = VerityRAGPipeline(data_dir=IN_MEMORY)
+    for i, lang in enumerate(["en", "de", "en"]):
+        pipeline.ingest_documents(
+            [
+                {
+                    "doc_id": f"doc-{i}",
+                    "title": f"Doc {i}",
+                    "text": f"Text number {i} about engines.",
+                    "metadata": {"lang": lang},
+                }
+            ],
+            progress=False,
+        )
+    async with in_process(pipeline) as client:
+        first = (await client.call_tool("list_documents", {"limit": 2})).structured_content
+        assert first is not None
+        assert (first["total"], first["next_offset"]) == (3, 2)
+        assert [d["doc_id"] for d in first["documents"]] == ["doc-0", "doc-1"]
+        assert first["documents"][0]["metadata"] == {"lang": "en"}
+        assert first["documents"][0]["title"] == "Doc 0"
+        english = (await client.call_tool("list_documents", {"filter": {"lang": "en"}})).structured_content
+        assert english is not None
+        assert [d["doc_id"] for d in english["documents"]] == ["doc-0", "doc-2"]
+        gone = (await client.call_tool("delete_document", {"doc_id": "doc-0"})).structured_content
+        assert gone == {"doc_id": "doc-0", "deleted": True}
+        again = (await client.call_tool("delete_document", {"doc_id": "doc-0"})).structured_content
+        assert again == {"doc_id": "doc-0", "deleted": False}
+        after = (await client.call_tool("list_documents", {})).structured_content
+        assert after is not None
+        assert after["total"] == 2
+        bad = _error_text(await client.call_tool("list_documents", {"filter": {"lang": {"$gt": 1}}}))
+        assert "invalid input: filter.lang" in bad
+        limit = _error_text(await client.call_tool("list_documents", {"limit": 0}))
+        assert "invalid input: limit" in limit
+        filtered = (
+            await client.call_tool(
+                "query", {"question": "What is text number 1 about?", "filter": {"lang": "fr"}}
+            )
+        ).structured_content
+        assert filtered is not None
+        assert filtered["abstain_reason"] == "no_evidence"

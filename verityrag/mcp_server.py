@@ -2,9 +2,14 @@
 
 Tools (built on the official ``mcp`` package, ``MCPServer``):
 
-- ``query(question, strictness=None)``: the pipeline's cited answer, or its abstention and why;
+- ``query(question, strictness=None, filter=None)``: the pipeline's cited answer, or its abstention
+  and why; ``filter`` keeps the evidence to documents whose metadata matches;
 - ``ingest(doc_id, title, text)``: add or replace a document, searchable when the call returns;
+- ``list_documents(limit=20, offset=0, filter=None)``: a page of the stored documents (no text);
+- ``delete_document(doc_id)``: remove a document;
 - ``verify(answer, evidence)``: claim-level grounding of ``answer`` against evidence texts.
+
+The server reports the package's version (``verityrag.__version__``) in ``initialize``.
 
 State lives in ``VERITYRAG_DATA_DIR`` (or ``--data-dir``) when set, else in memory. On start,
 an empty index is filled with the bundled corpus (``data/built/corpus.jsonl``, built by ``make data``; ``--max-docs`` or
@@ -33,18 +38,22 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
+from verityrag import __version__
 from verityrag.config import STRICTNESS_LEVELS
 from verityrag.errors import InvalidInputError, VerityRAGError
+from verityrag.index.filters import MetadataFilter
 from verityrag.pipeline import VerityRAGPipeline
 from verityrag.serve.bundled import bundled_pipeline, load_bundled_corpus
 from verityrag.types import Chunk, Citation, CitedSentence, QueryResult
 from verityrag.verify.grounding import GroundingChecker
+from verityrag.verify.sources import iso_time
 
 logger = logging.getLogger(__name__)
 
 MAX_DOCS_ENV = "VERITYRAG_MCP_MAX_DOCS"
 SERVER_NAME = "verityrag"
 MAX_EVIDENCE_ITEMS = 50
+MAX_LIST_LIMIT = 1000
 
 
 # ------------------------------------------------------------------ tool bodies
@@ -59,15 +68,53 @@ def _check_unicode(field: str, text: str) -> None:
         raise InvalidInputError(field, f"is not valid Unicode text ({exc.reason})") from exc
 
 
-def run_query(pipeline: VerityRAGPipeline, question: str, strictness: str | None = None) -> dict[str, Any]:
-    """Answer ``question`` or abstain; ``strictness`` overrides the pipeline's for this call."""
+def run_query(
+    pipeline: VerityRAGPipeline,
+    question: str,
+    strictness: str | None = None,
+    filter: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Answer ``question`` or abstain; ``strictness`` overrides the pipeline's for this call,
+    ``filter`` (metadata, as ``VerityRAGPipeline.query`` takes it) limits the evidence."""
     if isinstance(question, str):  # the pipeline names any other type
         _check_unicode("question", question)
     settings = None
     if strictness is not None:
         settings = pipeline.settings.replace(strictness=strictness)  # validated: names the allowed levels
-    result = pipeline.query(question, settings=settings)
+    result = pipeline.query(question, settings=settings, filter=MetadataFilter.from_dict(filter))
     return query_result_dict(result)
+
+
+def run_list_documents(
+    pipeline: VerityRAGPipeline, limit: int = 20, offset: int = 0, filter: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A page of the stored documents ordered by doc_id, without their text."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIST_LIMIT:
+        raise InvalidInputError("limit", f"must be an integer from 1 to {MAX_LIST_LIMIT}, got {limit!r}")
+    total, page = pipeline.list_documents(MetadataFilter.from_dict(filter), offset, limit)
+    return {
+        "total": total,
+        "offset": offset,
+        "limit": limit,
+        "next_offset": offset + limit if offset + limit < total else None,
+        "documents": [
+            {
+                "doc_id": d.doc_id,
+                "title": d.title,
+                "metadata": d.metadata,
+                "n_chunks": d.n_chunks,
+                "ingested_at": iso_time(d.ingested_at),
+            }
+            for d in page
+        ],
+    }
+
+
+def run_delete_document(pipeline: VerityRAGPipeline, doc_id: str) -> dict[str, Any]:
+    """Remove ``doc_id`` from the store and both indexes; ``deleted`` is False when it was not there."""
+    if not isinstance(doc_id, str) or not doc_id:
+        raise InvalidInputError("doc_id", "must be a non-empty string")
+    return {"doc_id": doc_id, "deleted": pipeline.delete_document(doc_id)}
 
 
 def query_result_dict(result: QueryResult) -> dict[str, Any]:
@@ -127,9 +174,11 @@ def build_server(pipeline: VerityRAGPipeline) -> MCPServer[Any]:
     """An ``MCPServer`` exposing query, ingest and verify over ``pipeline``."""
     server: MCPServer[Any] = MCPServer(
         SERVER_NAME,
+        version=__version__,
         instructions=(
             "VerityRAG answers only from its indexed documents, with citations, or abstains "
-            "with a reason. Ingest documents with `ingest`, ask with `query`, and check any "
+            "with a reason. Ingest documents with `ingest`, ask with `query`, see what is stored "
+            "with `list_documents`, remove a document with `delete_document`, and check any "
             "answer against evidence texts with `verify`."
         ),
     )
@@ -142,25 +191,61 @@ def build_server(pipeline: VerityRAGPipeline) -> MCPServer[Any]:
 
     @server.tool(
         description="Answer a question from the indexed documents with citations, or abstain with a "
-        f"reason.\n\nstrictness: one of {', '.join(STRICTNESS_LEVELS)} (default: the server's setting)."
+        "reason. Returns {question, answer (the cited sentences, or null when it abstained), "
+        "short_answer, abstained, abstain_reason, explanation (why, in words), confidence, "
+        "grounding_score (0..1), unsupported_claims, citations: [{chunk_id, doc_id, title, start, "
+        f"end}}], latency_ms}}.\n\nstrictness: one of {', '.join(STRICTNESS_LEVELS)} (default: the "
+        "server's setting). filter: only documents whose metadata matches, e.g. "
+        '{"source": "steam.pdf"} or {"lang": {"$in": ["en", "de"]}} (exact match on top-level '
+        "keys, all must hold)."
     )
-    def query(question: str, strictness: str | None = None) -> dict[str, Any]:
+    def query(
+        question: str, strictness: str | None = None, filter: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
         try:
-            return run_query(pipeline, question, strictness)
+            return run_query(pipeline, question, strictness, filter)
         except VerityRAGError as exc:
             raise tool_error(exc) from exc
 
-    @server.tool()
+    @server.tool(
+        description="Add a document, or replace the one with this doc_id; searchable when this returns. "
+        "Returns {doc_id, n_chunks (passages it was split into), replaced (true if it replaced one)}."
+    )
     def ingest(doc_id: str, title: str, text: str) -> dict[str, Any]:
-        """Add a document, or replace the one with this doc_id; searchable when this returns."""
         try:
             return run_ingest(pipeline, doc_id, title, text)
         except VerityRAGError as exc:
             raise tool_error(exc) from exc
 
-    @server.tool()
+    @server.tool(
+        description="List the stored documents, ordered by doc_id, a page at a time, without their "
+        "text. Returns {total (documents the filter passes), offset, limit, next_offset (null on the "
+        "last page), documents: [{doc_id, title, metadata, n_chunks, ingested_at}]}. limit: 1 to "
+        f"{MAX_LIST_LIMIT}; filter: as for query."
+    )
+    def list_documents(
+        limit: int = 20, offset: int = 0, filter: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        try:
+            return run_list_documents(pipeline, limit, offset, filter)
+        except VerityRAGError as exc:
+            raise tool_error(exc) from exc
+
+    @server.tool(
+        description="Remove a document from the store and the indexes; it is no longer searchable "
+        "when this returns. Returns {doc_id, deleted} (deleted: false when there was no such document)."
+    )
+    def delete_document(doc_id: str) -> dict[str, Any]:
+        try:
+            return run_delete_document(pipeline, doc_id)
+        except VerityRAGError as exc:
+            raise tool_error(exc) from exc
+
+    @server.tool(
+        description="Score each claim of an answer against evidence texts. Returns {overall_score "
+        "(0..1: the weakest claim's support), claims: [{claim, support (0..1), details}]}."
+    )
     def verify(answer: str, evidence: list[str]) -> dict[str, Any]:
-        """Score each claim of an answer against evidence texts (0..1); overall = weakest claim."""
         try:
             return run_verify(pipeline.grounding, answer, evidence)
         except VerityRAGError as exc:
