@@ -17,6 +17,7 @@ from __future__ import annotations
 import sys
 import time
 from typing import Any
+from urllib.parse import quote
 
 import streamlit as st
 
@@ -98,6 +99,12 @@ def ask_llm(provider: str, result: QueryResult) -> LLMView:
     return llm_side_by_side(provider, complete_fn, result.question, result.evidence)
 
 
+def document_link(doc_id: str) -> str:
+    """A link to the stored document, when the app asks an API (it serves ``GET /documents/{id}``)."""
+    url = backend().api_url
+    return f" [open the document]({url}/documents/{quote(doc_id, safe='/:')})" if url else ""
+
+
 def show_answer(view: ResultView) -> None:
     """The answer first: the short answer, the sentence it is quoted from with it marked, the source."""
     quote = marked_markdown(view.quote) if view.quote else md_escape(view.answer or "")
@@ -113,6 +120,7 @@ def show_answer(view: ResultView) -> None:
         st.markdown("**Sources**")
         for i, source in enumerate(view.sources, 1):
             where = f" ({md_escape(source.source)})" if source.source else ""
+            where += document_link(source.doc_id)
             st.markdown(
                 f"**[{i}] {md_escape(source.title or source.doc_id)}**{where}  \n"
                 f"> {marked_markdown(source.passage, '**{}**')}"
@@ -125,7 +133,8 @@ def show_refusal(view: ResultView) -> None:
     if view.found_instead:
         st.markdown("**What was found instead** (not enough to answer)")
         for found in view.found_instead:
-            st.markdown(f"**{md_escape(found.title or found.doc_id)}**  \n> {md_escape(found.text)}")
+            title = md_escape(found.title or found.doc_id)
+            st.markdown(f"**{title}**{document_link(found.doc_id)}  \n> {md_escape(found.text)}")
     else:
         st.caption("Nothing related was found in the documents.")
 

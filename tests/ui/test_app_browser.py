@@ -175,6 +175,8 @@ def test_app_and_api_share_one_index(served: tuple[str, str]) -> None:
             # The quoted citation: the source's title over its passage.
             expect(page.get_by_text("[1] Kellmark lighthouse")).to_be_visible()
             expect(page.get_by_text("designed by the engineer Ilse Varga").first).to_be_visible()
+            link = page.get_by_role("link", name="open the document").first  # the document view
+            expect(link).to_have_attribute("href", f"{api_url}/documents/notes/kellmark-lighthouse")
             page.screenshot(path=str(ARTIFACTS / "streamlit_api_document_answered.png"), full_page=True)
 
             # Uploaded in the app (a PDF made here), answered in the app and by the API.
