@@ -141,6 +141,16 @@ def served() -> Iterator[tuple[str, str]]:
         yield api.url, ui.url
 
 
+def _settled(page: Any) -> None:
+    """Wait until no script run is in progress (Streamlit's running indicator is gone): the page
+    has finished rendering, so a screenshot shows what a user sees."""
+    from playwright.sync_api import expect
+
+    expect(
+        page.get_by_test_id("stStatusWidget").get_by_test_id(re.compile("stStatusWidgetRunning.*"))
+    ).to_have_count(0, timeout=30_000)
+
+
 def _ask(page: Any, question: str) -> None:
     from playwright.sync_api import expect
 
@@ -177,6 +187,7 @@ def test_app_and_api_share_one_index(served: tuple[str, str]) -> None:
             expect(page.get_by_text("designed by the engineer Ilse Varga").first).to_be_visible()
             link = page.get_by_role("link", name="open the document").first  # the document view
             expect(link).to_have_attribute("href", f"{api_url}/documents/notes/kellmark-lighthouse")
+            _settled(page)
             page.screenshot(path=str(ARTIFACTS / "streamlit_api_document_answered.png"), full_page=True)
 
             # Uploaded in the app (a PDF made here), answered in the app and by the API.
@@ -194,6 +205,7 @@ def test_app_and_api_share_one_index(served: tuple[str, str]) -> None:
             answer = page.get_by_test_id("stAlertContentSuccess").filter(has_text="Tobias Lindqvist")
             expect(answer).to_be_visible(timeout=30_000)
             expect(page.get_by_text(f"[1] {PDF_TITLE}")).to_be_visible()
+            _settled(page)
             page.screenshot(path=str(ARTIFACTS / "streamlit_pdf_answered.png"), full_page=True)
             body = httpx.post(
                 f"{api_url}/query", json={"question": PDF_QUESTION}, timeout=30, trust_env=False
