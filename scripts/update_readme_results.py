@@ -41,6 +41,13 @@ def eval_section() -> str:
     lines = ["| figure | " + " | ".join(names) + " |", "| --- |" + " --- |" * len(names)]
     for fig in figures:
         lines.append(f"| {fig} | " + " | ".join(rows[n].get(fig, "n/a") for n in names) + " |")
+    # What decides the default embedder beside quality: the cost of making a document searchable.
+    per_doc = [1000 * r["corpus"]["ingest_seconds"] / r["corpus"]["documents"] for r in reports.values()]
+    lines.append(
+        "| ingest per document (bundled corpus, bulk) | "
+        + " | ".join(f"{ms:.1f} ms" for ms in per_doc)
+        + " |"
+    )
     first = reports[names[0]]
     lines += ["", "Where the answerable test questions went (failure analysis by category):", ""]
     lines += ["| category | " + " | ".join(names) + " |", "| --- |" + " --- |" * len(names)]
@@ -129,6 +136,7 @@ def ragtruth_section() -> str:
 
 READER_CHECK = ROOT / "scripts" / "results" / "answer_reader.json"
 SPAN_READER = ROOT / "scripts" / "results" / "reader.json"
+SPAN_READER_METADATA = ROOT / "verityrag" / "resources" / "reader" / "metadata.json"
 LLM_READER = ROOT / "scripts" / "results" / "llm_eval_reader_local.json"
 
 
@@ -162,10 +170,32 @@ def span_reader_section() -> str:
             f"| {name} | {r['questions']} | {r['span']['exact_match']:.1f} | {r['span']['f1']:.1f} | {auroc} | {s2} |"
         )
     size = t.get("file_bytes", {}).get("model.int8.onnx", 0) / 1e6
+    trained_on = (
+        json.loads(SPAN_READER_METADATA.read_text())["data"]["train"] if SPAN_READER_METADATA.exists() else {}
+    )
+    kinds = trained_on.get("by_kind", {})
+    without = sum(n for kind, n in kinds.items() if kind != "answerable")
+    if t.get("checkpoint_step"):  # a checkpoint exported before the planned epochs were done
+        step, total = t["checkpoint_step"], t["total_steps"]
+        how_long = (
+            f"for {step:,} of the {total:,} steps of a {t['epochs']}-epoch run "
+            f"({t['epochs'] * step / total:.2f} epochs, before the learning rate decayed: the exported "
+            "checkpoint, as the full run did not fit its time)"
+        )
+        where = f"on {t['device']}, bfloat16 {'on' if t['bf16_autocast'] else 'off'}"
+    else:
+        how_long = f"{t['epochs']} epochs"
+        where = (
+            f"{t['train_seconds'] / 3600:.1f} h on {t['device']}, "
+            f"bfloat16 {'on' if t['bf16_autocast'] else 'off'}"
+        )
     lines += [
         "",
-        f"all-MiniLM-L6-v2 fine-tuned {t['epochs']} epochs on {data.get('examples', 'the')} examples "
-        f"({t['train_seconds'] / 3600:.1f} h on {t['device']}, bfloat16 {'on' if t['bf16_autocast'] else 'off'}); "
+        f"all-MiniLM-L6-v2 fine-tuned {how_long} on {trained_on.get('examples', 0):,} examples "
+        f"({kinds.get('answerable', 0):,} with their answer, {without:,} without: SQuAD 2.0's own "
+        f"unanswerable questions, each given twice ({kinds.get('unanswerable', 0):,} in all), and ones made here by editing "
+        "the question, giving another paragraph of the article or removing the answer's sentence) "
+        f"({where}); "
         f"served as int8 ONNX ({size:.1f} MB), {m['validation']['ms_per_question']:.0f} ms per paragraph here. "
         "EM and F1 score the best span whatever the no-answer score; AUROC ranks answerable above "
         "unanswerable by the reader's answer probability; SQuAD 2.0 scores answer only above the "

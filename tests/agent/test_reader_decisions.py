@@ -10,6 +10,7 @@ import pytest
 from verityrag import VerityRAGPipeline
 from verityrag.crossenc.reader import ReaderResult, ReaderSpan
 from verityrag.generation.reading import EvidenceReader
+from verityrag.text.answer_types import AnswerType, expected_type
 from verityrag.types import AbstainReason
 
 pytestmark = pytest.mark.integration
@@ -48,10 +49,30 @@ def _with_reader(pipeline: VerityRAGPipeline, logit: float, words: int = 2) -> V
     return pipeline
 
 
+@pytest.fixture
+def untyped_question(
+    pipeline: VerityRAGPipeline, corpus_slice: list[dict[str, Any]], test_questions: list[dict[str, Any]]
+) -> str:
+    """An answerable question that asks for no particular kind of answer (the stand-in's span is
+    two words of prose, which a "when" or "how many" question would refuse), past the gate."""
+    _with_reader(pipeline, 4.0)
+    in_slice = {d["doc_id"] for d in corpus_slice}
+    for q in test_questions:
+        question = str(q["question"])
+        if (
+            q["answers"]
+            and q["source_doc_id"] in in_slice
+            and expected_type(question) is AnswerType.ANY
+            and not pipeline.query(question).abstained
+        ):
+            return question
+    pytest.fail("no untyped question answered in the corpus slice")
+
+
 def test_no_answer_from_the_reader_is_an_answerability_refusal_that_says_why(
-    pipeline: VerityRAGPipeline, answered_question: str
+    pipeline: VerityRAGPipeline, untyped_question: str
 ) -> None:
-    result = _with_reader(pipeline, -4.0).query(answered_question)
+    result = _with_reader(pipeline, -4.0).query(untyped_question)
     assert result.abstained
     assert result.abstain_reason is AbstainReason.ANSWERABILITY
     assert result.explanation is not None
@@ -62,9 +83,9 @@ def test_no_answer_from_the_reader_is_an_answerability_refusal_that_says_why(
 
 
 def test_an_answer_carries_the_span_as_a_short_answer_inside_its_cited_sentence(
-    pipeline: VerityRAGPipeline, answered_question: str
+    pipeline: VerityRAGPipeline, untyped_question: str
 ) -> None:
-    result = _with_reader(pipeline, 4.0).query(answered_question)
+    result = _with_reader(pipeline, 4.0).query(untyped_question)
     assert not result.abstained
     short = result.short_answer
     assert short is not None
@@ -85,12 +106,12 @@ def test_a_span_of_the_wrong_kind_is_refused_naming_the_kind(pipeline: VerityRAG
     assert "asks for a number" in result.explanation
 
 
-def test_a_stricter_level_wants_a_surer_reader(pipeline: VerityRAGPipeline, answered_question: str) -> None:
+def test_a_stricter_level_wants_a_surer_reader(pipeline: VerityRAGPipeline, untyped_question: str) -> None:
     _with_reader(pipeline, 1.0)  # above the balanced threshold (0), below the paranoid one (0 + 3)
-    assert not pipeline.query(answered_question).abstained
-    paranoid = pipeline.query(answered_question, settings=pipeline.settings.replace(strictness="paranoid"))
+    assert not pipeline.query(untyped_question).abstained
+    paranoid = pipeline.query(untyped_question, settings=pipeline.settings.replace(strictness="paranoid"))
     assert paranoid.abstain_reason is AbstainReason.ANSWERABILITY
     loose = _with_reader(pipeline, -1.0).query(
-        answered_question, settings=pipeline.settings.replace(strictness="loose")
+        untyped_question, settings=pipeline.settings.replace(strictness="loose")
     )
     assert not loose.abstained

@@ -155,11 +155,12 @@ def test_readme_eval_section_second_report_partial_is_named(
     paths["full"].write_text(json.dumps(full))
     paths["sampled"].write_text(json.dumps(partial))
     monkeypatch.setattr(module, "REPORTS", paths)
-    last = module.eval_section().splitlines()[-1]
+    # The sentence that describes the runs (the reader's sweep table may follow it).
+    last = next(line for line in module.eval_section().splitlines() if line.startswith("Test split"))
     assert "Test split, sampled: 60 questions (22 answerable)" in last
     assert "seed 7; thresholds chosen on the calibration split only. **Partial sample.**" in last
     assert "Test split, full: 550 questions" in last
     monkeypatch.setattr(module, "REPORTS", {"full": paths["full"], "again": paths["full"]})
-    last = module.eval_section().splitlines()[-1]
+    last = next(line for line in module.eval_section().splitlines() if line.startswith("Test split"))
     assert last.startswith("Test split: 550 questions")
     assert "Partial" not in last

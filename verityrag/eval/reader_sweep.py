@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from verityrag.agent.calibration import reader_thresholds
+from verityrag.agent.calibration import WRONG_ANSWER_COST, reader_thresholds
 from verityrag.checks.thresholds import GateOutcome, gate_outcomes, sweep_row
 from verityrag.eval.dataset import EvalQuestion
 from verityrag.generation.reading import probability
@@ -45,7 +45,9 @@ def sweep_reader(
     grid = sorted({*SWEEP, round(chosen, 6)})
     return {
         "threshold": chosen,
-        "threshold_rule": "most right answers less 3 x wrong ones on the calibration split (all kinds)",
+        "threshold_rule": (
+            f"most right answers less {WRONG_ANSWER_COST:g} x wrong ones on the calibration split (all kinds)"
+        ),
         "candidates_on_calibration": len(reader_thresholds(cal)),
         "calibration_sweep": [_row(cal, t) for t in grid],
         "test_sweep": [_row(tst, t) for t in grid],

@@ -4,7 +4,9 @@ It is fitted on the bundled corpus's calibration split (answerable and
 held-out-topic questions; the in-domain unanswerable ones are kept out), after
 training the ICT reranker, exactly as ``python -m verityrag.eval`` does. Its
 features are ratios, so it transfers to a user's fresh corpus until
-``pipeline.calibrate(...)`` refits it on their questions.
+``pipeline.calibrate(...)`` refits it on their questions. It is fitted with the reader off, so it
+takes none of the reader's features and serves pipelines with the reader on or off
+(``calibrate`` on a pipeline with the reader refits it with them).
 
     python -m verityrag.train gate
 """
@@ -17,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from verityrag import VerityRAGPipeline
+from verityrag.config import Settings
 from verityrag.eval.dataset import DEFAULT_DATA_DIR, load_corpus, load_questions
 from verityrag.pipeline import IN_MEMORY
 from verityrag.train._common import recipe_parser
@@ -30,7 +33,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    pipeline = VerityRAGPipeline(data_dir=IN_MEMORY)
+    pipeline = VerityRAGPipeline(data_dir=IN_MEMORY, settings=Settings(reader=False))
     pipeline.ingest_documents(load_corpus(DEFAULT_DATA_DIR / "corpus.jsonl"))
     pipeline.train_reranker(seed=args.seed)
     questions = [

@@ -156,11 +156,20 @@ def main(argv: list[str] | None = None) -> int:
         metavar="FOLDER",
         help="export the run's latest checkpoint, as it stands, to FOLDER (to look at a run half-way) and exit",
     )
+    p.add_argument(
+        "--measure",
+        type=Path,
+        metavar="FOLDER",
+        help="measure the served reader in FOLDER (an exported checkpoint), write its figures and "
+        f"threshold into its metadata and {RESULTS.name}, and exit",
+    )
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     if args.export_checkpoint is not None:
         return export_checkpoint(args.work / "run", args.export_checkpoint)
     train, validation, data_meta = ensure_data(args.work / "data", args.seed)
+    if args.measure is not None:
+        return measure_folder(args.measure, validation, data_meta, full=not args.quick)
     print(f"reader data: {data_meta['summary']['train']}", flush=True)
     config = ReaderTrainingConfig(
         epochs=args.epochs, batch_size=args.batch_size, learning_rate=args.lr, seed=args.seed
@@ -214,6 +223,30 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps(figures, indent=2), flush=True)
     if args.ship:
         ship(model)
+    return 0
+
+
+def measure_folder(
+    folder: Path, validation: list[dict[str, Any]], data_meta: dict[str, Any], full: bool
+) -> int:
+    """Steps 4 and the results file for a reader not trained to the end here (an exported checkpoint):
+    its training record says how far it got (``checkpoint_step`` of ``total_steps``)."""
+    meta = ModelMetadata.read(folder)
+    figures = measure(folder, validation, full=full)
+    meta.threshold = float(figures["validation"]["squad2"]["threshold"])
+    meta.metrics = figures
+    meta.data = {**data_meta["summary"], "sha256": data_meta["sha256"], **meta.data}
+    meta.write(folder)
+    training = {
+        **meta.training,
+        "file_bytes": {ONNX_INT8_FILE: (folder / ONNX_INT8_FILE).stat().st_size},
+        "checkpoint_step": meta.data.get("checkpoint_step"),
+    }
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(
+        json.dumps({"training": training, "metrics": figures, "threshold": meta.threshold}, indent=2) + "\n"
+    )
+    print(json.dumps(figures, indent=2), flush=True)
     return 0
 
 
