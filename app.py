@@ -24,7 +24,6 @@ import streamlit as st
 from verityrag.config import STRICTNESS_LEVELS
 from verityrag.errors import InvalidInputError, LLMError, VerityRAGError
 from verityrag.generation.completion import CompleteFn
-from verityrag.ingest.parsers import parse_file
 from verityrag.llm_providers import PROVIDERS, complete_fn_for
 from verityrag.pipeline import IN_MEMORY, VerityRAGPipeline
 from verityrag.serve.bundled import bundled_pipeline
@@ -303,14 +302,14 @@ def add_tab() -> None:
         if st.form_submit_button("Add these files", type="primary", key="add_files"):
             for upload in files or []:
                 try:
-                    parsed = parse_file(upload.name, upload.getvalue(), upload.type)
+                    doc = source.add_file(upload.name, upload.getvalue(), upload.type)
                 except InvalidInputError as exc:  # names the file and why
                     st.error(f"Not added: {exc.problem}")
                     continue
-                metadata = {"source": parsed.source, "format": parsed.format}
-                doc = add_text(source, parsed.title or parsed.source, parsed.text, metadata)
-                if doc is not None:
-                    added.append(added_line(doc))
+                except VerityRAGError as exc:
+                    st.error(f"Not added: {upload.name}: {type(exc).__name__}: {exc}")
+                    continue
+                added.append(added_line(doc))
     if added:
         st.markdown("**Added in this session**")
         for line in reversed(added):

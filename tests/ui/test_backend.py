@@ -7,7 +7,7 @@ from fastapi.testclient import TestClient
 
 from verityrag.api import create_app
 from verityrag.pipeline import VerityRAGPipeline
-from verityrag.ui.backend import ApiBackend, LocalBackend, api_url_from_args, document_id
+from verityrag.ui.backend import AddedDocument, ApiBackend, LocalBackend, api_url_from_args, document_id
 
 pytestmark = pytest.mark.unit
 
@@ -85,3 +85,32 @@ def test_document_id_is_stable_per_text_and_valid() -> None:
     )
     assert document_id("Meeting notes, 3 March!", "a text").startswith("added/meeting-notes-3-march-")
     assert document_id("", "a text") != document_id("", "another text")
+
+
+def test_a_file_is_added_alike_through_the_api_and_in_process(
+    api: ApiBackend, pipeline: VerityRAGPipeline
+) -> None:
+    from verityrag.ingest.sample_files import make_pdf
+
+    pdf = make_pdf([TEXT], title="Kellmark lighthouse")
+    over_api = api.add_file("harbour/Kellmark notes.pdf", pdf, "application/pdf")
+    local = LocalBackend(VerityRAGPipeline()).add_file("harbour/Kellmark notes.pdf", pdf, "application/pdf")
+    assert over_api == AddedDocument(
+        "Kellmark-notes.pdf",
+        "Kellmark lighthouse",
+        over_api.n_chunks,
+        False,
+        "harbour/Kellmark notes.pdf",
+        "pdf",
+    )
+    assert local == over_api
+    assert pipeline.get_document("Kellmark-notes.pdf") is not None
+
+
+def test_a_file_that_cannot_be_read_is_an_input_error_naming_it(api: ApiBackend) -> None:
+    from verityrag.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match=r"broken\.pdf"):
+        api.add_file("broken.pdf", b"%PDF-1.4 not really", "application/pdf")
+    with pytest.raises(InvalidInputError, match=r"broken\.pdf"):
+        LocalBackend(VerityRAGPipeline()).add_file("broken.pdf", b"%PDF-1.4 not really", "application/pdf")
