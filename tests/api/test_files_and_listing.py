@@ -264,3 +264,10 @@ def test_openapi_lists_the_new_endpoints_and_the_query_filter(client: httpx.Clie
 def test_doc_id_for_file_is_always_a_valid_doc_id(name: str, doc_id: str) -> None:
     assert doc_id_for_file(name) == doc_id
     assert is_valid_doc_id(doc_id)
+
+
+def test_upload_of_more_files_than_allowed_is_422_naming_files(client: httpx.Client) -> None:
+    from verityrag.api.routes import MAX_UPLOAD_FILES
+
+    many = [("files", (f"f{i}.txt", b"Some text.", "text/plain")) for i in range(MAX_UPLOAD_FILES + 1)]
+    assert _error(client.post("/documents/files", files=many), 422)["field"] == "files"

@@ -220,7 +220,11 @@ async def ingest_files(
     p: PipelineDep,
     files: Annotated[
         list[UploadFile],
-        File(description=f"One or more files ({', '.join(FORMATS)}); at most {MAX_UPLOAD_FILES}."),
+        File(
+            min_length=1,
+            max_length=MAX_UPLOAD_FILES,
+            description=f"One or more files ({', '.join(FORMATS)}); at most {MAX_UPLOAD_FILES}.",
+        ),
     ],
     metadata: Annotated[
         str | None,
@@ -242,10 +246,6 @@ async def ingest_files(
     naming it (`files[2]`) and why, and nothing of the upload is written: all files or none.
     Up to 32 MiB per request (`MAX_UPLOAD_BYTES`).
     """
-    if len(files) > MAX_UPLOAD_FILES:
-        raise ApiError(
-            422, "files", f"files: {len(files)} files; the limit is {MAX_UPLOAD_FILES} per request"
-        )
     extra = _form_metadata(metadata)
     uploads = [(f.filename or f"file-{i}", f.content_type, await f.read()) for i, f in enumerate(files)]
     return FilesIngestOut(documents=await run_in_threadpool(_ingest_files, p, uploads, extra))
