@@ -311,6 +311,34 @@ def test_pipeline_answers_the_same_on_elasticsearch_as_embedded(
         index.drop()
 
 
+@pytest.mark.integration
+def test_pipeline_filtered_queries_and_listing_are_the_same_on_elasticsearch_as_embedded(
+    es_config: Callable[..., ElasticsearchConfig],
+    corpus_slice: list[dict[str, str]],
+    test_questions: list[dict[str, Any]],
+) -> None:
+    """A metadata filter (here: every other document) gives the same evidence on both backends,
+    and only filtered documents' chunks."""
+    embedder = HashingEmbedder()
+    index = ElasticsearchIndex(embedder.dim, es_config(), vector_fingerprint=embedder.fingerprint())
+    docs = [{**d, "metadata": {"half": ["even", "odd"][i % 2]}} for i, d in enumerate(corpus_slice[:80])]
+    even = {d["doc_id"] for d in docs if d["metadata"]["half"] == "even"}
+    try:
+        on_es = VerityRAGPipeline(embedder=embedder, index=index)
+        embedded = VerityRAGPipeline(embedder=embedder)
+        for pipeline in (on_es, embedded):
+            pipeline.ingest_documents(docs, progress=False)
+        for q in test_questions[:8]:
+            a = on_es.query(q["question"], filter={"half": "even"})
+            b = embedded.query(q["question"], filter={"half": {"$in": ["even"]}})
+            assert [h.chunk_id for h in a.evidence] == [h.chunk_id for h in b.evidence], q["question"]
+            assert {h.chunk.doc_id for h in a.evidence} <= even
+            assert (a.answer, a.abstain_reason) == (b.answer, b.abstain_reason)
+        assert on_es.list_documents({"half": "odd"})[0] == embedded.list_documents({"half": "odd"})[0] == 40
+    finally:
+        index.drop()
+
+
 @pytest.mark.unit
 def test_pipeline_refuses_a_data_dir_with_a_remote_index(tmp_path: Path) -> None:
     index = ElasticsearchIndex(384, ElasticsearchConfig(url="http://127.0.0.1:9"))
