@@ -271,7 +271,14 @@ def index_count() -> None:
     except VerityRAGError as exc:
         st.caption(f"The index is not reachable: {exc}")
         return
-    st.metric("Documents in the index", f"{stats['documents']:,}", help="Updated every 2 seconds.")
+    first = st.session_state.setdefault("documents_at_open", stats["documents"])
+    arrived = stats["documents"] - first
+    st.metric(
+        "Documents in the index",
+        f"{stats['documents']:,}",
+        delta=f"{arrived:+,} since this page opened" if arrived else None,
+        help="Updated every 2 seconds, whoever adds them (this page, another one, the API).",
+    )
 
 
 def add_tab() -> None:
