@@ -404,3 +404,30 @@ def test_rest_api_answers_503_with_the_reason_when_the_cluster_is_down() -> None
     assert resp.status_code == 503
     assert "BackendUnavailableError" in resp.json()["error"]["message"]
     assert "ELASTICSEARCH_URL" in resp.json()["error"]["message"]
+
+
+@pytest.mark.integration
+def test_a_new_pipeline_on_an_existing_index_lists_its_documents(
+    es_config: Callable[..., ElasticsearchConfig], corpus_slice: list[dict[str, str]]
+) -> None:
+    """Elasticsearch keeps no metadata: documents from before the process are listed by id (and
+    title), with empty metadata; ones written since keep theirs."""
+    embedder = HashingEmbedder()
+    config = es_config()
+    index = ElasticsearchIndex(embedder.dim, config, vector_fingerprint=embedder.fingerprint())
+    try:
+        VerityRAGPipeline(embedder=embedder, index=index).ingest_documents(corpus_slice[:5], progress=False)
+        again = VerityRAGPipeline(
+            embedder=embedder,
+            index=ElasticsearchIndex(embedder.dim, config, vector_fingerprint=embedder.fingerprint()),
+        )
+        again.ingest_document("zz-new", "New", "A new document about pumps.", {"lang": "en"})
+        total, page = again.list_documents(limit=10)
+        assert total == 6
+        titles = {d["doc_id"]: d.get("title", "") for d in corpus_slice[:5]}
+        assert [d.doc_id for d in page] == [*sorted(titles), "zz-new"]
+        assert [(d.title, d.metadata) for d in page[:5]] == [(titles[d.doc_id], {}) for d in page[:5]]
+        assert page[-1].metadata == {"lang": "en"}
+        assert again.list_documents({"lang": "en"})[0] == 1
+    finally:
+        index.drop()

@@ -140,6 +140,15 @@ class MetadataIndex:
         for doc_id, metadata in items:
             self.put(doc_id, metadata)
 
+    def add_missing(self, doc_ids: Iterable[str]) -> None:
+        """Know ``doc_ids`` (without metadata) where not known yet: documents an index held
+        before this process wrote any, a known one is left as it is."""
+        with self._lock:
+            for doc_id in doc_ids:
+                if doc_id not in self._pairs:
+                    self._pairs[doc_id] = []
+            self.version += 1
+
     def remove(self, doc_id: str) -> None:
         with self._lock:
             self._remove(doc_id)

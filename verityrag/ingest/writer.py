@@ -161,6 +161,9 @@ class DocumentWriter:
         # Every document's filterable metadata (top-level scalars), for filters and listing.
         self.metadata_index = MetadataIndex()
         self._sorted_ids: tuple[int, list[str]] = (-1, [])  # (metadata_index.version, ids sorted)
+        # A remote index (Elasticsearch) may hold documents from before this process, whose
+        # metadata it does not keep: their ids are read once, at the first listing.
+        self._ids_seeded = isinstance(index, LiveIndex)
         self.store: SQLiteDocumentStore | None = None
         if data_dir is not None and not isinstance(index, LiveIndex):
             raise InvalidInputError(
@@ -317,6 +320,9 @@ class DocumentWriter:
     ) -> tuple[int, list[DocumentSummary]]:
         """``(total, page)``: the documents ``flt`` passes (all: None), ordered by doc_id, ``limit``
         of them from ``offset``; each with its title, metadata, chunk count and ingest time."""
+        if not self._ids_seeded:
+            self.metadata_index.add_missing(self.index.doc_ids())
+            self._ids_seeded = True
         if flt is None:
             version, ids = self._sorted_ids
             if version != self.metadata_index.version:
