@@ -13,14 +13,13 @@ from _tiny_bert import COLOURS, FILLER, TINY_BERT, write_tiny_metadata
 from verityrag.crossenc.encoding import PairEncoder, load_tokenizer
 from verityrag.crossenc.model_folder import TOKENIZER_FILE
 from verityrag.crossenc.qa_trainer import (
-    CHECKPOINT_FILE,
     ReaderTrainer,
     ReaderTrainingConfig,
     answer_token_span,
     encode_examples,
-    epoch_batches,
 )
 from verityrag.crossenc.reader import SpanReader
+from verityrag.crossenc.resumable import CHECKPOINT_FILE, epoch_batches
 from verityrag.crossenc.trainer import minilm_path
 from verityrag.train.reader import export
 

@@ -255,7 +255,7 @@ def export_checkpoint(run: Path, folder: Path) -> int:
     import torch
     from transformers import AutoModelForQuestionAnswering
 
-    from verityrag.crossenc.qa_trainer import CHECKPOINT_FILE
+    from verityrag.crossenc.resumable import CHECKPOINT_FILE
     from verityrag.crossenc.span import export_reader
     from verityrag.crossenc.trainer import minilm_path
 
