@@ -173,6 +173,17 @@ def test_scorer_is_lazy_and_an_nli_scorer(binary_model: Path) -> None:
     assert scorer._model is None
 
 
+def _windows_that_fit(scorer: HFSequenceClassificationScorer, premise: str, hypothesis: str) -> list[str]:
+    """The scorer's windows of ``premise``: more than one, each fitting the model next to ``hypothesis``."""
+    scorer.warm_up()
+    windows = scorer._windows(premise, hypothesis)
+    assert len(windows) > 1
+    for window in windows:
+        pair = scorer._tokenizer(window, hypothesis, truncation=False)["input_ids"]
+        assert len(pair) <= scorer.max_length_
+    return windows
+
+
 def test_scorer_long_premise_scored_in_windows_max_over_windows(binary_model: Path) -> None:
     scorer = HFSequenceClassificationScorer(binary_model, max_length=24, window_overlap_sentences=1)
     sentences = [
@@ -185,13 +196,7 @@ def test_scorer_long_premise_scored_in_windows_max_over_windows(binary_model: Pa
     ]
     premise = " ".join(s[0].upper() + s[1:] for s in sentences)
     hypothesis = "watt improved the engine"
-    scorer.warm_up()
-    windows = scorer._windows(premise, hypothesis)
-    assert len(windows) > 1
-    tok = scorer._tokenizer
-    for window in windows:
-        pair = tok(window, hypothesis, truncation=False)["input_ids"]
-        assert len(pair) <= scorer.max_length_
+    windows = _windows_that_fit(scorer, premise, hypothesis)
     # Overlap: consecutive windows share a sentence.
     assert windows[0].split(" . ")[-1].strip(" .") in windows[1]
     per_window = scorer._predict([(w, hypothesis) for w in windows])
@@ -329,12 +334,7 @@ def test_scorer_premise_sentence_longer_than_the_window_is_cut_not_truncated(bin
     scorer = HFSequenceClassificationScorer(binary_model, max_length=24)
     premise = " ".join(["watt improved the engine design in 1769"] * 8) + " paris is capital of france"
     hypothesis = "paris is capital"
-    scorer.warm_up()
-    windows = scorer._windows(premise, hypothesis)
-    assert len(windows) > 1
-    tok = scorer._tokenizer
-    for window in windows:
-        assert len(tok(window, hypothesis)["input_ids"]) <= scorer.max_length_
+    windows = _windows_that_fit(scorer, premise, hypothesis)
     assert "france" in windows[-1]
 
 

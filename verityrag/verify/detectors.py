@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import re
 import threading
 from collections.abc import Callable, Sequence
@@ -39,7 +38,14 @@ from typing import Any
 
 from verityrag.errors import InvalidInputError, ModelLoadError
 from verityrag.text.sentences import split_sentences
-from verityrag.verify.nli import _OFFLINE_ENVS, TRUST_ENV, _truthy
+from verityrag.verify.nli import (
+    TRUST_ENV,
+    LoadsOnce,
+    load_hf_model,
+    pack_windows,
+    trust_remote_code,
+    window_size,
+)
 
 __all__ = [
     "HallucinatedSpan",
@@ -89,26 +95,14 @@ def sentence_windows(
                 current = []
         if current:
             pieces.append(" ".join(current))
-    sizes = lengths(pieces)
-    windows: list[str] = []
-    start = 0
-    while start < len(pieces):
-        end, used = start, 0
-        while end < len(pieces) and (end == start or used + sizes[end] <= budget):
-            used += sizes[end]
-            end += 1
-        windows.append(" ".join(pieces[start:end]))
-        if end >= len(pieces):
-            break
-        start = max(start + 1, end - overlap)
-    return windows
+    return pack_windows(pieces, lengths(pieces), budget, overlap)
 
 
 def _word_counts(texts: list[str]) -> list[int]:
     return [len(t.split()) for t in texts]
 
 
-class _HFDetector:
+class _HFDetector(LoadsOnce):
     """What the adapters share: where the model is, how it loads, one lock."""
 
     what = "the detector model"
@@ -138,73 +132,27 @@ class _HFDetector:
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r})"
 
-    def warm_up(self) -> None:
-        """Load the model (idempotent, thread-safe)."""
-        if self._model is not None:
-            return
-        with self._lock:
-            if self._model is None:
-                self._load()
-
     def _trusted(self) -> bool:
-        return (
-            _truthy(os.environ.get(TRUST_ENV)) if self.trust_remote_code is None else self.trust_remote_code
-        )
+        return trust_remote_code(self.trust_remote_code)
 
     def _load(self) -> None:
-        try:
-            import transformers
-        except ImportError as exc:
-            raise ModelLoadError(
-                f"{self.what} {self.model!r}",
-                [("import transformers", f"{exc}. Install it with: pip install transformers")],
-            ) from exc
         trust = self._trusted()
-        offline = (
-            any(_truthy(os.environ.get(name)) for name in _OFFLINE_ENVS)
-            if self.local_files_only is None
-            else self.local_files_only
+
+        def build(transformers: Any, config: Any, where: str, local_only: bool) -> tuple[Any, ...]:
+            return tuple(self._build(transformers, config, where, local_only, trust))
+
+        where, config, (tokenizer, model) = load_hf_model(
+            f"{self.what} {self.model!r}",
+            self.model,
+            local_files_only=self.local_files_only,
+            trust=trust,
+            device=self.device,
+            build=build,
         )
-        attempts: list[tuple[str, str]] = []
-        folder = Path(self.model).expanduser()
-        if folder.is_dir():
-            candidates = [(f"local folder {folder}", str(folder), True)]
-        else:
-            attempts.append((f"local folder {folder}", "no such folder"))
-            mode = "hub cache only (offline)" if offline else "hub (download allowed)"
-            candidates = [(f"hub name {self.model!r}, {mode}", self.model, offline)]
-        for label, where, local_only in candidates:
-            try:
-                config = transformers.AutoConfig.from_pretrained(
-                    where, local_files_only=local_only, trust_remote_code=trust
-                )
-                if getattr(config, "auto_map", None) and not trust:
-                    raise PermissionError(
-                        f"the model ships custom code (auto_map {sorted(config.auto_map)}); "
-                        f"set {TRUST_ENV}=1 to allow running it"
-                    )
-                tokenizer, model = self._build(transformers, config, where, local_only, trust)
-            except Exception as exc:  # every failure is reported with what was tried
-                reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-                if "trust_remote_code" in str(exc) and not trust:
-                    reason += f" (set {TRUST_ENV}=1 to allow custom code)"
-                attempts.append((label, reason))
-                continue
-            try:
-                model.eval()
-                model.to(self.device)
-            except Exception as exc:
-                first = str(exc).splitlines()[0] if str(exc) else ""
-                attempts.append(
-                    (f"device {self.device!r}", f"{type(exc).__name__}: {first}; pass a device torch has")
-                )
-                break
-            self._configure(config, tokenizer, model)
-            self._tokenizer = tokenizer
-            self._model = model  # published last: warm_up() reads it without the lock
-            logger.info("%s loaded from %s", self.what, where)
-            return
-        raise ModelLoadError(f"{self.what} {self.model!r}", attempts)
+        self._configure(config, tokenizer, model)
+        self._tokenizer = tokenizer
+        self._model = model  # published last: warm_up() reads it without the lock
+        logger.info("%s loaded from %s", self.what, where)
 
     def _build(self, transformers: Any, config: Any, where: str, local_only: bool, trust: bool) -> Any:
         raise NotImplementedError
@@ -295,16 +243,10 @@ class TokenHallucinationDetector(_HFDetector):
         return tokenizer, model
 
     def _configure(self, config: Any, tokenizer: Any, model: Any) -> None:
-        limits = [
-            v
-            for v in (
-                self.max_length,
-                tokenizer.model_max_length,
-                getattr(config, "max_position_embeddings", None),
-            )
-            if isinstance(v, int) and 0 < v < 100_000
-        ]
-        self.max_length_ = min(limits) if limits else 512
+        self.max_length_ = window_size(
+            (self.max_length, tokenizer.model_max_length, getattr(config, "max_position_embeddings", None)),
+            512,
+        )
 
     @staticmethod
     def prompt(passages: Sequence[str], question: str | None = None) -> str:
@@ -501,10 +443,7 @@ class Seq2SeqSupportScorer(_HFDetector):
                 f"{self.what} {self.model!r}", [("label tokens", f"'0' and '1' do not encode apart: {ids}")]
             )
         self.label_ids_ = (int(ids[0][0]), int(ids[1][0]))
-        limits = [
-            v for v in (self.max_length, tokenizer.model_max_length) if isinstance(v, int) and 0 < v < 100_000
-        ]
-        self.max_length_ = min(limits) if limits else 2048
+        self.max_length_ = window_size((self.max_length, tokenizer.model_max_length), 2048)
 
     def score_pairs(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
         """P(supported) per pair: the best window's probability of the label ``"1"``."""

@@ -8,14 +8,14 @@ swapped roles (see :class:`~verityrag.verify.grounding.GroundingChecker`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from verityrag.errors import InvalidInputError
-from verityrag.types import Chunk, Citation, CitedSentence
+from verityrag.types import Chunk, Citation, CitedSentence, GroundingReport
 from verityrag.verify.grounding import GroundingChecker
 from verityrag.verify.protocols import VerificationResult, check_verify_arguments
 
-__all__ = ["GroundingVerifier"]
+__all__ = ["GroundingVerifier", "check_sentences"]
 
 
 class GroundingVerifier:
@@ -35,39 +35,54 @@ class GroundingVerifier:
         return f"GroundingVerifier(threshold={self.threshold})"
 
     def verify(self, sentences: Sequence[str], documents: Sequence[str]) -> list[VerificationResult]:
-        check_verify_arguments(sentences, documents)
-        chunks = {
-            f"doc{i}": Chunk(f"doc{i}", f"doc{i}", "", text, i, 0, len(text))
-            for i, text in enumerate(documents)
-        }
-        cites = tuple(Citation(c.chunk_id, c.doc_id, "", 0, len(c.text)) for c in chunks.values())
-        results: list[VerificationResult] = []
-        for sentence in sentences:
-            if not chunks:
-                results.append(
-                    VerificationResult(sentence, 0.0, False, self.stage, "no evidence to check against")
-                )
-                continue
-            report = self.checker.check([CitedSentence(sentence, cites)], chunks)
-            weakest = min(report.claims, key=lambda c: c.support, default=None)
-            supported = report.overall_score >= self.threshold
-            reason = ""
-            if weakest is not None and not supported:
-                reason = _explain(weakest.claim, weakest.details)
-            results.append(
-                VerificationResult(
-                    sentence=sentence,
-                    score=report.overall_score,
-                    supported=supported,
-                    stage=self.stage,
-                    reason=reason,
-                    details={
-                        "threshold": self.threshold,
-                        "claims": [{"claim": c.claim, "support": round(c.support, 4)} for c in report.claims],
-                    },
-                )
-            )
-        return results
+        return check_sentences(self.checker, sentences, documents, self.stage, self._result)
+
+    def _result(self, sentence: str, report: GroundingReport) -> VerificationResult:
+        weakest = min(report.claims, key=lambda c: c.support, default=None)
+        supported = report.overall_score >= self.threshold
+        reason = ""
+        if weakest is not None and not supported:
+            reason = _explain(weakest.claim, weakest.details)
+        return VerificationResult(
+            sentence=sentence,
+            score=report.overall_score,
+            supported=supported,
+            stage=self.stage,
+            reason=reason,
+            details={
+                "threshold": self.threshold,
+                "claims": [{"claim": c.claim, "support": round(c.support, 4)} for c in report.claims],
+            },
+        )
+
+
+def check_sentences(
+    checker: GroundingChecker,
+    sentences: Sequence[str],
+    documents: Sequence[str],
+    stage: str,
+    judge: Callable[[str, GroundingReport], VerificationResult],
+    *,
+    prefix: str = "doc",
+    skip_blank: bool = False,
+) -> list[VerificationResult]:
+    """Each sentence checked by ``checker`` against all ``documents`` together (chunks
+    ``<prefix>0``, ``<prefix>1``, ...; blank ones left out when ``skip_blank``), its report turned
+    into its result by ``judge``; with no evidence at all, every sentence fails."""
+    check_verify_arguments(sentences, documents)
+    chunks = {
+        f"{prefix}{i}": Chunk(f"{prefix}{i}", f"{prefix}{i}", "", text, i, 0, len(text))
+        for i, text in enumerate(documents)
+        if text.strip() or not skip_blank
+    }
+    cites = tuple(Citation(c.chunk_id, c.doc_id, "", 0, len(c.text)) for c in chunks.values())
+    results: list[VerificationResult] = []
+    for sentence in sentences:
+        if not chunks:
+            results.append(VerificationResult(sentence, 0.0, False, stage, "no evidence to check against"))
+            continue
+        results.append(judge(sentence, checker.check([CitedSentence(sentence, cites)], chunks)))
+    return results
 
 
 def _explain(claim: str, details: dict[str, float]) -> str:

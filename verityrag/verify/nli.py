@@ -32,7 +32,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +69,98 @@ def _truthy(value: str | None) -> bool:
     return (value or "").strip().lower() in ("1", "true", "yes", "on")
 
 
+def trust_remote_code(explicit: bool | None) -> bool:
+    """Whether a model's own code may run: ``explicit`` when given, else ``$VERIFIER_TRUST_REMOTE_CODE``."""
+    return _truthy(os.environ.get(TRUST_ENV)) if explicit is None else explicit
+
+
+def window_size(limits: Sequence[object], default: int) -> int:
+    """The smallest of the plausible ``limits`` (ints in 1..99,999: a setting, the tokenizer's
+    and the config's), or ``default`` when none is."""
+    found = [v for v in limits if isinstance(v, int) and 0 < v < 100_000]
+    return min(found) if found else default
+
+
+def load_hf_model(
+    what: str,
+    source: str,
+    *,
+    local_files_only: bool | None,
+    trust: bool,
+    device: str,
+    build: Callable[[Any, Any, str, bool], tuple[Any, ...]],
+) -> tuple[str, Any, tuple[Any, ...]]:
+    """A model from ``source``: a local folder, else a hub name (from the cache alone when
+    ``local_files_only``, or when that is None and ``HF_HUB_OFFLINE`` / ``TRANSFORMERS_OFFLINE``
+    is set). ``build(transformers, config, where, local_only)`` loads the parts (the model last)
+    once the config is read; a model with custom code is refused unless ``trust``. Returns where
+    it loaded from, the config and the parts, the model in eval mode on ``device``; raises
+    :class:`ModelLoadError` for ``what`` listing every failed attempt."""
+    try:
+        import transformers
+    except ImportError as exc:
+        raise ModelLoadError(
+            what, [("import transformers", f"{exc}. Install it with: pip install transformers")]
+        ) from exc
+    offline = (
+        any(_truthy(os.environ.get(name)) for name in _OFFLINE_ENVS)
+        if local_files_only is None
+        else local_files_only
+    )
+    attempts: list[tuple[str, str]] = []
+    folder = Path(source).expanduser()
+    if folder.is_dir():
+        candidates = [(f"local folder {folder}", str(folder), True)]
+    else:
+        attempts.append((f"local folder {folder}", "no such folder"))
+        mode = "hub cache only (offline)" if offline else "hub (download allowed)"
+        candidates = [(f"hub name {source!r}, {mode}", source, offline)]
+    for label, where, local_only in candidates:
+        try:
+            config = transformers.AutoConfig.from_pretrained(
+                where, local_files_only=local_only, trust_remote_code=trust
+            )
+            if getattr(config, "auto_map", None) and not trust:
+                raise PermissionError(
+                    f"the model ships custom code (auto_map {sorted(config.auto_map)}); "
+                    f"set {TRUST_ENV}=1 to allow running it"
+                )
+            parts = build(transformers, config, where, local_only)
+        except Exception as exc:  # every failure is reported with what was tried
+            reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            if "trust_remote_code" in str(exc) and not trust:
+                reason += f" (set {TRUST_ENV}=1 to allow custom code)"
+            attempts.append((label, reason))
+            continue
+        try:
+            parts[-1].eval()
+            parts[-1].to(device)
+        except Exception as exc:  # "cuda" on a CPU-only torch raised a bare AssertionError
+            first = str(exc).splitlines()[0] if str(exc) else ""
+            attempts.append((f"device {device!r}", f"{type(exc).__name__}: {first}; pass a device torch has"))
+            break
+        return where, config, parts
+    raise ModelLoadError(what, attempts)
+
+
+def pack_windows(pieces: Sequence[str], sizes: Sequence[int], budget: int, overlap: int) -> list[str]:
+    """``pieces`` (whole sentences, or parts of one) joined into windows of at most ``budget``
+    (``sizes`` counts each piece; a piece over the budget stands alone), ``overlap`` pieces
+    shared by neighbouring windows."""
+    windows: list[str] = []
+    start = 0
+    while start < len(pieces):
+        end, used = start, 0
+        while end < len(pieces) and (end == start or used + sizes[end] <= budget):
+            used += sizes[end]
+            end += 1
+        windows.append(" ".join(pieces[start:end]))
+        if end >= len(pieces):
+            break
+        start = max(start + 1, end - overlap)
+    return windows
+
+
 def supported_class(id2label: Mapping[int, str] | Mapping[str, str], num_labels: int) -> int | None:
     """Index of the class meaning "the premise supports the hypothesis".
 
@@ -93,7 +185,26 @@ def supported_class(id2label: Mapping[int, str] | Mapping[str, str], num_labels:
     )
 
 
-class HFSequenceClassificationScorer:
+class LoadsOnce:
+    """``warm_up()`` runs ``_load`` once, whichever thread asks first; ``_load`` publishes
+    ``_model`` last, so a thread that sees it set sees everything loaded with it."""
+
+    _model: Any
+    _lock: threading.Lock
+
+    def warm_up(self) -> None:
+        """Load the model (idempotent, thread-safe)."""
+        if self._model is not None:
+            return
+        with self._lock:
+            if self._model is None:
+                self._load()
+
+    def _load(self) -> None:
+        raise NotImplementedError
+
+
+class HFSequenceClassificationScorer(LoadsOnce):
     """P(supported) of (premise, hypothesis) pairs from a HF sequence-classification model.
 
     ``model`` is a hub name or a local folder (default: ``$VERIFIER_MODEL``). The
@@ -151,96 +262,48 @@ class HFSequenceClassificationScorer:
             )
         return source
 
-    def warm_up(self) -> None:
-        """Load tokenizer and model (idempotent, thread-safe)."""
-        if self._model is not None:
-            return
-        with self._lock:
-            if self._model is None:
-                self._load()
-
     def _load(self) -> None:
         source = self._source()
-        trust = (
-            _truthy(os.environ.get(TRUST_ENV)) if self.trust_remote_code is None else self.trust_remote_code
-        )
-        offline = (
-            any(_truthy(os.environ.get(name)) for name in _OFFLINE_ENVS)
-            if self.local_files_only is None
-            else self.local_files_only
-        )
-        what = f"the NLI verifier model {source!r}"
-        try:
-            import transformers
-        except ImportError as exc:
-            raise ModelLoadError(
-                what, [("import transformers", f"{exc}. Install it with: pip install transformers")]
-            ) from exc
+        trust = trust_remote_code(self.trust_remote_code)
 
-        attempts: list[tuple[str, str]] = []
-        folder = Path(source).expanduser()
-        if folder.is_dir():
-            candidates = [(f"local folder {folder}", str(folder), True)]
-        else:
-            attempts.append((f"local folder {folder}", "no such folder"))
-            mode = "hub cache only (offline)" if offline else "hub (download allowed)"
-            candidates = [(f"hub name {source!r}, {mode}", source, offline)]
-        for label, where, local_only in candidates:
-            try:
-                config = transformers.AutoConfig.from_pretrained(
-                    where, local_files_only=local_only, trust_remote_code=trust
-                )
-                if getattr(config, "auto_map", None) and not trust:
-                    raise PermissionError(
-                        f"the model ships custom code (auto_map {sorted(config.auto_map)}); "
-                        f"set {TRUST_ENV}=1 to allow running it"
-                    )
-                support = supported_class(config.id2label, int(config.num_labels))
-                tokenizer = transformers.AutoTokenizer.from_pretrained(
-                    where, local_files_only=local_only, trust_remote_code=trust
-                )
-                model = transformers.AutoModelForSequenceClassification.from_pretrained(
-                    where, local_files_only=local_only, trust_remote_code=trust
-                )
-            except Exception as exc:  # every failure is reported with what was tried
-                reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-                if "trust_remote_code" in str(exc) and not trust:
-                    reason += f" (set {TRUST_ENV}=1 to allow custom code)"
-                attempts.append((label, reason))
-                continue
-            try:
-                model.eval()
-                model.to(self.device)
-            except Exception as exc:  # "cuda" on a CPU-only torch raised a bare AssertionError
-                first = str(exc).splitlines()[0] if str(exc) else ""
-                attempts.append(
-                    (f"device {self.device!r}", f"{type(exc).__name__}: {first}; pass a device torch has")
-                )
-                break
-            limits = [
-                v
-                for v in (
-                    self.max_length,
-                    getattr(tokenizer, "model_max_length", None),
-                    getattr(config, "max_position_embeddings", None),
-                )
-                if isinstance(v, int) and 0 < v < 100_000
-            ]
-            self.max_length_ = min(limits) if limits else 512
-            self.model_version = f"{where}@{getattr(config, '_commit_hash', None) or 'local'}"
-            # ``_model`` is published last: warm_up() reads it without the lock, so another
-            # thread that sees it set must also see the window size (0 before: windows of 8
-            # tokens and a tokenizer call with max_length=0).
-            self._tokenizer, self.support_index_ = tokenizer, support
-            self._model = model
-            logger.info(
-                "NLI verifier loaded %s (supported class %s, window %d tokens)",
-                where,
-                support,
-                self.max_length_,
+        def build(transformers: Any, config: Any, where: str, local_only: bool) -> tuple[Any, ...]:
+            support = supported_class(config.id2label, int(config.num_labels))
+            tokenizer = transformers.AutoTokenizer.from_pretrained(
+                where, local_files_only=local_only, trust_remote_code=trust
             )
-            return
-        raise ModelLoadError(what, attempts)
+            model = transformers.AutoModelForSequenceClassification.from_pretrained(
+                where, local_files_only=local_only, trust_remote_code=trust
+            )
+            return support, tokenizer, model
+
+        where, config, (support, tokenizer, model) = load_hf_model(
+            f"the NLI verifier model {source!r}",
+            source,
+            local_files_only=self.local_files_only,
+            trust=trust,
+            device=self.device,
+            build=build,
+        )
+        self.max_length_ = window_size(
+            (
+                self.max_length,
+                getattr(tokenizer, "model_max_length", None),
+                getattr(config, "max_position_embeddings", None),
+            ),
+            512,
+        )
+        self.model_version = f"{where}@{getattr(config, '_commit_hash', None) or 'local'}"
+        # ``_model`` is published last: warm_up() reads it without the lock, so another
+        # thread that sees it set must also see the window size (0 before: windows of 8
+        # tokens and a tokenizer call with max_length=0).
+        self._tokenizer, self.support_index_ = tokenizer, support
+        self._model = model
+        logger.info(
+            "NLI verifier loaded %s (supported class %s, window %d tokens)",
+            where,
+            support,
+            self.max_length_,
+        )
 
     # ------------------------------------------------------------------ scoring
 
@@ -331,18 +394,7 @@ class HFSequenceClassificationScorer:
             for piece in self._pieces(sentence, budget):
                 sentences.append(piece)
                 lengths.append(self._token_count(piece))
-        windows: list[str] = []
-        start = 0
-        while start < len(sentences):
-            end, used = start, 0
-            while end < len(sentences) and (end == start or used + lengths[end] <= budget):
-                used += lengths[end]
-                end += 1
-            windows.append(" ".join(sentences[start:end]))
-            if end >= len(sentences):
-                break
-            start = max(start + 1, end - self.window_overlap_sentences)
-        return windows
+        return pack_windows(sentences, lengths, budget, self.window_overlap_sentences)
 
     def _predict(self, rows: Sequence[tuple[str, str]]) -> list[float]:
         import torch

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from verityrag.errors import InvalidInputError
-from verityrag.types import Chunk, Citation, CitedSentence
+from verityrag.types import GroundingReport
 from verityrag.verify.grounding import GroundingChecker
+from verityrag.verify.grounding_verifier import check_sentences
 from verityrag.verify.protocols import VerificationResult, Verifier, check_verify_arguments
 
 __all__ = ["DeterministicVerifier", "StageStats", "VerifierStack"]
@@ -44,38 +45,25 @@ class DeterministicVerifier:
         self.min_entity_share = min_entity_share
 
     def verify(self, sentences: Sequence[str], documents: Sequence[str]) -> list[VerificationResult]:
-        check_verify_arguments(sentences, documents)
-        chunks = {
-            f"ev{i}": Chunk(f"ev{i}", f"ev{i}", "", text, i, 0, len(text))
-            for i, text in enumerate(documents)
-            if text.strip()
-        }
-        cites = tuple(Citation(cid, c.doc_id, "", 0, len(c.text)) for cid, c in chunks.items())
-        results = []
-        for sentence in sentences:
-            if not chunks:
-                results.append(
-                    VerificationResult(sentence, 0.0, False, self.stage, "no evidence to check against")
-                )
-                continue
-            report = self.checker.check([CitedSentence(sentence, cites)], chunks)
-            numbers = min((c.details.get("numbers", 1.0) for c in report.claims), default=1.0)
-            entities = min((c.details.get("entities", 1.0) for c in report.claims), default=1.0)
-            passed = numbers >= 1.0 and entities >= self.min_entity_share
-            missing = [name for name, v in (("numbers/dates", numbers), ("names", entities)) if v < 1.0]
-            results.append(
-                VerificationResult(
-                    sentence,
-                    min(numbers, entities),
-                    passed,
-                    self.stage,
-                    reason="all numbers, dates and names found"
-                    if not missing
-                    else f"missing {' and '.join(missing)}",
-                    details={"numbers": numbers, "entities": entities},
-                )
-            )
-        return results
+        return check_sentences(
+            self.checker, sentences, documents, self.stage, self._result, prefix="ev", skip_blank=True
+        )
+
+    def _result(self, sentence: str, report: GroundingReport) -> VerificationResult:
+        numbers = min((c.details.get("numbers", 1.0) for c in report.claims), default=1.0)
+        entities = min((c.details.get("entities", 1.0) for c in report.claims), default=1.0)
+        passed = numbers >= 1.0 and entities >= self.min_entity_share
+        missing = [name for name, v in (("numbers/dates", numbers), ("names", entities)) if v < 1.0]
+        return VerificationResult(
+            sentence,
+            min(numbers, entities),
+            passed,
+            self.stage,
+            reason="all numbers, dates and names found"
+            if not missing
+            else f"missing {' and '.join(missing)}",
+            details={"numbers": numbers, "entities": entities},
+        )
 
 
 @dataclass(frozen=True, slots=True)
