@@ -41,11 +41,10 @@ from verityrag.ui.views import (
 )
 
 SAMPLE_QUESTIONS = (
-    "What BBC radio station will carry the game in the United Kingdom?",
-    "Which company did Tesla work for in 1881?",
-    "What is the largest bone in the human body?",
-    "What is the atomic number of oxygen?",
     "Who did Tesla work for in New York in 1884?",
+    "What network broadcast Super Bowl 50 in the United States?",
+    "What is the atomic number of oxygen?",
+    "What is the largest bone in the human body?",
 )
 UPLOAD_TYPES = ("pdf", "html", "htm", "md", "markdown", "docx", "txt")
 NO_LLM = "(none)"

@@ -21,7 +21,7 @@ def test_demo_streaming_tells_the_story(
     assert "[ 92/92] ingested squad-nikola-tesla-" in rest
     answered, _, ood = rest.partition("5. Asking an out-of-domain question")
     assert "ANSWERED" in answered
-    assert "Budapest" in answered
+    assert "Edison" in answered
     assert "cited:  squad-nikola-tesla-" in answered
     assert "ABSTAINED  reason=" in ood
     assert "STORY OK" in out

@@ -20,7 +20,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 @pytest.mark.timeout(120)
 def test_piped_questions_are_answered_one_per_line_and_bad_ones_reported() -> None:
     too_long = "Why " * 1000  # over the pipeline's question limit: refused as input
-    piped = f"What BBC radio station will carry the game in the United Kingdom?\n\n{too_long}\nWhen did Nikola Tesla die?\n"
+    piped = f"What network broadcast Super Bowl 50 in the United States?\n\n{too_long}\nWhen did Nikola Tesla die?\n"
     done = subprocess.run(
         [sys.executable, "-m", "verityrag"],
         input=piped,
@@ -34,7 +34,7 @@ def test_piped_questions_are_answered_one_per_line_and_bad_ones_reported() -> No
     assert "Traceback" not in done.stderr
     assert "VerityRAG ready: 605 documents" in out
     assert "ANSWER: " in out
-    assert "BBC Radio 5 Live" in out
+    assert "CBS" in out
     assert "error: question:" in out
     assert "Q: When did Nikola Tesla die?" in out  # the session went on after the bad one
     assert SAMPLES[1] not in out  # piped questions replace the samples

@@ -25,9 +25,9 @@ from verityrag.serve.bundled import bundled_pipeline
 from verityrag.types import QueryResult
 
 SAMPLES = (
-    "What BBC radio station will carry the game in the United Kingdom?",
+    "What network broadcast Super Bowl 50 in the United States?",
     "What is the largest bone in the human body?",
-    "When did Nikola Tesla die?",
+    "Who did Tesla work for in New York in 1884?",
 )
 
 

@@ -88,8 +88,8 @@ def test_app_answers_in_headless_chromium(streamlit_url: str) -> None:
             # The first run loads and calibrates the pipeline; the Ask button appears after. The
             # question box holds the first example question.
             page.get_by_role("button", name="Ask", exact=True).click(timeout=120_000)
-            expect(page.get_by_text("BBC Radio 5 Live").first).to_be_visible(timeout=60_000)
-            expect(page.get_by_text("Quoted from")).to_be_visible()
+            expect(page.get_by_text("Thomas Edison").first).to_be_visible(timeout=60_000)
+            expect(page.get_by_text("Quoted from Nikola Tesla")).to_be_visible()
             page.screenshot(path=str(shot), full_page=True)
 
             page.get_by_role("tab", name="Real-time streaming demo").click()
@@ -99,7 +99,7 @@ def test_app_answers_in_headless_chromium(streamlit_url: str) -> None:
                 timeout=120_000
             )
             expect(page.get_by_text("Demo finished in")).to_be_visible()
-            expect(page.get_by_text("Budapest").first).to_be_visible()
+            expect(page.get_by_text("Edison").first).to_be_visible()
             page.screenshot(path=str(ARTIFACTS / "streamlit_streaming_tab.png"), full_page=True)
         except Exception:
             page.screenshot(path=str(ARTIFACTS / "streamlit_failure.png"), full_page=True)

@@ -111,11 +111,11 @@ def _developer_details(app: AppTest) -> Any:
 
 
 def test_ask_answers_first_with_the_quoted_sentence_and_its_source(app: AppTest) -> None:
-    app.selectbox(key="sample").select("Which company did Tesla work for in 1881?").run()
+    app.selectbox(key="sample").select("Who did Tesla work for in New York in 1884?").run()
     app.button(key="ask").click().run()
     assert not app.exception, app.exception
     answer = app.success[0].value
-    assert "Budapest" in answer
+    assert "Edison" in answer
     assert answer.startswith("### ")  # the short answer first,
     assert "\n\n> " in answer
     assert ":orange-background[" in answer
@@ -159,7 +159,7 @@ def test_question_over_the_length_limit_is_an_error_not_a_traceback(app: AppTest
 
 
 def test_evidence_lists_every_chunk_asked_for(app: AppTest) -> None:
-    app.selectbox(key="sample").select("Which company did Tesla work for in 1881?").run()
+    app.selectbox(key="sample").select("Who did Tesla work for in New York in 1884?").run()
     app.slider(key="k").set_value(8).run()
     app.button(key="ask").click().run()
     details = _developer_details(app)
@@ -168,7 +168,7 @@ def test_evidence_lists_every_chunk_asked_for(app: AppTest) -> None:
 
 
 def test_claims_table_numbers_the_answer_sentence_from_one(app: AppTest) -> None:
-    app.selectbox(key="sample").select("Which company did Tesla work for in 1881?").run()
+    app.selectbox(key="sample").select("Who did Tesla work for in New York in 1884?").run()
     app.button(key="ask").click().run()
     claims = _developer_details(app).table[0].value
     assert claims["sentence"].tolist() == [1] * len(claims)  # one extractive sentence, not "0.0000"
@@ -218,7 +218,7 @@ def test_streaming_demo_tells_the_story(app: AppTest) -> None:
     assert "answered with a citation" in app.success[-1].value
     text = "\n".join(m.value for m in app.markdown)
     assert "Abstained" in text
-    assert "Budapest" in text
+    assert "Edison" in text
 
 
 UNSUPPORTED = ("Tesla also invented the telephone.", "He moved to Paris in 1881.")
@@ -353,11 +353,11 @@ def test_ask_lists_unsupported_claims(
         return dataclasses.replace(result, trace=(_llm(level), *trace), unsupported_claims=UNSUPPORTED)
 
     monkeypatch.setattr(VerityRAGPipeline, "query", query)
-    app.selectbox(key="sample").select("Which company did Tesla work for in 1881?").run()
+    app.selectbox(key="sample").select("Who did Tesla work for in New York in 1884?").run()
     app.selectbox(key="strictness").select(strictness).run()
     app.button(key="ask").click().run()
     assert not app.exception, app.exception
-    assert "Budapest" in app.success[0].value
+    assert "Edison" in app.success[0].value
     [section] = [e for e in app.expander if e.label.startswith("Claims the verifier")]
     assert section.label == label
     assert [m.value for m in section.markdown] == [f"- {c}" for c in UNSUPPORTED]

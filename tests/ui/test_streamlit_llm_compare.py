@@ -13,7 +13,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 APP = Path(__file__).resolve().parents[2] / "app.py"
-ANSWER = "In 1881 Tesla worked at the Budapest Telephone Exchange [1]."
+ANSWER = "In 1884 Tesla emigrated to the United States to work for Thomas Edison in New York City [1]."
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
 
@@ -58,7 +58,7 @@ def openai_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 def _ask(provider: str) -> AppTest:
     at = AppTest.from_file(str(APP), default_timeout=180)
     at.run()
-    at.selectbox(key="sample").select("Which company did Tesla work for in 1881?").run()
+    at.selectbox(key="sample").select("Who did Tesla work for in New York in 1884?").run()
     at.selectbox(key="llm").select(provider).run()
     at.button(key="ask").click().run()
     assert not at.exception, at.exception
@@ -67,19 +67,19 @@ def _ask(provider: str) -> AppTest:
 
 def test_llm_answer_shown_beside_the_pipeline_with_verdicts(openai_server: str) -> None:
     at = _ask("openai")
-    assert "Budapest" in at.success[0].value  # the pipeline's own answer, unchanged
+    assert "Edison" in at.success[0].value  # the pipeline's own answer, unchanged
     markdown = "\n".join(m.value for m in at.markdown)
     assert "LLM (openai) on the same evidence" in markdown
     verdicts = at.table[-1].value
-    assert verdicts["sentence"].str.contains("Budapest Telephone Exchange").all()
+    assert verdicts["sentence"].str.contains("Thomas Edison").all()
     assert verdicts["supported"].all()
     # The LLM was shown the pipeline's evidence, numbered.
     assert "[1]" in _ChatCompletions.prompts[-1]
-    assert "Budapest" in _ChatCompletions.prompts[-1]
+    assert "Edison" in _ChatCompletions.prompts[-1]
 
 
 def test_llm_without_its_key_is_an_error_on_the_page(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     at = _ask("anthropic")
-    assert "Budapest" in at.success[0].value
+    assert "Edison" in at.success[0].value
     assert "ANTHROPIC_API_KEY" in at.error[0].value

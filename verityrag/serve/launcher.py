@@ -35,7 +35,7 @@ from verityrag.errors import VerityRAGError
 
 ROOT = Path(__file__).resolve().parents[2]
 APP_FILE = ROOT / "app.py"
-CHECK_QUESTION = "Which company did Tesla work for in 1881?"
+CHECK_QUESTION = "Who did Tesla work for in New York in 1884?"
 
 
 @dataclass

@@ -21,8 +21,8 @@ from verityrag.serve.bundled import bundled_documents
 from verityrag.types import Document, QueryResult
 
 HELD_BACK = "squad-nikola-tesla"
-QUESTION = "Which company did Tesla work for in 1881?"
-EXPECTED = "Budapest"
+QUESTION = "Who did Tesla work for in New York in 1884?"
+EXPECTED = "Edison"
 OUT_OF_DOMAIN = "What is the largest bone in the human body?"
 
 
