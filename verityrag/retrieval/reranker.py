@@ -13,7 +13,7 @@ import logging
 import math
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -56,22 +56,18 @@ class RankingData:
     groups: npt.NDArray[np.int32]
 
 
+@dataclass(eq=False)
 class LightGBMReranker:
-    """Lambdarank over :data:`~verityrag.retrieval.features.CHUNK_FEATURES`."""
+    """Lambdarank over :data:`~verityrag.retrieval.features.CHUNK_FEATURES`.
 
-    def __init__(
-        self,
-        n_estimators: int = 150,
-        num_leaves: int = 15,
-        learning_rate: float = 0.05,
-        min_child_samples: int = 10,
-        random_state: int = 0,
-    ) -> None:
-        self.n_estimators = n_estimators
-        self.num_leaves = num_leaves
-        self.learning_rate = learning_rate
-        self.min_child_samples = min_child_samples
-        self.random_state = random_state
+    The fields are the parameters (they are what :meth:`to_dict` saves); ``fit`` sets ``booster_``.
+    """
+
+    n_estimators: int = 150
+    num_leaves: int = 15
+    learning_rate: float = 0.05
+    min_child_samples: int = 10
+    random_state: int = 0
 
     def fit(self, data: RankingData) -> LightGBMReranker:
         import lightgbm as lgb
@@ -106,10 +102,7 @@ class LightGBMReranker:
         """The fitted model as JSON (its parameters and the LightGBM model text)."""
         if not self.is_fitted:
             raise NotFittedError("this LightGBMReranker is not fitted: nothing to save")
-        params = {
-            k: getattr(self, k)
-            for k in ("n_estimators", "num_leaves", "learning_rate", "min_child_samples", "random_state")
-        }
+        params = {f.name: getattr(self, f.name) for f in fields(self)}
         return {
             "format": "verityrag-reranker/1",
             "params": params,
