@@ -35,7 +35,7 @@ from verityrag.generation.llm import LLMGenerator
 from verityrag.generation.reading import EvidenceReader, logit
 from verityrag.generation.sentence_selector import SentenceSelector
 from verityrag.generation.verified import AnswerStrategy, answer_parts
-from verityrag.index.filters import MetadataFilter
+from verityrag.index.filters import AnyFilter
 from verityrag.index.live import LiveIndex
 from verityrag.index.protocol import AnyIndex
 from verityrag.index.store import SQLiteDocumentStore
@@ -44,7 +44,7 @@ from verityrag.ingest.writer import (
     IN_MEMORY,
     STORE_FILENAME,
     DocumentLike,
-    DocumentSummary,
+    DocumentPage,
     DocumentWriter,
     IngestResult,
     as_document,
@@ -202,24 +202,9 @@ class VerityRAGPipeline:
     def get_document(self, doc_id: str) -> Document | None:
         return self.writer.get(doc_id)
 
-    def list_documents(
-        self,
-        filter: MetadataFilter | Mapping[str, Any] | None = None,
-        offset: int = 0,
-        limit: int = 50,
-    ) -> tuple[int, list[DocumentSummary]]:
-        """``(total, page)``: stored documents ordered by doc_id, without their text; ``filter`` as
-        in :meth:`query`. ``total`` counts every document the filter passes."""
-        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise InvalidInputError("offset", f"must be an integer >= 0, got {offset!r}")
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise InvalidInputError("limit", f"must be an integer >= 1, got {limit!r}")
-        flt = (
-            filter
-            if filter is None or isinstance(filter, MetadataFilter)
-            else MetadataFilter.from_dict(filter)
-        )
-        return self.writer.list_documents(flt, offset, limit)
+    def list_documents(self, filter: AnyFilter = None, offset: int = 0, limit: int = 50) -> DocumentPage:
+        """``(total, page)``: documents by doc_id without their text; ``filter`` as in :meth:`query`."""
+        return self.writer.list_documents(filter, offset, limit)
 
     def stats(self) -> dict[str, Any]:
         snap = self.index.snapshot()
@@ -588,15 +573,9 @@ class VerityRAGPipeline:
         k: int | None = None,
         settings: Settings | None = None,
         on_stage: Callable[[TraceStep], None] | None = None,
-        filter: MetadataFilter | Mapping[str, Any] | None = None,
+        filter: AnyFilter = None,
     ) -> QueryResult:
         """Answer with a cited evidence sentence, or abstain with a recorded reason.
-
-        ``filter`` limits the evidence to documents whose metadata matches, as a
-        :class:`~verityrag.index.filters.MetadataFilter` or its dict form: ``{"lang": "en",
-        "year": {"$in": [2023, 2024]}}`` (exact match on top-level keys; all must hold). It is
-        applied inside retrieval, on both index backends; no matching document abstains
-        (``no_evidence``).
 
         ``k`` is how many evidence chunks to keep (``Settings.top_k``); ``settings``
         overrides the pipeline's settings for this call (e.g.
@@ -607,20 +586,14 @@ class VerityRAGPipeline:
         and ``gate_label`` in :meth:`calibrate`, the index backend and the learned checks when
         the pipeline is built. ``on_stage`` is called with each trace step as it is recorded
         (input errors are raised before the first). An answer's citations carry their documents'
-        source and ingest time; ``min_sources`` asks for corroboration (verify.sources).
+        source and ingest time; ``min_sources`` asks for corroboration (verify.sources). ``filter``:
+        only documents whose metadata matches (:mod:`verityrag.index.filters`), inside retrieval.
         """
         s = settings or self.settings
         if k is not None:
             s = s.replace(top_k=k)
         check_question("question", question, s.max_query_chars)
-        flt = (
-            filter
-            if filter is None or isinstance(filter, MetadataFilter)
-            else MetadataFilter.from_dict(filter)
-        )
-        doc_ids = self.writer.matching(flt) if flt is not None else None
+        doc_ids = self.writer.matching(filter)  # None: no filter
         agent = self.controller(s)
         review = SourceReview(self.writer.provenance, s.min_sources)
-        if doc_ids is None:
-            return review.run(lambda observe: agent.run(question, on_stage=observe), on_stage)
         return review.run(lambda observe: agent.run(question, on_stage=observe, doc_ids=doc_ids), on_stage)

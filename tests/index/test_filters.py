@@ -181,7 +181,7 @@ def test_pipeline_query_filter_keeps_evidence_to_matching_documents(tmp_path: Pa
 
 def test_pipeline_retriever_with_filter_returns_only_matching_chunks(tmp_path: Path) -> None:
     p = _pipeline(tmp_path / "data")
-    doc_ids = p.writer.matching(MetadataFilter.from_dict({"topic": "engines"}))  # type: ignore[arg-type]
+    doc_ids = p.writer.matching({"topic": "engines"})
     hits = p.retriever.search("Rhine Alps steam", 10, doc_ids=doc_ids)
     assert hits
     assert {h.chunk.doc_id for h in hits} <= {"watt", "newcomen"}

@@ -16,21 +16,18 @@ import re
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path, PurePath, PureWindowsPath
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
-from fastapi import Body, Depends, FastAPI, File, Form, Query, UploadFile
+from fastapi import Body, FastAPI, File, Form, Query, UploadFile
 from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from verityrag import __version__
 from verityrag.api import streaming
 from verityrag.api.deps import (
-    API_KEY_HEADER,
     HolderDep,
     MetricsDep,
     PipelineDep,
-    require_api_key,
-    require_read_key,
 )
 from verityrag.api.errors import ApiError
 from verityrag.api.metrics import CONTENT_TYPE, ApiMetrics
@@ -45,7 +42,6 @@ from verityrag.api.models import (
     DocumentOut,
     DocumentsIn,
     DocumentSummaryOut,
-    ErrorOut,
     FilesIngestOut,
     GroundingOut,
     HealthOut,
@@ -58,6 +54,15 @@ from verityrag.api.models import (
     ShortAnswerOut,
     StatsOut,
     TraceStepOut,
+)
+from verityrag.api.routing import (
+    ERROR_RESPONSES,
+    NOT_FOUND,
+    READ,
+    READ_RESPONSES,
+    WRITE,
+    WRITE_RESPONSES,
+    RouteTable,
 )
 from verityrag.api.streaming import EVENT_SCHEMA as STREAM_EVENT_SCHEMA
 from verityrag.api.streaming import EXAMPLE as STREAM_EXAMPLE
@@ -73,79 +78,6 @@ from verityrag.verify.sources import iso_time
 __all__ = ["OPEN_ENDPOINTS", "WRITE_ENDPOINTS", "RouteTable", "add_routes"]
 
 logger = logging.getLogger(__name__)
-
-_ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
-    422: {"model": ErrorOut, "description": "Invalid input; `error.field` names it."},
-    413: {"model": ErrorOut, "description": "Request body over the limit."},
-    503: {"model": ErrorOut, "description": "A model or backend is unavailable; `error.message` says why."},
-}
-_READ_RESPONSES: dict[int | str, dict[str, Any]] = {
-    **_ERROR_RESPONSES,
-    401: {
-        "model": ErrorOut,
-        "description": f"Missing or wrong `{API_KEY_HEADER}` (when the server has a read key).",
-    },
-}
-_WRITE_RESPONSES: dict[int | str, dict[str, Any]] = {
-    **_ERROR_RESPONSES,
-    401: {
-        "model": ErrorOut,
-        "description": f"Missing or wrong `{API_KEY_HEADER}` (when the server has a key).",
-    },
-    403: {"model": ErrorOut, "description": "The read key, where the write key is needed."},
-}
-_READ = [Depends(require_read_key)]
-_WRITE = [Depends(require_api_key)]
-_NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorOut, "description": "No such document."}}
-
-_Endpoint = TypeVar("_Endpoint", bound=Callable[..., Any])
-
-
-class RouteTable:
-    """Endpoints declared where they are defined (``@endpoints.post(path, ...)``), added to an app by ``add_to``.
-
-    Not an ``APIRouter``: from FastAPI 0.165 ``app.include_router`` keeps a router as one
-    nested route, and ``app.routes`` no longer lists the ``APIRoute`` objects that the 405
-    ``Allow`` header (:mod:`verityrag.api.errors`) and the route label of a request answered
-    before routing (:mod:`verityrag.api.middleware`) look through. ``add_to`` registers each
-    endpoint on the app itself, as ``app.get(...)`` and friends do, in declaration order.
-    """
-
-    def __init__(self) -> None:
-        self._routes: list[tuple[str, Callable[..., Any], list[str], dict[str, Any]]] = []
-
-    def route(self, path: str, methods: list[str], **options: Any) -> Callable[[_Endpoint], _Endpoint]:
-        def record(endpoint: _Endpoint) -> _Endpoint:
-            self._routes.append((path, endpoint, methods, options))
-            return endpoint
-
-        return record
-
-    def post(self, path: str, **options: Any) -> Callable[[_Endpoint], _Endpoint]:
-        return self.route(path, ["POST"], **options)
-
-    def delete(self, path: str, **options: Any) -> Callable[[_Endpoint], _Endpoint]:
-        return self.route(path, ["DELETE"], **options)
-
-    def get_with_head(self, path: str, **options: Any) -> Callable[[_Endpoint], _Endpoint]:
-        """A GET route that answers HEAD too, as Starlette's GET routes do and FastAPI's do not.
-
-        HEAD runs the same endpoint, so it gets the GET's status and headers (the server sends
-        no body), on a twin route kept out of the OpenAPI spec: listed there, HEAD would repeat
-        the GET's operationId (which must be unique) and promise a JSON body it does not send.
-        """
-
-        def register(endpoint: _Endpoint) -> _Endpoint:
-            self.route(path, ["GET"], **options)(endpoint)
-            self.route(path, ["HEAD"], include_in_schema=False, **options)(endpoint)
-            return endpoint
-
-        return register
-
-    def add_to(self, app: FastAPI) -> None:
-        for path, endpoint, methods, options in self._routes:
-            app.add_api_route(path, endpoint, methods=methods, **options)
-
 
 endpoints = RouteTable()
 
@@ -171,8 +103,8 @@ async def health(holder: HolderDep) -> Any:
 @endpoints.post(
     "/documents",
     response_model=IngestOut,
-    responses=_WRITE_RESPONSES,
-    dependencies=_WRITE,
+    responses=WRITE_RESPONSES,
+    dependencies=WRITE,
     tags=["documents"],
 )
 async def ingest(
@@ -212,8 +144,8 @@ def doc_id_for_file(filename: str) -> str:
 @endpoints.post(
     "/documents/files",
     response_model=FilesIngestOut,
-    responses=_WRITE_RESPONSES,
-    dependencies=_WRITE,
+    responses=WRITE_RESPONSES,
+    dependencies=WRITE,
     tags=["documents"],
 )
 async def ingest_files(
@@ -306,8 +238,8 @@ def _ingest_files(
 @endpoints.get_with_head(
     "/documents",
     response_model=DocumentListOut,
-    responses=_READ_RESPONSES,
-    dependencies=_READ,
+    responses=READ_RESPONSES,
+    dependencies=READ,
     tags=["documents"],
 )
 async def list_documents(
@@ -365,8 +297,8 @@ def _query_filter(raw: str | None) -> MetadataFilter | None:
 @endpoints.get_with_head(
     "/documents/{doc_id:path}",
     response_model=DocumentOut,
-    responses={**_NOT_FOUND, **_READ_RESPONSES},
-    dependencies=_READ,
+    responses={**NOT_FOUND, **READ_RESPONSES},
+    dependencies=READ,
     tags=["documents"],
 )
 async def get_document(doc_id: str, p: PipelineDep) -> Response:
@@ -402,8 +334,8 @@ def _document_json(p: VerityRAGPipeline, doc_id: str) -> bytes | None:
 @endpoints.delete(
     "/documents/{doc_id:path}",
     response_model=DeletedOut,
-    responses={**_WRITE_RESPONSES, **_NOT_FOUND},
-    dependencies=_WRITE,
+    responses={**WRITE_RESPONSES, **NOT_FOUND},
+    dependencies=WRITE,
     tags=["documents"],
 )
 async def delete_document(doc_id: str, p: PipelineDep) -> DeletedOut:
@@ -435,7 +367,7 @@ async def run_query(
 
 
 @endpoints.post(
-    "/query", response_model=QueryOut, responses=_READ_RESPONSES, dependencies=_READ, tags=["query"]
+    "/query", response_model=QueryOut, responses=READ_RESPONSES, dependencies=READ, tags=["query"]
 )
 async def query(body: QueryIn, p: PipelineDep, api_metrics: MetricsDep) -> QueryOut:
     """Answer with cited evidence, or abstain with a reason (both are 200).
@@ -456,9 +388,9 @@ async def query(body: QueryIn, p: PipelineDep, api_metrics: MetricsDep) -> Query
             "description": "A Server-Sent Events stream: `stage` events, `sentence` events, a `report`.",
             "content": {STREAM_MEDIA_TYPE: {"schema": STREAM_EVENT_SCHEMA, "example": STREAM_EXAMPLE}},
         },
-        **_READ_RESPONSES,
+        **READ_RESPONSES,
     },
-    dependencies=_READ,
+    dependencies=READ,
     tags=["query"],
 )
 async def chat_stream(body: QueryIn, p: PipelineDep, api_metrics: MetricsDep) -> StreamingResponse:
@@ -526,8 +458,8 @@ async def chat_stream(body: QueryIn, p: PipelineDep, api_metrics: MetricsDep) ->
 @endpoints.get_with_head(
     "/stats",
     response_model=StatsOut,
-    responses={503: _ERROR_RESPONSES[503], 401: _READ_RESPONSES[401]},
-    dependencies=_READ,
+    responses={503: ERROR_RESPONSES[503], 401: READ_RESPONSES[401]},
+    dependencies=READ,
     tags=["service"],
 )
 async def stats(p: PipelineDep) -> StatsOut:
@@ -556,9 +488,9 @@ async def stats(p: PipelineDep) -> StatsOut:
     response_class=PlainTextResponse,
     responses={
         200: {"content": {CONTENT_TYPE: {"example": "verityrag_documents 605\n"}}},
-        401: _READ_RESPONSES[401],
+        401: READ_RESPONSES[401],
     },
-    dependencies=_READ,
+    dependencies=READ,
     tags=["service"],
 )
 async def metrics(holder: HolderDep, api_metrics: MetricsDep) -> PlainTextResponse:

@@ -19,7 +19,15 @@ from typing import Any
 
 from verityrag.errors import InvalidInputError
 
-__all__ = ["MAX_FILTER_KEYS", "MAX_IN_VALUES", "MetadataFilter", "MetadataIndex", "Scalar"]
+__all__ = [
+    "MAX_FILTER_KEYS",
+    "MAX_IN_VALUES",
+    "AnyFilter",
+    "MetadataFilter",
+    "MetadataIndex",
+    "Scalar",
+    "as_filter",
+]
 
 Scalar = str | int | float | bool
 #: The most keys a filter may name, and values one ``$in`` may list.
@@ -104,6 +112,15 @@ class MetadataFilter:
             if found.isdisjoint(_typed(v) for v in values):
                 return False
         return True
+
+
+#: What the pipeline's ``filter`` arguments take: a filter, its dict form, or None (no filter).
+AnyFilter = MetadataFilter | Mapping[str, Any] | None
+
+
+def as_filter(spec: AnyFilter) -> MetadataFilter | None:
+    """``spec`` as a :class:`MetadataFilter` (None, and an empty dict, for no filter)."""
+    return spec if spec is None or isinstance(spec, MetadataFilter) else MetadataFilter.from_dict(spec)
 
 
 class MetadataIndex:

@@ -30,7 +30,7 @@ import numpy.typing as npt
 from verityrag.config import Settings
 from verityrag.embed.base import Embedder
 from verityrag.errors import InvalidInputError
-from verityrag.index.filters import MetadataFilter, MetadataIndex
+from verityrag.index.filters import AnyFilter, MetadataIndex, as_filter
 from verityrag.index.live import LiveIndex
 from verityrag.index.protocol import AnyIndex, check_unique_ids
 from verityrag.index.store import SQLiteDocumentStore
@@ -134,6 +134,9 @@ class DocumentSummary:
     n_chunks: int
     ingested_at: float | None
 
+
+#: A page of a listing: the documents a filter passes in all, and the page's documents.
+DocumentPage = tuple[int, list[DocumentSummary]]
 
 #: Documents restored per index write (a batch's chunks, vectors and term counts are in memory).
 RESTORE_BATCH = 5000
@@ -311,15 +314,19 @@ class DocumentWriter:
                 )
         return out
 
-    def matching(self, flt: MetadataFilter) -> set[str]:
-        """The ids of the documents whose metadata ``flt`` passes."""
-        return self.metadata_index.matching(flt)
+    def matching(self, spec: AnyFilter) -> set[str] | None:
+        """The ids of the documents whose metadata the filter ``spec`` passes; None: no filter."""
+        flt = as_filter(spec)
+        return None if flt is None else self.metadata_index.matching(flt)
 
-    def list_documents(
-        self, flt: MetadataFilter | None = None, offset: int = 0, limit: int = 50
-    ) -> tuple[int, list[DocumentSummary]]:
-        """``(total, page)``: the documents ``flt`` passes (all: None), ordered by doc_id, ``limit``
-        of them from ``offset``; each with its title, metadata, chunk count and ingest time."""
+    def list_documents(self, spec: AnyFilter = None, offset: int = 0, limit: int = 50) -> DocumentPage:
+        """``(total, page)``: the documents the filter ``spec`` passes (all: None), ordered by doc_id,
+        ``limit`` of them from ``offset``; each with its title, metadata, chunks and ingest time."""
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            raise InvalidInputError("offset", f"must be an integer >= 0, got {offset!r}")
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise InvalidInputError("limit", f"must be an integer >= 1, got {limit!r}")
+        flt = as_filter(spec)
         if not self._ids_seeded:
             self.metadata_index.add_missing(self.index.doc_ids())
             self._ids_seeded = True
