@@ -20,6 +20,7 @@ copies of its vectors. Blocks are appended, never changed where a published snap
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -133,14 +134,12 @@ class ColumnBlocks:
         return sum(b.nbytes for b in self.blocks)
 
 
+@dataclass(slots=True, eq=False, repr=False)
 class ColumnView:
     """A frozen list of a :class:`ColumnBlocks`' blocks; reads stop at the caller's ``n``."""
 
-    __slots__ = ("block_cols", "blocks")
-
-    def __init__(self, blocks: tuple[F32, ...], block_cols: int) -> None:
-        self.blocks = blocks
-        self.block_cols = block_cols
+    blocks: tuple[F32, ...]
+    block_cols: int
 
     def sims(self, query: F32, n: int) -> F32:
         """``query @ vectors[:, :n]``; a sparse query reads only its nonzero rows (ufuncs: one BLAS
@@ -212,26 +211,16 @@ class QuantizedColumns:
         return sum(b.nbytes for b in self.blocks) + self.scales.buf.nbytes + self.rows.ram_bytes
 
 
+@dataclass(slots=True, eq=False, repr=False)
 class QuantizedView:
     """What a snapshot reads of a :class:`QuantizedColumns`."""
 
-    __slots__ = ("block_cols", "blocks", "dim", "max_scale", "rows", "scales")
-
-    def __init__(
-        self,
-        blocks: tuple[npt.NDArray[np.int8], ...],
-        block_cols: int,
-        scales: F32,
-        rows: ByteArena,
-        dim: int,
-        max_scale: float,
-    ) -> None:
-        self.blocks = blocks
-        self.block_cols = block_cols
-        self.scales = scales
-        self.rows = rows
-        self.dim = dim
-        self.max_scale = max_scale
+    blocks: tuple[npt.NDArray[np.int8], ...]
+    block_cols: int
+    scales: F32
+    rows: ByteArena
+    dim: int
+    max_scale: float
 
     def columns(self, slots: Slots) -> F32:
         """The exact float32 vectors at ``slots``, one row each (contiguous runs read at once)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -16,24 +17,19 @@ from verityrag.types import Chunk, Hit
 logger = logging.getLogger(__name__)
 
 
+@dataclass(eq=False, repr=False)
 class HybridRetriever:
     """``search(query, k) -> list[Hit]``: lexical + dense candidates fused by RRF or weights."""
 
-    def __init__(
-        self,
-        index: AnyIndex,
-        embedder: Embedder,
-        fusion: FusionMode = "rrf",
-        candidates: int = 50,
-        rrf_k: int = 60,
-        dense_weight: float = 0.5,
-    ) -> None:
-        self.index = index
-        self.embedder = embedder
-        self.fusion = check_fusion_mode(fusion)
-        self.candidates = candidates
-        self.rrf_k = rrf_k
-        self.dense_weight = dense_weight
+    index: AnyIndex
+    embedder: Embedder
+    fusion: FusionMode = "rrf"
+    candidates: int = 50
+    rrf_k: int = 60
+    dense_weight: float = 0.5
+
+    def __post_init__(self) -> None:
+        self.fusion = check_fusion_mode(self.fusion)
 
     def search(
         self,

@@ -52,25 +52,25 @@ class _Record:
 
 
 @dataclass(frozen=True, slots=True)
-class ThresholdChoice(_Record):
-    threshold: float
+class _Accepted(_Record):
+    """What a threshold accepts of ``n`` scored rows: the precision (with its Wilson interval)."""
+
     precision: float
     precision_low: float
     precision_high: float
     accept_rate: float
     accepted: int
     n: int
+
+
+@dataclass(frozen=True, slots=True)
+class ThresholdChoice(_Accepted):
+    threshold: float
     target_precision: float
 
 
 @dataclass(frozen=True, slots=True)
-class HeldOutCheck(_Record):
-    precision: float
-    precision_low: float
-    precision_high: float
-    accept_rate: float
-    accepted: int
-    n: int
+class HeldOutCheck(_Accepted):
     meets_target: bool
 
 
@@ -121,8 +121,9 @@ def pick_threshold(
         precision = good / accepted
         if (low if conservative else precision) >= target_precision:
             best = ThresholdChoice(
-                float(s_sorted[k]), precision, low, high, accepted / n, accepted, n, target_precision
-            )
+                precision, low, high, accepted / n, accepted, n,
+                threshold=float(s_sorted[k]), target_precision=target_precision,
+            )  # fmt: skip
     if best is None or best.accept_rate < min_accept:
         reached = f"at most {best.accept_rate:.1%} accepted" if best else "no threshold reaches it"
         raise ThresholdNotReachableError(
