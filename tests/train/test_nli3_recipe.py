@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
+from crossenc._tiny_bert import TINY_BERT
 
 from verityrag import datasets
 from verityrag.crossenc.build import read_pairs
@@ -25,15 +26,6 @@ from verityrag.train.nli3_trainer import NLITrainer, NLITrainingConfig
 from verityrag.verify.nli import HFSequenceClassificationScorer
 
 pytestmark = pytest.mark.integration
-
-TINY = {
-    "vocab_size": 30522,
-    "hidden_size": 32,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 2,
-    "intermediate_size": 64,
-    "max_position_embeddings": 128,
-}
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +87,7 @@ def test_nli3_trains_a_tiny_model_that_the_hf_scorer_serves(pairs: Path, tmp_pat
         "fp32",
         "--no-progress",
     ]
-    args += ["--random-init-config", json.dumps(TINY)]
+    args += ["--random-init-config", json.dumps(TINY_BERT)]
     assert train_main(args) == 0
     config = json.loads((out / "config.json").read_text())
     assert [config["id2label"][str(i)] for i in range(3)] == list(LABELS)
@@ -119,7 +111,9 @@ def test_a_stopped_run_resumes_to_the_same_weights_as_an_unbroken_one(pairs: Pat
     config = NLITrainingConfig(max_length=64, epochs=2, batch_size=16, learning_rate=1e-3)
 
     def trainer(out: Path, **kwargs: float) -> NLITrainer:
-        return NLITrainer(out, config, random_init_config=TINY, precision="fp32", progress=False, **kwargs)
+        return NLITrainer(
+            out, config, random_init_config=TINY_BERT, precision="fp32", progress=False, **kwargs
+        )
 
     unbroken = trainer(tmp_path / "a").fit(rows, "d")
     stopped = trainer(tmp_path / "b", max_minutes=0).fit(rows, "d")
@@ -147,7 +141,7 @@ def test_nli3_stopped_by_its_budget_exits_75_and_says_how_to_continue(
         "64",
         "--no-progress",
         "--random-init-config",
-        json.dumps(TINY),
+        json.dumps(TINY_BERT),
     ]
     assert train_main(args) == EXIT_RESUME
     assert "run the same command again" in capsys.readouterr().out

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
+from crossenc._tiny_bert import TINY_BERT
 
 from verityrag.errors import InvalidInputError, ModelLoadError
 from verityrag.verify.detectors import (
@@ -47,15 +48,7 @@ def token_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out = {}
     for name, favour in (("flags_all", 1), ("flags_none", 0)):
         folder = tmp_path_factory.mktemp(name)
-        config = transformers.BertConfig(
-            vocab_size=30522,
-            hidden_size=32,
-            num_hidden_layers=2,
-            num_attention_heads=2,
-            intermediate_size=64,
-            max_position_embeddings=128,
-            num_labels=2,
-        )
+        config = transformers.BertConfig(**TINY_BERT, num_labels=2)
         torch.manual_seed(0)
         model = transformers.BertForTokenClassification(config)
         with torch.no_grad():
