@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from llm.llm_http_server import Reply, ScriptedServer
 
 from verityrag.errors import InvalidInputError
 from verityrag.generation.completion import Completion
@@ -44,57 +41,50 @@ def verdict_json(verdict: str = "SUPPORTED", grounded: Any = True, confidence: A
 # ------------------------------------------------------------------ a real local server
 
 
-@dataclass
-class FakeOpenAI:
-    """Replies queued per request: ("content", text) | ("status", code) | ("sleep", seconds)."""
+def _reply(kind: str, value: Any) -> Reply:
+    """One queued reply as the server sends it: a chat completion, an error status, or a late verdict."""
+    if kind == "status":
+        return Reply(status=value, body={"error": {"message": "boom"}})
+    content, delay = (verdict_json(), value) if kind == "sleep" else (value, 0.0)
+    return Reply(
+        body={
+            "model": "judge-model",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5},
+        },
+        delay_s=delay,
+    )
 
-    replies: list[tuple[str, Any]] = field(default_factory=list)
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    url: str = ""
+
+class FakeOpenAI:
+    """An OpenAI-compatible chat endpoint (tests/llm's ScriptedServer) answering the queued
+    ``replies``: ("content", text) | ("status", code) | ("sleep", seconds); then a SUPPORTED verdict."""
+
+    def __init__(self, scripted: ScriptedServer) -> None:
+        self._scripted = scripted
+        self.url = f"{scripted.url}/v1"
+        self.replies = []
+
+    @property
+    def replies(self) -> list[tuple[str, Any]]:
+        return self._replies
+
+    @replies.setter
+    def replies(self, queued: list[tuple[str, Any]]) -> None:
+        self._replies = list(queued)
+        self._scripted.script(
+            *(_reply(kind, value) for kind, value in queued), _reply("content", verdict_json())
+        )
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        return [seen.body for seen in self._scripted.seen]
 
 
 @pytest.fixture
 def server() -> Iterator[FakeOpenAI]:
-    state = FakeOpenAI()
-
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: Any) -> None:
-            pass
-
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            state.requests.append(body)
-            reply: tuple[str, Any] = state.replies.pop(0) if state.replies else ("content", verdict_json())
-            kind, value = reply
-            if kind == "sleep":
-                time.sleep(value)
-                kind, value = "content", verdict_json()
-            if kind == "status":
-                payload = json.dumps({"error": {"message": "boom"}}).encode()
-                self.send_response(value)
-            else:
-                payload = json.dumps(
-                    {
-                        "model": body["model"],
-                        "choices": [{"index": 0, "message": {"role": "assistant", "content": value}}],
-                        "usage": {"prompt_tokens": 10, "completion_tokens": 5},
-                    }
-                ).encode()
-                self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client timed out and left
-                self.wfile.write(payload)
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    state.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    yield state
-    httpd.shutdown()
-    httpd.server_close()
+    with ScriptedServer() as scripted:
+        yield FakeOpenAI(scripted)
 
 
 def openai_complete_fn(base_url: str, timeout: float = 5.0) -> HTTPCompleteFn:
