@@ -431,16 +431,15 @@ class VerityRAGPipeline:
     ) -> dict[str, Any]:
         """Fit the sufficiency gate on labelled questions: ``(question, gold answers)``.
 
-        An empty answer list means the corpus cannot answer the question. The
-        gate learns, per ``Settings.gate_label``, whether a gold answer is in the evidence
-        the generator reads (``evidence``, the default) or in the answer it would give
-        (``answer``); its threshold follows ``Settings.abstention_target``
-        (see :mod:`verityrag.agent.calibration`).
+        An empty answer list means the corpus cannot answer the question. The gate learns, per
+        ``Settings.gate_label``, whether a gold answer is in the evidence the generator reads
+        (``evidence``, the default) or in the answer it would give (``answer``); its threshold
+        follows ``Settings.abstention_target`` (see :mod:`verityrag.agent.calibration`).
 
-        The reader's answer threshold (unless the settings fix it) is then chosen on the same
-        questions plus ``reader_questions`` (questions for the reader only, e.g. on-topic ones the
-        documents do not answer, which the gate should not learn to refuse on topic alone): the
-        threshold where a wrong answer stops paying (:func:`~verityrag.agent.calibration.choose_reader_threshold`).
+        Given ``reader_questions`` (on-topic questions the documents do not answer, which the gate
+        must not learn to refuse on topic alone), the reader's threshold (unless the settings fix
+        it) is refitted on them and ``questions`` where a wrong answer stops paying
+        (:func:`~verityrag.agent.calibration.choose_reader_threshold`); without, the model's own.
 
         Learned checks the settings attached with an open threshold then get theirs by the
         main eval's rule (:mod:`verityrag.checks.thresholds`): the labelled questions are run
@@ -478,10 +477,11 @@ class VerityRAGPipeline:
         }
         summary = {**summary, "reranker": reranker_check, **loop}
         if self.reader is not None and self.settings.reader_answer_threshold is None:
-            if self.answer_strategy is None:
+            if self.answer_strategy is None and for_reader:
                 summary["reader"] = self._fit_reader_threshold(labelled + for_reader)
-            else:  # the fit runs the whole agent: it would call the LLM once per question
-                summary["reader"] = {"fitted": False, "reason": "LLM answers: the model's threshold is kept"}
+            else:  # with an LLM strategy the fit would call the LLM once per question
+                self._reader_threshold, reason = None, "LLM answers" if for_reader else "no reader_questions"
+                summary["reader"] = {"fitted": False, "reason": f"{reason}: the model's threshold is kept"}
         # Settings-attached checks without a fixed threshold get the main eval's rule, fitted here
         # with the gate just fitted (checks set on the pipeline directly are the caller's to tune).
         unfixed = [stage for stage, src in self.check_threshold_sources.items() if src != "settings"]

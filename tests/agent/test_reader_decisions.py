@@ -8,8 +8,10 @@ from typing import Any
 import pytest
 
 from verityrag import VerityRAGPipeline
+from verityrag.agent.calibration import choose_reader_threshold
+from verityrag.checks.thresholds import GateOutcome
 from verityrag.crossenc.reader import ReaderResult, ReaderSpan
-from verityrag.generation.reading import EvidenceReader
+from verityrag.generation.reading import EvidenceReader, logit
 from verityrag.text.answer_types import AnswerType, expected_type
 from verityrag.types import AbstainReason
 
@@ -115,3 +117,44 @@ def test_a_stricter_level_wants_a_surer_reader(pipeline: VerityRAGPipeline, unty
         untyped_question, settings=pipeline.settings.replace(strictness="loose")
     )
     assert not loose.abstained
+
+
+def test_the_reader_threshold_weighs_right_answers_against_wrong_ones() -> None:
+    outcomes = [
+        GateOutcome("answerable", True, True, 0.9, 1.0),
+        GateOutcome("answerable", True, True, 0.6, 1.0),
+        GateOutcome("unanswerable", True, False, 0.5, 1.0),
+        GateOutcome("unanswerable", True, False, 0.7, 1.0),
+        GateOutcome("answerable", False, False, None, 1.0),  # refused before the reader
+    ]
+    # right less wrong: 0 at 0 and 0.5, 1 at 0.6, 0 at 0.7, 1 at 0.9: the lower of the best two.
+    assert choose_reader_threshold(outcomes, wrong_cost=1.0) == 0.6
+    # A wrong answer worth three right ones: 0.6 gives 2 - 3, 0.9 gives 1 - 0.
+    assert choose_reader_threshold(outcomes, wrong_cost=3.0) == 0.9
+
+
+def test_calibrate_refits_the_reader_threshold_only_given_reader_questions(
+    pipeline: VerityRAGPipeline, corpus_slice: list[dict[str, Any]], test_questions: list[dict[str, Any]]
+) -> None:
+    in_slice = {d["doc_id"] for d in corpus_slice}
+    answerable = [
+        (q["question"], q["answers"])
+        for q in test_questions
+        if q["answers"] and q["source_doc_id"] in in_slice
+    ]
+    held_out = [(q["question"], []) for q in test_questions if q["kind"] == "held_out"]
+    on_topic = [(q["question"], []) for q in test_questions if q["kind"] == "unanswerable_in_domain"]
+    labelled = answerable[:20] + held_out[:10]
+    assert pipeline.reader is not None
+    models_own = logit(float(pipeline.reader.model.metadata.threshold))
+
+    summary = pipeline.calibrate(labelled)
+    assert summary["reader"]["fitted"] is False
+    assert pipeline.reader_threshold == pytest.approx(models_own)
+
+    summary = pipeline.calibrate(labelled, reader_questions=on_topic[:15])
+    assert summary["reader"]["questions"] == len(labelled) + 15
+    assert pipeline.reader_threshold == pytest.approx(logit(summary["reader"]["threshold"]))
+
+    pipeline.calibrate(labelled)  # without them again: the model's own, not the last fit
+    assert pipeline.reader_threshold == pytest.approx(models_own)

@@ -45,13 +45,24 @@ def sweep_reader(
     grid = sorted({*SWEEP, round(chosen, 6)})
     return {
         "threshold": chosen,
-        "threshold_rule": (
-            f"most right answers less {WRONG_ANSWER_COST:g} x wrong ones on the calibration split (all kinds)"
-        ),
+        "threshold_rule": _rule(pipeline),
         "candidates_on_calibration": len(reader_thresholds(cal)),
         "calibration_sweep": [_row(cal, t) for t in grid],
         "test_sweep": [_row(tst, t) for t in grid],
     }
+
+
+def _rule(pipeline: VerityRAGPipeline) -> str:
+    """How the threshold in use was chosen, in words."""
+    if pipeline.settings.reader_answer_threshold is not None:
+        return "set in the settings"
+    metadata = getattr(pipeline.reader.model, "metadata", None) if pipeline.reader is not None else None
+    if (
+        metadata is not None
+        and abs(probability(pipeline.reader_threshold) - float(metadata.threshold)) < 1e-9
+    ):
+        return "the model's own: its best SQuAD 2.0 F1 on its validation articles, chosen when it was trained"
+    return f"most right answers less {WRONG_ANSWER_COST:g} x wrong ones on the calibration questions"
 
 
 def _row(outcomes: Sequence[GateOutcome], threshold: float) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -76,8 +77,11 @@ def headline_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-def reader_sweep_table(sweep: dict[str, Any], split: str = "test_sweep") -> list[str]:
-    """The reader threshold against coverage and abstention, one row per threshold; the chosen one marked."""
+def reader_sweep_table(
+    sweep: dict[str, Any], split: str = "test_sweep", only: Collection[float] | None = None
+) -> list[str]:
+    """The reader threshold against coverage and abstention, one row per threshold (those in
+    ``only`` if given, and the chosen one, marked)."""
 
     def pct(x: float | None) -> str:
         return "-" if x is None else f"{100 * x:.1f}%"
@@ -88,7 +92,10 @@ def reader_sweep_table(sweep: dict[str, Any], split: str = "test_sweep") -> list
         "| --- | --- | --- | --- | --- | --- |",
     ]
     for row in sweep[split]:
-        mark = " **(chosen)**" if abs(row["threshold"] - sweep["threshold"]) < 1e-6 else ""
+        chosen = abs(row["threshold"] - sweep["threshold"]) < 1e-6
+        if only is not None and not chosen and not any(abs(row["threshold"] - t) < 1e-9 for t in only):
+            continue
+        mark = " **(chosen)**" if chosen else ""
         cells = [
             pct(row[k])
             for k in (

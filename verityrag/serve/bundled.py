@@ -102,20 +102,16 @@ def calibrate_on_bundled(
 
 
 def fit_on_bundled(pipeline: VerityRAGPipeline, data_dir: Path = DEFAULT_DATA_DIR) -> None:
-    """Train the ICT reranker on the corpus, fit the gate on the calibration questions and choose
-    the reader's threshold.
+    """Train the ICT reranker on the corpus and fit the gate on the calibration questions.
 
     The gate learns from the answerable and held-out-topic questions; the in-domain unanswerable
-    ones (on topic, not answered by the documents) only take part in choosing the reader's
-    threshold: a gate taught to refuse them on topic alone would refuse answerable ones too.
+    ones (on topic, not answered by the documents) are left out: a gate taught to refuse them on
+    topic alone would refuse answerable ones too. The reader keeps its own threshold, as in the
+    main eval (decision 0060).
     """
     pipeline.train_reranker()
     calib = load_questions(data_dir / CALIBRATION_FILE)
-    in_domain = [q for q in calib if q.kind == "unanswerable_in_domain"]
-    pipeline.calibrate(
-        [(q.question, q.answers) for q in calib if q.kind != "unanswerable_in_domain"],
-        reader_questions=[(q.question, q.answers) for q in in_domain],
-    )
+    pipeline.calibrate([(q.question, q.answers) for q in calib if q.kind != "unanswerable_in_domain"])
 
 
 def holds_bundled_corpus(pipeline: VerityRAGPipeline, docs: Sequence[Document]) -> bool:
