@@ -26,11 +26,11 @@ def test_check_reports_the_abstain_reason_and_fails(serve: Serve, capsys: pytest
 def test_check_prints_the_answer_and_passes(serve: Serve, capsys: pytest.CaptureFixture[str]) -> None:
     pipeline = VerityRAGPipeline()
     pipeline.ingest_document(
-        "tesla", "Nikola Tesla", "Tesla moved to Budapest in 1881 to work for a telegraph company."
+        "tesla", "Nikola Tesla", "In 1884 Tesla moved to New York City to work for Thomas Edison."
     )
     with serve(create_app(pipeline, api_key="")) as url:
         code = check_query(url)
     out = capsys.readouterr().out
     assert code == 0, out
     assert "-> answered:" in out
-    assert "Budapest" in out
+    assert "Edison" in out
