@@ -17,7 +17,6 @@ import argparse
 import gc
 import json
 import platform
-import resource
 import tempfile
 import time
 from collections.abc import Callable
@@ -29,7 +28,7 @@ import numpy as np
 from verityrag import Document, Settings, VerityRAGPipeline
 from verityrag.embed.base import Embedder
 from verityrag.eval import dataset as eval_dataset
-from verityrag.eval.benchmarks import SyntheticDocs, grow_to, index_table, timed_stream_ingest
+from verityrag.eval.benchmarks import SyntheticDocs, grow_to, index_table, peak_rss_mb, timed_stream_ingest
 from verityrag.pipeline import IN_MEMORY
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -74,10 +73,6 @@ def query_p50(pipeline: VerityRAGPipeline, questions: list[str], k: int = 10) ->
         pipeline.retriever.search(q, k)
         times.append((time.perf_counter() - t0) * 1000)
     return {"p50_ms": float(np.percentile(times, 50)), "p95_ms": float(np.percentile(times, 95))}
-
-
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def bench_scale(

@@ -31,7 +31,6 @@ import hashlib
 import json
 import os
 import platform
-import resource
 import subprocess
 import sys
 import tempfile
@@ -43,7 +42,15 @@ import numpy as np
 
 from verityrag import Settings, VerityRAGPipeline
 from verityrag.eval import dataset as eval_dataset
-from verityrag.eval.benchmarks import SyntheticDocs, grow_to, percentiles, scale_table, timed_stream_ingest
+from verityrag.eval.benchmarks import (
+    SyntheticDocs,
+    grow_to,
+    peak_rss_mb,
+    percentiles,
+    rss_mb,
+    scale_table,
+    timed_stream_ingest,
+)
 from verityrag.pipeline import IN_MEMORY
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,22 +60,6 @@ OUT = ROOT / "scripts" / "results" / "bench_scale.json"
 PEERS_PYTHON = ROOT / "guard_work" / "bench_peers_venv" / "bin" / "python"
 PEERS = ("bm25s", "rank_bm25", "haystack_inmemory", "tantivy")
 FULL_QUERIES = 200  # pipeline.query is timed on the first 200 questions
-
-
-def rss_mb() -> float:
-    """Resident memory now (Linux /proc), else the peak."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return peak_rss_mb()
-
-
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def questions() -> list[str]:

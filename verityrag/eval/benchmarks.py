@@ -4,12 +4,32 @@ they grow an index with. The figures come from the benchmarks' JSON in scripts/r
 from __future__ import annotations
 
 import random
+import resource
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from verityrag.text import split_sentences
 from verityrag.types import Document
+
+
+def peak_rss_mb() -> float:
+    """The process's peak resident memory so far, in MB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def rss_mb() -> float:
+    """Resident memory now (Linux /proc), else the peak. scripts/bench_peers.py keeps its own copy:
+    it runs in the peers' virtualenv, where VerityRAG is not installed."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return peak_rss_mb()
+
 
 if TYPE_CHECKING:
     from verityrag.pipeline import VerityRAGPipeline
