@@ -211,16 +211,8 @@ def main(argv: list[str] | None = None) -> int:
         training=training,
     )
     meta.write(model)
-    figures = measure(model, validation, full=not args.quick)
-    meta.threshold = float(figures["validation"]["squad2"]["threshold"])
-    meta.metrics = figures
-    meta.write(model)
+    measure_and_record(meta, model, validation, not args.quick, training)
     trainer.remove_checkpoint()
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(
-        json.dumps({"training": training, "metrics": figures, "threshold": meta.threshold}, indent=2) + "\n"
-    )
-    print(json.dumps(figures, indent=2), flush=True)
     if args.ship:
         ship(model)
     return 0
@@ -232,22 +224,30 @@ def measure_folder(
     """Steps 4 and the results file for a reader not trained to the end here (an exported checkpoint):
     its training record says how far it got (``checkpoint_step`` of ``total_steps``)."""
     meta = ModelMetadata.read(folder)
-    figures = measure(folder, validation, full=full)
-    meta.threshold = float(figures["validation"]["squad2"]["threshold"])
-    meta.metrics = figures
     meta.data = {**data_meta["summary"], "sha256": data_meta["sha256"], **meta.data}
-    meta.write(folder)
     training = {
         **meta.training,
         "file_bytes": {ONNX_INT8_FILE: (folder / ONNX_INT8_FILE).stat().st_size},
         "checkpoint_step": meta.data.get("checkpoint_step"),
     }
+    measure_and_record(meta, folder, validation, full, training)
+    return 0
+
+
+def measure_and_record(
+    meta: ModelMetadata, folder: Path, validation: list[dict[str, Any]], full: bool, training: dict[str, Any]
+) -> None:
+    """Step 4: measure the served reader in ``folder``, make the validation threshold its default,
+    and write the figures into its metadata and :data:`RESULTS`."""
+    figures = measure(folder, validation, full=full)
+    meta.threshold = float(figures["validation"]["squad2"]["threshold"])
+    meta.metrics = figures
+    meta.write(folder)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(
         json.dumps({"training": training, "metrics": figures, "threshold": meta.threshold}, indent=2) + "\n"
     )
     print(json.dumps(figures, indent=2), flush=True)
-    return 0
 
 
 def export_checkpoint(run: Path, folder: Path) -> int:
