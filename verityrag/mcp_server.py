@@ -11,7 +11,11 @@ Tools (built on the official ``mcp`` package, ``MCPServer``):
 
 The server reports the package's version (``verityrag.__version__``) in ``initialize``.
 
-State lives in ``VERITYRAG_DATA_DIR`` (or ``--data-dir``) when set, else in memory. On start,
+With ``--api-url URL`` (or ``VERITYRAG_API_URL``) the tools call the REST API at ``URL``, the one
+``make run`` starts, with the key in ``VERITYRAG_API_KEY`` if it asks for one: the MCP server,
+the API and the app then serve one index, and the server starts in a second, holding no
+index of its own. Without it the server builds its own pipeline:
+state lives in ``VERITYRAG_DATA_DIR`` (or ``--data-dir``) when set, else in memory. On start,
 an empty index is filled with the bundled corpus (``data/built/corpus.jsonl``, built by ``make data``; ``--max-docs`` or
 ``VERITYRAG_MCP_MAX_DOCS`` keeps only the first N documents) so ``query`` works at once.
 The whole corpus is then calibrated on its calibration questions, as the Streamlit app and
@@ -28,12 +32,14 @@ error and its reason, not the SDK's bare "Error executing tool".
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -45,15 +51,18 @@ from verityrag.index.filters import MetadataFilter
 from verityrag.pipeline import VerityRAGPipeline
 from verityrag.serve.bundled import bundled_pipeline, load_bundled_corpus
 from verityrag.types import Chunk, Citation, CitedSentence, QueryResult
+from verityrag.ui.backend import API_KEY_ENV, ApiBackend, document_path
 from verityrag.verify.grounding import GroundingChecker
 from verityrag.verify.sources import iso_time
 
 logger = logging.getLogger(__name__)
 
 MAX_DOCS_ENV = "VERITYRAG_MCP_MAX_DOCS"
+API_URL_ENV = "VERITYRAG_API_URL"
 SERVER_NAME = "verityrag"
 MAX_EVIDENCE_ITEMS = 50
 MAX_LIST_LIMIT = 1000
+CITATION_FIELDS = ("chunk_id", "doc_id", "title", "start", "end")
 
 
 # ------------------------------------------------------------------ tool bodies
@@ -85,12 +94,16 @@ def run_query(
     return query_result_dict(result)
 
 
+def _check_limit(limit: int) -> None:
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIST_LIMIT:
+        raise InvalidInputError("limit", f"must be an integer from 1 to {MAX_LIST_LIMIT}, got {limit!r}")
+
+
 def run_list_documents(
     pipeline: VerityRAGPipeline, limit: int = 20, offset: int = 0, filter: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     """A page of the stored documents ordered by doc_id, without their text."""
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIST_LIMIT:
-        raise InvalidInputError("limit", f"must be an integer from 1 to {MAX_LIST_LIMIT}, got {limit!r}")
+    _check_limit(limit)
     total, page = pipeline.list_documents(MetadataFilter.from_dict(filter), offset, limit)
     return {
         "total": total,
@@ -128,10 +141,7 @@ def query_result_dict(result: QueryResult) -> dict[str, Any]:
         "confidence": result.confidence,
         "grounding_score": result.grounding.overall_score,
         "unsupported_claims": list(result.unsupported_claims),
-        "citations": [
-            {"chunk_id": c.chunk_id, "doc_id": c.doc_id, "title": c.title, "start": c.start, "end": c.end}
-            for c in result.citations
-        ],
+        "citations": [{k: getattr(c, k) for k in CITATION_FIELDS} for c in result.citations],
         "latency_ms": result.latency_ms,
     }
 
@@ -167,11 +177,105 @@ def run_verify(checker: GroundingChecker, answer: str, evidence: Sequence[str]) 
     }
 
 
+# ------------------------------------------------------------- tool sources
+
+
+class ToolSource(Protocol):
+    """What the tools run on: a pipeline in this process, or the REST API."""
+
+    def query(
+        self, question: str, strictness: str | None, filter: dict[str, Any] | None
+    ) -> dict[str, Any]: ...
+    def ingest(self, doc_id: str, title: str, text: str) -> dict[str, Any]: ...
+    def list_documents(self, limit: int, offset: int, filter: dict[str, Any] | None) -> dict[str, Any]: ...
+    def delete_document(self, doc_id: str) -> dict[str, Any]: ...
+    def verify(self, answer: str, evidence: Sequence[str]) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class PipelineTools:
+    """The tools over a pipeline in this process."""
+
+    pipeline: VerityRAGPipeline
+
+    def query(self, question: str, strictness: str | None, filter: dict[str, Any] | None) -> dict[str, Any]:
+        return run_query(self.pipeline, question, strictness, filter)
+
+    def ingest(self, doc_id: str, title: str, text: str) -> dict[str, Any]:
+        return run_ingest(self.pipeline, doc_id, title, text)
+
+    def list_documents(self, limit: int, offset: int, filter: dict[str, Any] | None) -> dict[str, Any]:
+        return run_list_documents(self.pipeline, limit, offset, filter)
+
+    def delete_document(self, doc_id: str) -> dict[str, Any]:
+        return run_delete_document(self.pipeline, doc_id)
+
+    def verify(self, answer: str, evidence: Sequence[str]) -> dict[str, Any]:
+        return run_verify(self.pipeline.grounding, answer, evidence)
+
+
+class ApiTools:
+    """The tools over the REST API at ``url``: the same replies as :class:`PipelineTools`, from
+    the API's index. The API checks the input (its 4xx errors name the field, as tool errors);
+    ``verify`` needs no index and runs here."""
+
+    def __init__(self, url: str, api_key: str | None = None) -> None:
+        self.api = ApiBackend(url, api_key)
+        self.grounding = GroundingChecker()
+
+    def query(self, question: str, strictness: str | None, filter: dict[str, Any] | None) -> dict[str, Any]:
+        if isinstance(question, str):
+            _check_unicode("question", question)
+        request: dict[str, Any] = {"question": question}
+        if strictness is not None:
+            request["strictness"] = strictness
+        if filter is not None:
+            request["filter"] = filter
+        body = self.api.call("POST", "/query", json=request)
+        short = body.get("short_answer")
+        return {
+            "question": body["question"],
+            "answer": body["answer"],
+            "short_answer": short["text"] if short else None,
+            "abstained": body["abstained"],
+            "abstain_reason": body["abstain_reason"],
+            "explanation": body.get("explanation"),
+            "confidence": body["confidence"],
+            "grounding_score": body["grounding"]["overall_score"],
+            "unsupported_claims": body.get("unsupported_claims", []),
+            "citations": [{k: c[k] for k in CITATION_FIELDS} for c in body["citations"]],
+            "latency_ms": body["latency_ms"],
+        }
+
+    def ingest(self, doc_id: str, title: str, text: str) -> dict[str, Any]:
+        document = {"doc_id": doc_id, "title": title, "text": text}
+        [out] = self.api.call("POST", "/documents", json=document)["documents"]
+        return {"doc_id": out["doc_id"], "n_chunks": out["n_chunks"], "replaced": out["replaced"]}
+
+    def list_documents(self, limit: int, offset: int, filter: dict[str, Any] | None) -> dict[str, Any]:
+        _check_limit(limit)
+        params: dict[str, Any] = {"limit": limit, "offset": offset}
+        if filter is not None:
+            params["filter"] = json.dumps(filter)
+        page: dict[str, Any] = self.api.call("GET", "/documents", params=params)
+        return page
+
+    def delete_document(self, doc_id: str) -> dict[str, Any]:
+        if not isinstance(doc_id, str) or not doc_id:
+            raise InvalidInputError("doc_id", "must be a non-empty string")
+        gone = self.api.call("DELETE", document_path(doc_id), none_if_missing=True)
+        return {"doc_id": doc_id, "deleted": gone is not None}
+
+    def verify(self, answer: str, evidence: Sequence[str]) -> dict[str, Any]:
+        return run_verify(self.grounding, answer, evidence)
+
+
 # ---------------------------------------------------------------------- server
 
 
-def build_server(pipeline: VerityRAGPipeline) -> MCPServer[Any]:
-    """An ``MCPServer`` exposing query, ingest and verify over ``pipeline``."""
+def build_server(source: VerityRAGPipeline | ToolSource) -> MCPServer[Any]:
+    """An ``MCPServer`` exposing the tools over a pipeline, or over another source (:class:`ApiTools`)."""
+    tools = PipelineTools(source) if isinstance(source, VerityRAGPipeline) else source
     server: MCPServer[Any] = MCPServer(
         SERVER_NAME,
         version=__version__,
@@ -203,7 +307,7 @@ def build_server(pipeline: VerityRAGPipeline) -> MCPServer[Any]:
         question: str, strictness: str | None = None, filter: dict[str, Any] | None = None
     ) -> dict[str, Any]:
         try:
-            return run_query(pipeline, question, strictness, filter)
+            return tools.query(question, strictness, filter)
         except VerityRAGError as exc:
             raise tool_error(exc) from exc
 
@@ -213,7 +317,7 @@ def build_server(pipeline: VerityRAGPipeline) -> MCPServer[Any]:
     )
     def ingest(doc_id: str, title: str, text: str) -> dict[str, Any]:
         try:
-            return run_ingest(pipeline, doc_id, title, text)
+            return tools.ingest(doc_id, title, text)
         except VerityRAGError as exc:
             raise tool_error(exc) from exc
 
@@ -227,7 +331,7 @@ def build_server(pipeline: VerityRAGPipeline) -> MCPServer[Any]:
         limit: int = 20, offset: int = 0, filter: dict[str, Any] | None = None
     ) -> dict[str, Any]:
         try:
-            return run_list_documents(pipeline, limit, offset, filter)
+            return tools.list_documents(limit, offset, filter)
         except VerityRAGError as exc:
             raise tool_error(exc) from exc
 
@@ -237,7 +341,7 @@ def build_server(pipeline: VerityRAGPipeline) -> MCPServer[Any]:
     )
     def delete_document(doc_id: str) -> dict[str, Any]:
         try:
-            return run_delete_document(pipeline, doc_id)
+            return tools.delete_document(doc_id)
         except VerityRAGError as exc:
             raise tool_error(exc) from exc
 
@@ -247,7 +351,7 @@ def build_server(pipeline: VerityRAGPipeline) -> MCPServer[Any]:
     )
     def verify(answer: str, evidence: list[str]) -> dict[str, Any]:
         try:
-            return run_verify(pipeline.grounding, answer, evidence)
+            return tools.verify(answer, evidence)
         except VerityRAGError as exc:
             raise tool_error(exc) from exc
 
@@ -289,8 +393,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--max-docs", type=int, default=None, help=f"load only the first N bundled documents ({MAX_DOCS_ENV})"
     )
+    parser.add_argument(
+        "--api-url",
+        default=os.environ.get(API_URL_ENV) or None,
+        help=f"serve the index of the REST API at this URL, e.g. make run's http://127.0.0.1:8000 ({API_URL_ENV})",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    if args.api_url:
+        if args.data_dir is not None or args.max_docs is not None:
+            parser.error("--api-url serves the API's index: --data-dir and --max-docs do not apply")
+        try:  # the API must answer now: a wrong URL is a usage error, not a failure at the first call
+            tools = ApiTools(args.api_url, os.environ.get(API_KEY_ENV) or None)
+            health = tools.api.call("GET", "/health")
+        except VerityRAGError as exc:
+            parser.error(f"--api-url {args.api_url}: {exc}")
+        logger.info("VerityRAG MCP server ready on stdio, serving the API at %s: %s", args.api_url, health)
+        build_server(tools).run("stdio")
+        return 0
     try:  # a bad setting, data folder or store: one line on stderr (stdout is the protocol)
         max_docs = args.max_docs if args.max_docs is not None else _max_docs_from_env()
         if max_docs is not None and max_docs < 1:

@@ -153,11 +153,16 @@ class ApiBackend:
     def settings(self) -> Settings:
         return self._settings
 
-    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+    def call(self, method: str, path: str, none_if_missing: bool = False, **kwargs: Any) -> Any:
+        """One request to the API: its JSON body (None for a 404 with ``none_if_missing``); a 4xx
+        is an ``InvalidInputError`` naming the field, anything else that fails a
+        ``BackendUnavailableError``."""
         try:
             reply = self.client.request(method, path, **kwargs)
         except httpx.TransportError as exc:
             raise BackendUnavailableError(f"the API at {self.url} did not answer ({exc})") from exc
+        if reply.status_code == 404 and none_if_missing:
+            return None
         if reply.status_code in (400, 404, 413, 422):
             error = _error_of(reply)
             raise InvalidInputError(error.get("field") or "request", error.get("message") or reply.text)
@@ -169,18 +174,18 @@ class ApiBackend:
         return reply.json()
 
     def stats(self) -> dict[str, Any]:
-        stats: dict[str, Any] = self._call("GET", "/stats")
+        stats: dict[str, Any] = self.call("GET", "/stats")
         return stats
 
     def query(self, question: str, k: int, strictness: str) -> QueryResult:
-        body = self._call("POST", "/query", json={"question": question, "k": k, "strictness": strictness})
+        body = self.call("POST", "/query", json={"question": question, "k": k, "strictness": strictness})
         return self._result(body)
 
     def add_document(
         self, doc_id: str, title: str, text: str, metadata: dict[str, Any] | None = None
     ) -> AddedDocument:
         doc = {"doc_id": doc_id, "title": title, "text": text, "metadata": metadata or {}}
-        [out] = self._call("POST", "/documents", json=doc)["documents"]
+        [out] = self.call("POST", "/documents", json=doc)["documents"]
         meta = metadata or {}
         return AddedDocument(
             doc_id, title, out["n_chunks"], out["replaced"], meta.get("source"), meta.get("format")
@@ -189,16 +194,15 @@ class ApiBackend:
     def add_file(self, filename: str, data: bytes, content_type: str | None = None) -> AddedDocument:
         """``POST /documents/files``: the API parses the file (a file it cannot read is an input error)."""
         upload = {"files": (filename, data, content_type or "application/octet-stream")}
-        [out] = self._call("POST", "/documents/files", files=upload)["documents"]
+        [out] = self.call("POST", "/documents/files", files=upload)["documents"]
         return AddedDocument(
             out["doc_id"], out["title"], out["n_chunks"], out["replaced"], out["source"], out["format"]
         )
 
     def chunks(self, doc_id: str) -> dict[str, Chunk]:
         """The chunks of a stored document by id, as the API's writer cut them ({} when it is gone)."""
-        try:
-            doc = self._call("GET", f"/documents/{quote(doc_id, safe='/:')}")
-        except InvalidInputError:  # 404: deleted since the answer
+        doc = self.call("GET", document_path(doc_id), none_if_missing=True)
+        if doc is None:  # deleted since the answer
             return {}
         text, title = doc["text"], doc["title"]
         spans = chunk_spans(
@@ -258,6 +262,11 @@ class ApiBackend:
             if chunk is not None:
                 hits.append(Hit(chunk, 0.0))
         return tuple(hits)
+
+
+def document_path(doc_id: str) -> str:
+    """The API's path of one document (a doc_id may hold slashes: ``notes/kellmark``)."""
+    return f"/documents/{quote(doc_id, safe='/:')}"
 
 
 def _error_of(reply: httpx.Response) -> dict[str, Any]:
