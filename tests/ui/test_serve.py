@@ -28,6 +28,15 @@ def test_serve_check_starts_both_and_answers() -> None:
     assert "Both ready" in done.stdout
     assert "-> answered:" in done.stdout
     assert "Edison" in done.stdout
+    # The MCP server on the API's index, started as a client starts it: ready and answering.
+    assert (
+        "MCP server on this index: python -m verityrag.mcp_server --api-url http://127.0.0.1:" in done.stdout
+    )
+    assert re.search(
+        r"^check: MCP server \(--api-url\) ready in \d+\.\d s, first query answered: .*Edison",
+        done.stdout,
+        re.M,
+    )
     assert "Uvicorn server started" not in done.stderr  # Streamlit's info line, the app's port as "Uvicorn"
 
 

@@ -63,12 +63,13 @@ LOAD_BUNDLED_ENV = "VERITYRAG_LOAD_BUNDLED"
 
 def pipeline_from_env() -> VerityRAGPipeline:
     """The pipeline ``uvicorn verityrag.api:app`` serves: persisted per ``VERITYRAG_DATA_DIR``,
-    on the bundled corpus when ``VERITYRAG_LOAD_BUNDLED`` is truthy."""
+    on the bundled corpus when ``VERITYRAG_LOAD_BUNDLED`` is truthy. Its models are loaded
+    here, before ``/health`` says ready, not by the first question."""
     if os.environ.get(LOAD_BUNDLED_ENV, "").strip().lower() in {"1", "true", "yes", "on"}:
         from verityrag.serve.bundled import bundled_pipeline  # imports the eval dataset reader
 
-        return bundled_pipeline()
-    return VerityRAGPipeline()
+        return bundled_pipeline().warm_up()
+    return VerityRAGPipeline().warm_up()
 
 
 MAX_BODY_BYTES = 2 * 1024 * 1024

@@ -76,6 +76,11 @@ def calibration_key(pipeline: VerityRAGPipeline, data_dir: Path) -> str:
     return digest.hexdigest()[:20]
 
 
+def calibration_path(pipeline: VerityRAGPipeline, data_dir: Path = DEFAULT_DATA_DIR) -> Path:
+    """Where :func:`calibrate_on_bundled` keeps the calibration of ``pipeline``'s index."""
+    return data_dir / "calibration" / f"{calibration_key(pipeline, data_dir)}.json"
+
+
 def calibrate_on_bundled(
     pipeline: VerityRAGPipeline, data_dir: Path = DEFAULT_DATA_DIR, cache: bool = True
 ) -> None:
@@ -85,7 +90,7 @@ def calibrate_on_bundled(
     if not cache or pipeline.checks():  # learned checks' fits are not saved: fit every time
         fit_on_bundled(pipeline, data_dir)
         return
-    path = data_dir / "calibration" / f"{calibration_key(pipeline, data_dir)}.json"
+    path = calibration_path(pipeline, data_dir)
     if path.is_file():
         try:
             pipeline.load_calibration_state(json.loads(path.read_text(encoding="utf-8")))

@@ -140,13 +140,15 @@ def running_services(
     data_dir: Path | None,
     startup_s: float,
     on_ready: Callable[[Service, float], None] | None = None,
+    since: float | None = None,
 ) -> Iterator[list[Service]]:
     """Start the API and the app together, yield them once both are healthy, always stop both.
 
     The app gets the API's address (``--api-url``): it serves the API's index, never
-    one of its own. ``on_ready(service, seconds)`` is called as each one answers its health check.
+    one of its own. ``on_ready(service, seconds)`` is called as each one answers its health check,
+    with the seconds since ``since`` (a ``time.monotonic()``; default: this call).
     """
-    started = time.monotonic()
+    started = time.monotonic() if since is None else since
     env = {**os.environ, "VERITYRAG_LOAD_BUNDLED": "1"}
     if data_dir is not None:
         env["VERITYRAG_DATA_DIR"] = str(data_dir)
@@ -232,6 +234,41 @@ def check_query(api_url: str) -> int:
     return 0 if not body["abstained"] else 1
 
 
+def check_mcp(api_url: str) -> int:
+    """Start the MCP server on the API's index as an MCP client would (stdio), ask it the check's
+    question, and print how long it took to be ready and to answer: 0 when it answers."""
+    import anyio
+
+    return anyio.run(_check_mcp, api_url)
+
+
+async def _check_mcp(api_url: str) -> int:
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "verityrag.mcp_server", "--api-url", api_url],
+        env=dict(os.environ),
+        cwd=ROOT,
+    )
+    started = time.perf_counter()
+    with open(os.devnull, "w") as quiet:
+        async with stdio_client(params, errlog=quiet) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            ready_s = time.perf_counter() - started
+            result = await session.call_tool("query", {"question": CHECK_QUESTION})
+            answered_s = time.perf_counter() - started
+    body = result.structured_content or {}
+    verdict = "abstained" if result.is_error or body.get("abstained", True) else f"answered: {body['answer']}"
+    print(
+        f"check: MCP server (--api-url) ready in {ready_s:.1f} s, first query {verdict} "
+        f"({answered_s:.1f} s after start)",
+        flush=True,
+    )
+    return 0 if verdict.startswith("answered") else 1
+
+
 def port_problem(host: str, port: int) -> str | None:
     """Why ``host:port`` cannot be bound (probed as uvicorn and Streamlit bind: SO_REUSEADDR), or None."""
     family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
@@ -258,18 +295,22 @@ def port_number(text: str) -> int:
 
 
 def prepare_bundled() -> None:
-    """Calibrate the bundled pipeline once, here, so the API and the app restore it in a second
-    (:func:`verityrag.serve.bundled.calibrate_on_bundled` saves it); say how long it took."""
+    """Calibrate the bundled pipeline once, here, when no calibration of it is saved, so the
+    API restores it in a second (:func:`verityrag.serve.bundled.calibrate_on_bundled` saves
+    it); say how long it took. With a saved one this costs a fraction of a second: the
+    corpus is chunked to find the calibration's key, and no model is loaded."""
     from verityrag.pipeline import IN_MEMORY
-    from verityrag.serve.bundled import bundled_pipeline
+    from verityrag.serve.bundled import bundled_pipeline, calibrate_on_bundled, calibration_path
 
     started = time.perf_counter()
+    pipeline = bundled_pipeline(store_dir=IN_MEMORY, calibrate=False)
+    if pipeline.checks() or calibration_path(pipeline).is_file():
+        return  # saved (or learned checks are on: the API fits them, as it must every start)
     print(
         "Preparing the bundled corpus (calibrated once, then cached: the first time about a minute)...",
         flush=True,
     )
-    pipeline = bundled_pipeline(store_dir=IN_MEMORY)
-    pipeline.warm_up()
+    calibrate_on_bundled(pipeline)
     print(f"Bundled corpus ready in {time.perf_counter() - started:.1f} s.", flush=True)
 
 
@@ -309,6 +350,7 @@ def main(argv: list[str] | None = None) -> int:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, on_signal)
+    started = time.monotonic()  # each part's "ready in" counts from here
     try:
         prepare_bundled()
     except KeyboardInterrupt:
@@ -321,12 +363,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Starting the API and the Streamlit app on one index, the bundled corpus ({wait})...", flush=True)
     try:
         with running_services(
-            args.host, args.api_port, args.ui_port, args.data_dir, args.startup_timeout, announce
+            args.host, args.api_port, args.ui_port, args.data_dir, args.startup_timeout, announce, started
         ) as services:
             api = services[0]
             print("Both ready: a document added in the app or through the API is answered in both.")
+            print(f"MCP server on this index: python -m verityrag.mcp_server --api-url {api.url}")
             if args.check:
-                return check_query(api.url)
+                return check_query(api.url) or check_mcp(api.url)
             print("Ctrl-C stops both.", flush=True)
             while all(s.process.poll() is None for s in services):
                 time.sleep(0.5)
