@@ -37,6 +37,7 @@ OTHER_ENV_VARS: tuple[str, ...] = (
     "VERITYRAG_READ_KEY",  # verityrag.api: the key every other endpoint but /health asks for
     "VERITYRAG_LOAD_BUNDLED",  # verityrag.api: start on the bundled corpus
     "VERITYRAG_MCP_MAX_DOCS",  # verityrag.mcp_server: bundled documents to load
+    "VERITYRAG_API_URL",  # verityrag.mcp_server: serve the API at this URL (--api-url)
     "VERITYRAG_GEMMA_CACHE",  # verityrag.llm.local_gemma: the local gemma model's folder
     "VERITYRAG_REQUIRE_BROWSER",  # tests/ui/test_app_browser.py; .ci/run sets it
     "VERITYRAG_DATASETS",  # verityrag.datasets: the datasets root
