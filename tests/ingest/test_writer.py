@@ -102,3 +102,26 @@ def test_provenance_gives_source_and_ingest_time(tmp_path: Path, persisted: bool
     assert found["a"].ingested_at <= found["b"].ingested_at
     pipeline.delete_document("a")
     assert "a" not in pipeline.writer.provenance(["a"])
+
+
+def test_bulk_ingest_analyzes_each_chunk_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The hashing embedder and BM25 analyze the same chunk text; counted at the commit, a batch
+    # larger than the analyzer's cache of recent texts was analyzed twice.
+    from verityrag.text import analyzer as analyzer_module
+
+    monkeypatch.setattr(analyzer_module, "_RECENT", 8)
+    fresh: dict[str, int] = {}
+    findall = analyzer_module._TOKEN_RE.findall
+
+    class Counting:
+        def findall(self, text: str) -> list[str]:
+            fresh[text] = fresh.get(text, 0) + 1
+            return findall(text)
+
+    monkeypatch.setattr(analyzer_module, "_TOKEN_RE", Counting())
+    pipeline = VerityRAGPipeline(data_dir=None, settings=Settings(reader=False))
+    docs = [(f"d{i}", "", f"Document number {i} is about rivers and lakes.") for i in range(60)]
+    pipeline.ingest_documents(docs, batch_size=4)
+    texts = [c.text.lower() for c in pipeline.index.live_chunks()]
+    assert len(texts) == 60
+    assert [fresh.get(t) for t in texts] == [1] * 60

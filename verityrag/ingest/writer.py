@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -46,7 +46,18 @@ DATA_DIR_ENV = "VERITYRAG_DATA_DIR"
 IN_MEMORY = ""
 STORE_FILENAME = "verityrag.sqlite3"
 DocumentLike = Document | Mapping[str, Any] | tuple[str, str, str]
-Prepared = list[tuple[Document, list[Chunk], npt.NDArray[np.float32]]]
+
+
+class PreparedDocument(NamedTuple):
+    """A validated document, chunked, embedded and analyzed: what a commit writes."""
+
+    document: Document
+    chunks: list[Chunk]
+    vectors: npt.NDArray[np.float32]
+    term_counts: list[dict[str, int]]  # per chunk: the terms BM25 indexes and the store keeps
+
+
+Prepared = list[PreparedDocument]
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,14 +231,20 @@ class DocumentWriter:
         ]
 
     def prepare(self, docs: list[Document]) -> Prepared:
-        """Chunk and embed ``docs`` (one encoder call for all their chunks)."""
+        """Chunk, embed (one encoder call for all their chunks) and analyze ``docs``.
+
+        Terms are counted here, right after embedding, while the analyzer still holds the texts
+        it analyzed for the (hashing) embedder: counted at the commit, a 5,000-document batch had
+        outgrown that cache and every chunk was analyzed twice (a quarter of a bulk build)."""
         chunked = [self.chunk(doc) for doc in docs]
         texts = [c.text for chunks in chunked for c in chunks]
         vectors = self.embedder.encode(texts) if texts else np.zeros((0, self.embedder.dim), np.float32)
         out = []
         offset = 0
         for doc, chunks in zip(docs, chunked, strict=True):
-            out.append((doc, chunks, vectors[offset : offset + len(chunks)]))
+            vecs = vectors[offset : offset + len(chunks)]
+            (counts,) = self.index.term_counts([(doc.doc_id, chunks, vecs)])
+            out.append(PreparedDocument(doc, chunks, vecs, counts))
             offset += len(chunks)
         return out
 
@@ -235,20 +252,21 @@ class DocumentWriter:
         # Durable store first (one transaction: all of ``prepared`` or none), then the index:
         # once this returns the documents are both persisted and searchable. One lock keeps
         # store and index in the same order.
-        upserts = [(doc.doc_id, chunks, vecs) for doc, chunks, vecs in prepared]
-        counts = self.index.term_counts(upserts)  # analyzed once, for the store and the index
+        upserts = [(p.document.doc_id, p.chunks, p.vectors) for p in prepared]
+        counts = [p.term_counts for p in prepared]  # analyzed once, for the store and the index
         with self._lock:
             now = time.time()
             if self.store is not None:
-                self.store.put_many(prepared, counts, ingested_at=now)
+                items = [(p.document, p.chunks, p.vectors) for p in prepared]
+                self.store.put_many(items, counts, ingested_at=now)
             else:  # the index keeps no metadata: without a store it lives here
-                for doc, _, _ in prepared:
+                for doc, *_ in prepared:
                     self._metadata.pop(doc.doc_id, None)
                     if doc.metadata:
                         self._metadata[doc.doc_id] = dict(doc.metadata)
                     self._ingested_at[doc.doc_id] = now
             self.index.apply(upserts, term_counts=counts)
-            for doc, _, _ in prepared:
+            for doc, *_ in prepared:
                 self.metadata_index.put(doc.doc_id, doc.metadata)
 
     def write_one(self, doc: Document) -> IngestResult:
@@ -257,7 +275,7 @@ class DocumentWriter:
         replaced = self.index.has_document(doc.doc_id)
         prepared = self.prepare([doc])
         self.commit(prepared)
-        return IngestResult(doc.doc_id, len(prepared[0][1]), replaced)
+        return IngestResult(doc.doc_id, len(prepared[0].chunks), replaced)
 
     def write_many(
         self, documents: Iterable[DocumentLike], batch_size: int = 512, progress: bool | None = None

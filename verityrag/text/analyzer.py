@@ -61,13 +61,19 @@ class Analyzer:
         self.stem = stem
         # The last texts analysed: ingest analyses each chunk for its vector and again for BM25,
         # a query is analysed by retrieval, features and gates. Bounded; a copy is returned.
+        # Two generations: when the newer one is full it becomes the older one, so at least the
+        # last _RECENT texts are always kept (clearing one dict dropped a batch's texts between
+        # embedding them and counting their terms).
         self._recent: dict[str, tuple[str, ...]] = {}
+        self._older: dict[str, tuple[str, ...]] = {}
 
     def tokenize(self, text: str) -> list[str]:
         return _TOKEN_RE.findall(_fold(text))
 
     def analyze(self, text: str) -> list[str]:
         recent = self._recent.get(text)
+        if recent is None:
+            recent = self._older.get(text)
         if recent is not None:
             return list(recent)
         stop = self.stopwords
@@ -76,7 +82,7 @@ class Analyzer:
             stem = _snowball()
             terms = [stem(tok) for tok in terms]
         if len(self._recent) >= _RECENT:
-            self._recent.clear()
+            self._older, self._recent = self._recent, {}
         self._recent[text] = tuple(terms)
         return terms
 
