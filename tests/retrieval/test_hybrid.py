@@ -64,3 +64,30 @@ def test_search_negative_k_raises_naming_k(index: LiveIndex) -> None:
     with pytest.raises(InvalidInputError) as err:
         HybridRetriever(index, HashingEmbedder()).search("steam engine", k=-1)
     assert err.value.field == "k"
+
+
+def test_dense_side_in_a_worker_thread_finds_the_same_hits(
+    index: LiveIndex,
+    add_texts,
+    monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
+) -> None:
+    # Large indexes run the dense side beside BM25 in a thread; the hits must not depend on it.
+    from verityrag.retrieval import hybrid
+
+    add_texts(index, {f"d{i}": [f"Steam engines of model {i} burn coal and wood."] for i in range(40)})
+    retriever = HybridRetriever(index, HashingEmbedder())
+    questions = ["How does a steam engine make work?", "coal and wood", "Tesla motors", "zzz"]
+    serial = [retriever.search(q, 5) for q in questions]
+    monkeypatch.setattr(hybrid, "PARALLEL_FROM", 0)
+    monkeypatch.setattr(hybrid.os, "cpu_count", lambda: 2)
+    threads: set[str] = set()
+    dense = retriever._dense
+
+    def recording(*args, **kwargs):  # type: ignore[no-untyped-def]
+        threads.add(hybrid.threading.current_thread().name)
+        return dense(*args, **kwargs)
+
+    monkeypatch.setattr(retriever, "_dense", recording)
+    assert [retriever.search(q, 5) for q in questions] == serial
+    assert threads
+    assert all(name.startswith("verityrag-dense") for name in threads)
