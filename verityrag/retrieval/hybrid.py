@@ -22,9 +22,11 @@ logger = logging.getLogger(__name__)
 
 #: From this many chunks the dense side (embedding the query, then the scan) runs in a worker
 #: thread while BM25 runs in the caller's: both spend most of their time in numpy, which releases
-#: the GIL, and at 1M chunks each costs several milliseconds. Below it the hand-off costs more
-#: than it saves. One core: never.
-PARALLEL_FROM = 50_000
+#: the GIL. Measured in one process (decision 0056): slower below ~400k chunks (the threads wait
+#: on each other for the GIL between numpy calls: 4.9 -> 6.0 ms at 50k, 10.4 -> 11.0 ms at 400k),
+#: faster from ~700k (14.7 -> 13.3 ms; at 1M 18.7 -> 15.3 ms, p95 41.7 -> 33.4), always at
+#: ~20-40% more CPU. One core: never.
+PARALLEL_FROM = 700_000
 
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
