@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 
 from verityrag.embed.hashing import HashingEmbedder
@@ -67,9 +70,7 @@ def test_search_negative_k_raises_naming_k(index: LiveIndex) -> None:
 
 
 def test_dense_side_in_a_worker_thread_finds_the_same_hits(
-    index: LiveIndex,
-    add_texts,
-    monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
+    index: LiveIndex, add_texts: Callable[..., None], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Large indexes run the dense side beside BM25 in a thread; the hits must not depend on it.
     from verityrag.retrieval import hybrid
@@ -83,7 +84,7 @@ def test_dense_side_in_a_worker_thread_finds_the_same_hits(
     threads: set[str] = set()
     dense = retriever._dense
 
-    def recording(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def recording(*args: Any, **kwargs: Any) -> Any:
         threads.add(hybrid.threading.current_thread().name)
         return dense(*args, **kwargs)
 

@@ -235,7 +235,7 @@ class DocumentWriter:
 
         Terms are counted here, right after embedding, while the analyzer still holds the texts
         it analyzed for the (hashing) embedder: counted at the commit, a 5,000-document batch had
-        outgrown that cache and every chunk was analyzed twice (a quarter of a bulk build)."""
+        outgrown that cache and every chunk was analyzed twice (~30% of a bulk build's time)."""
         chunked = [self.chunk(doc) for doc in docs]
         texts = [c.text for chunks in chunked for c in chunks]
         vectors = self.embedder.encode(texts) if texts else np.zeros((0, self.embedder.dim), np.float32)
