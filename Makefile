@@ -8,7 +8,7 @@ LINTED := verityrag tests scripts data app.py
 REQS := requirements.txt requirements-dev.txt pyproject.toml
 STAMP := $(VENV)/.installed-$(shell cat $(REQS) | sha1sum | cut -c1-12)
 
-.PHONY: setup data train-reader run ask browser test check lint format bench bench-scale bench-checks bench-es eval models models-answerability models-answerability-mpnet models-guard models-nli models-nli-ragtruth models-nli3 models-reader readme-results demo bench-api schemathesis clean demo bench-api schemathesis eval-llm eval-llm-reader
+.PHONY: setup data train-reader run ask browser test check lint format bench bench-scale bench-checks bench-es eval models models-answerability models-answerability-mpnet models-guard models-nli models-nli-ragtruth models-nli3 models-reader readme-results demo bench-api schemathesis clean eval-llm eval-llm-checks eval-llm-reader
 
 $(STAMP): $(REQS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -279,12 +279,23 @@ bench-checks: setup
 bench-api: setup
 	$(PY) scripts/bench_api.py
 
-# The eval with the offline Qwen2.5-Coder-0.5B-Instruct writing the answers (its six wheels from
-# requirements-llm.txt; docs/llm.md). PROVIDER=gemma for the gemma-3-270m base model (~4 min).
+# The eval with the offline Qwen2.5-Coder-0.5B-Instruct writing the answers to the whole test split
+# (its six wheels from requirements-llm.txt; docs/llm.md): ~80 min on 2 cores, nearly all of it the
+# model's decoding. PROVIDER=gemma for the gemma-3-270m base model; LLM_QUESTIONS=60 for a stratified
+# sample (~10 min). Every answer is recorded in guard_work/eval/llm_answers_$(PROVIDER).jsonl.
 PROVIDER ?= local
+LLM_QUESTIONS ?=
 eval-llm: setup
 	$(if $(filter local,$(PROVIDER)),$(PY) -m pip install -q --no-deps -r requirements-llm.txt)
-	$(PY) -m verityrag.eval --real-llm $(PROVIDER) --max-test-questions 60
+	$(HEAVY) $(PY) -m verityrag.eval --real-llm $(PROVIDER) --no-plots $(if $(LLM_QUESTIONS),--max-test-questions $(LLM_QUESTIONS))
+
+# Each verifier, the guard, the reader check and their stacks scored on those recorded answers (a
+# minute; the learned checks whose models are built, the shipped reader and the model-free ones):
+# scripts/results/llm_checks_$(PROVIDER).json, then the README and docs/results.md tables.
+eval-llm-checks: setup
+	$(PY) scripts/score_llm_answers.py --answers guard_work/eval/llm_answers_$(PROVIDER).jsonl \
+	  --report eval_report_llm_$(PROVIDER).json --out scripts/results/llm_checks_$(PROVIDER).json
+	$(PY) scripts/update_readme_results.py
 
 # The whole test split with gemma writing the answers and the reader check recorded (~32 min; needs
 # make models-reader); the answers, with their evidence and verdicts, are kept gzipped. A new reader

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from verityrag.eval.benchmarks import index_table, learned_checks_table, scale_table
+from verityrag.eval.llm_checks_table import llm_checks_detail, llm_checks_summary
 from verityrag.eval.report import headline_rows, reader_sweep_table
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -310,18 +311,38 @@ def learned_checks_section() -> str:
     )
 
 
+LLM_CHECKS = ROOT / "scripts" / "results" / "llm_checks_local.json"
+
+
+def _llm_checks(render: Any) -> str:
+    if not LLM_CHECKS.exists():
+        return "_No scripts/results/llm_checks_local.json yet: run `make eval-llm eval-llm-checks`._"
+    return str(render(json.loads(LLM_CHECKS.read_text())))
+
+
+def llm_checks_section() -> str:
+    """The checks on the local instruct model's answers, and the LLM path beside the extractive one."""
+    return _llm_checks(llm_checks_summary)
+
+
+def llm_checks_detail_section() -> str:
+    return _llm_checks(llm_checks_detail)
+
+
 #: The sections of each page, by marker name.
 PAGES = {
     README: (
         ("eval-results", eval_section),
         ("reader-results", span_reader_section),
-        ("bench-results", bench_section),
         ("scale-results", scale_section),
+        ("llm-checks-results", llm_checks_section),
     ),
     RESULTS_PAGE: (
         ("ragtruth-results", ragtruth_section),
         ("reader-check-results", reader_check_section),
         ("learned-checks-results", learned_checks_section),
+        ("llm-checks-detail", llm_checks_detail_section),
+        ("bench-results", bench_section),
     ),
 }
 

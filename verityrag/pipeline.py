@@ -127,7 +127,7 @@ class VerityRAGPipeline:
         # Where each settings-attached check's threshold comes from: settings, calibration or metadata.
         self.check_threshold_sources: dict[str, str] = {}
         llm_answers = self.answer_strategy is not None
-        for stage, threshold in requested_checks(self.settings).items():
+        for stage, threshold in requested_checks(self.settings, llm_answers).items():
             # Loaded now: a missing model stops the start, not a query.
             self.attach_check(stage, load_check(stage, threshold, llm_answers), threshold is not None)
         # The extractive reader, its files checked now (a missing model stops the start, naming the

@@ -66,3 +66,32 @@ def test_bad_input_is_refused_before_any_model_loads(tmp_path: Path) -> None:
         check.threshold = 1.5
     with pytest.raises(InvalidInputError, match="top_k"):
         ReaderCheck(tmp_path, top_k=0)
+
+
+def test_without_a_reader_check_model_the_check_reads_with_the_shipped_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from verityrag.checks import reader_check
+
+    monkeypatch.delenv("VERITY_READER_DIR", raising=False)
+    monkeypatch.setattr(reader_check, "DEFAULT_READER_DIR", tmp_path / "not-built")
+    check = ReaderCheck()
+    assert check.model_dir == reader_check.SHIPPED_READER_DIR
+    # Its folder records the reader's answer threshold, not an agreement one.
+    assert check.reader.metadata.threshold != reader_check.EXTRACTIVE_READER_AGREEMENT
+    assert check.threshold == reader_check.EXTRACTIVE_READER_AGREEMENT
+    built = tmp_path / "built"
+    built.mkdir()
+    (built / "metadata.json").write_text("{}")
+    monkeypatch.setattr(reader_check, "DEFAULT_READER_DIR", built)
+    assert ReaderCheck().model_dir == built  # a built reader-check model comes first
+
+
+def test_llm_answers_turn_the_reader_check_on_unless_settings_say_not() -> None:
+    from verityrag.checks.registry import requested_checks
+    from verityrag.config import Settings
+
+    assert requested_checks(Settings()) == {}
+    assert requested_checks(Settings(), llm_answers=True) == {"reader": None}
+    assert requested_checks(Settings(llm_reader_check=False), llm_answers=True) == {}
+    assert requested_checks(Settings(reader_check=True, reader_threshold=0.3)) == {"reader": 0.3}

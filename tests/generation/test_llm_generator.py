@@ -259,3 +259,17 @@ def test_multi_line_answer_gives_one_cited_sentence_per_line() -> None:
     assert [s.text for s in answer.sentences] == ["The tower is in Paris", "Fuji is in Japan"]
     assert answer.numbers == ((1,), (2,))
     assert answer.uncited == ()
+
+
+@pytest.mark.parametrize("style", ["instruct", "base"])
+def test_reader_hint_shows_the_span_before_the_answer_when_turned_on(style: str) -> None:
+    hits = [_hit(1, "The K2 kettle boils a litre in 90 seconds.")]
+    shown = LLMGenerator(lambda prompt, **kw: Completion("x"), style=style, reader_hint=True)  # type: ignore[arg-type]
+    _, prompt = shown.build_prompt("How fast?", hits, reader_span="  90\nseconds ")
+    line = 'Likely answer, found in the evidence: "90 seconds"\n'
+    assert line in prompt
+    assert prompt.index("How fast?") < prompt.index(line)
+    assert style == "instruct" or prompt.index(line) < prompt.rindex("Answer:")  # base: before its answer
+    assert "Likely answer" not in shown.build_prompt("How fast?", hits)[1]  # no span: no hint
+    hidden = LLMGenerator(lambda prompt, **kw: Completion("x"), style=style)  # type: ignore[arg-type]
+    assert "Likely answer" not in hidden.build_prompt("How fast?", hits, reader_span="90 seconds")[1]

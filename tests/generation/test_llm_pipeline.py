@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from verityrag import VerityRAGPipeline
+from verityrag import Settings, VerityRAGPipeline
 from verityrag.errors import InvalidInputError
 from verityrag.generation.completion import Completion
 from verityrag.generation.llm import REFUSAL, LLMGenerator
@@ -52,8 +52,12 @@ class NoZorblax:
         ]
 
 
-def _pipeline(corpus_slice: list[dict[str, str]], generator: Any) -> VerityRAGPipeline:
-    pipeline = VerityRAGPipeline(generator=generator)
+def _pipeline(
+    corpus_slice: list[dict[str, str]], generator: Any, reader_check: bool = False
+) -> VerityRAGPipeline:
+    """The pipeline over the slice; the reader check (on by default for LLM answers) only when asked:
+    these fake models answer with passage sentences whatever the question."""
+    pipeline = VerityRAGPipeline(generator=generator, settings=Settings(llm_reader_check=reader_check))
     pipeline.ingest_documents(corpus_slice)
     return pipeline
 
@@ -135,3 +139,54 @@ def test_extractive_answer_has_no_unsupported_claims(
     result = _pipeline(corpus_slice, None).query(answered_question)
     assert not result.abstained
     assert result.unsupported_claims == ()
+
+
+def test_the_reader_span_reaches_the_prompt_only_when_the_generator_shows_it(
+    corpus_slice: list[dict[str, str]], answered_question: str
+) -> None:
+    prompts: list[str] = []
+
+    def recording(prompt: str, **kwargs: Any) -> Completion:
+        prompts.append(prompt)
+        return echo_first_sentence(prompt)
+
+    hinted = _pipeline(corpus_slice, LLMGenerator(recording, reader_hint=True)).query(answered_question)
+    assert hinted.short_answer is None  # an LLM answer is not the reader's span...
+    span = re.search(r'^Likely answer, found in the evidence: "(.+)"$', prompts[-1], re.MULTILINE)
+    assert span is not None  # ...but the model was shown the span the reader found
+    assert any(span.group(1) in h.chunk.text for h in hinted.evidence)
+    prompts.clear()
+    _pipeline(corpus_slice, LLMGenerator(recording)).query(answered_question)
+    assert "Likely answer" not in prompts[-1]
+
+
+def test_the_reader_check_is_on_by_default_for_llm_answers(
+    corpus_slice: list[dict[str, str]], answered_question: str
+) -> None:
+    def hinted_sentence(prompt: str, **kwargs: Any) -> Completion:
+        """A 'model' that answers with the passage sentence holding the span it was shown."""
+        span = re.search(r'^Likely answer, found in the evidence: "(.+)"$', prompt, re.MULTILINE)
+        assert span is not None
+        for line in re.findall(r"^\[(\d)\] (?:\([^)]*\) )?(.+)$", prompt, re.MULTILINE):
+            for sentence in re.split(r"(?<=[.!?])\s", line[1]):
+                if span.group(1) in sentence:
+                    return Completion(f"{sentence.rstrip('.')} [{line[0]}].", "hinted", 10, 12)
+        return Completion(REFUSAL, "hinted", 10, 2)
+
+    default = VerityRAGPipeline(generator=LLMGenerator(echo_first_sentence))
+    assert default.answer_reader is not None  # the shipped reader, no model to build
+    default.ingest_documents(corpus_slice)
+    off_question = default.query(answered_question)  # passage [1]'s first sentence does not answer it
+    assert off_question.abstain_reason is AbstainReason.READER
+    hinted = VerityRAGPipeline(generator=LLMGenerator(hinted_sentence, reader_hint=True))
+    hinted.ingest_documents(corpus_slice)
+    result = hinted.query(answered_question)
+    assert not result.abstained, result.explanation
+    assert any(s.stage == "reader" for s in result.trace)
+    assert (
+        VerityRAGPipeline(
+            generator=LLMGenerator(echo_first_sentence), settings=Settings(llm_reader_check=False)
+        ).answer_reader
+        is None
+    )
+    assert VerityRAGPipeline().answer_reader is None  # extractive answers: off unless reader_check

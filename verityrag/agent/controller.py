@@ -373,7 +373,12 @@ class AgentController:
             # retries) itself at this request's strictness level, which decides what happens
             # to unsupported sentences. A refusal by the model is an answerability abstention.
             t0 = time.perf_counter()
-            generated = self.answer_strategy.answer(question, best.hits, strictness=self.strictness)
+            generated = self.answer_strategy.answer(
+                question,
+                best.hits,
+                strictness=self.strictness,
+                reader_span=short_answer.text if short_answer is not None else None,
+            )
             trace.append(
                 TraceStep("llm_generation", (time.perf_counter() - t0) * 1000, generated.trace_details())
             )

@@ -13,12 +13,16 @@ answer scores near 1; one that says something else scores near 0.
 Implements the controller's ``ReaderAgreementCheck`` protocol (``threshold``,
 ``score(question, evidence, answer)``):
 
-    AgentController(..., answer_reader=ReaderCheck())   # VERITY_READER_DIR or guard_work/reader
+    AgentController(..., answer_reader=ReaderCheck())   # VERITY_READER_DIR, guard_work/reader_check, else the shipped reader
 
-The reader is a MiniLM that learned from ~7k SQuAD 2.0 and ~6.6k HaluEval QA answers
-(``make models-reader``), so it is often wrong itself: the threshold in ``metadata.json`` is
-the one python -m verityrag.train reader-check fitted on gemma's labelled validation answers, and its
-figures (scripts/results/answer_reader.json, README) say what it costs.
+The reader-check model (``make models-reader``) is a MiniLM that learned from ~7k SQuAD 2.0 and
+~6.6k HaluEval QA answers; the threshold in its ``metadata.json`` is the one python -m
+verityrag.train reader-check fitted on gemma's labelled validation answers, and its figures
+(scripts/results/answer_reader.json, docs/results.md) say what it costs. Without it, the check
+reads with the extractive reader the package ships (the answer path's own, trained on 116k SQuAD
+examples), whose folder records its *answer* threshold, not an agreement one: the check then
+uses :data:`EXTRACTIVE_READER_AGREEMENT`, fixed before it was measured on any LLM answer
+(docs/decisions/0057 for its figures on an instruct model's answers).
 """
 
 from __future__ import annotations
@@ -35,11 +39,24 @@ from verityrag.text.answers import contains_gold
 
 READER_DIR_ENV = "VERITY_READER_DIR"
 DEFAULT_READER_DIR = Path("guard_work/reader_check")
+#: The extractive reader shipped in the package: the check's reader when no reader-check model is built.
+SHIPPED_READER_DIR = Path(__file__).resolve().parents[1] / "resources" / "reader"
+#: The agreement threshold with an extractive reader's folder (which records none): half of the
+#: reader's span probability on spans the answer contains.
+EXTRACTIVE_READER_AGREEMENT = 0.5
 BUILD_READER = "make models-reader"
 #: Word budget of the evidence the reader reads, as in its training data (python -m verityrag.train answerability-data).
 EVIDENCE_WORDS = 80
 
-__all__ = ["DEFAULT_READER_DIR", "READER_DIR_ENV", "ReaderCheck", "reader_agreement"]
+__all__ = [
+    "DEFAULT_READER_DIR",
+    "EXTRACTIVE_READER_AGREEMENT",
+    "READER_DIR_ENV",
+    "SHIPPED_READER_DIR",
+    "ReaderCheck",
+    "default_reader_dir",
+    "reader_agreement",
+]
 
 
 def reader_agreement(spans: Sequence[ReaderSpan], answer: str) -> float:
@@ -47,11 +64,20 @@ def reader_agreement(spans: Sequence[ReaderSpan], answer: str) -> float:
     return float(sum(s.probability for s in spans if contains_gold(answer, [s.text])))
 
 
-class ReaderCheck(ThresholdedCheck):
-    """The reader check, loaded from ``VERITY_READER_DIR`` (default guard_work/reader).
+def default_reader_dir() -> Path:
+    """``VERITY_READER_DIR``, else guard_work/reader_check when it was built, else the shipped reader."""
+    named = os.environ.get(READER_DIR_ENV)
+    if named:
+        return Path(named)
+    return DEFAULT_READER_DIR if (DEFAULT_READER_DIR / "metadata.json").is_file() else SHIPPED_READER_DIR
 
-    ``threshold``: None means the one in ``metadata.json``. The ONNX session loads on the
-    first ``score`` or on :meth:`warm_up`, which also checks that every file is there.
+
+class ReaderCheck(ThresholdedCheck):
+    """The reader check, loaded from ``model_dir`` (default: :func:`default_reader_dir`).
+
+    ``threshold``: None means the one a reader-check folder's ``metadata.json`` records, or
+    :data:`EXTRACTIVE_READER_AGREEMENT` for an extractive reader's folder. The ONNX session loads
+    on the first ``score`` or on :meth:`warm_up`, which also checks that every file is there.
     """
 
     what = "the extractive reader"
@@ -62,13 +88,15 @@ class ReaderCheck(ThresholdedCheck):
         if top_k < 1:
             raise InvalidInputError("top_k", f"must be >= 1, got {top_k}")
         super().__init__(threshold)
-        self.model_dir = Path(model_dir or os.environ.get(READER_DIR_ENV) or DEFAULT_READER_DIR)
+        self.model_dir = Path(model_dir) if model_dir else default_reader_dir()
         self.reader = SpanReader(self.model_dir, what=self.what, build_command=BUILD_READER)
         self.top_k = top_k
 
     def recorded_threshold(self) -> float:
-        """The one ``metadata.json`` records (fitted by python -m verityrag.train reader-check)."""
-        return self.reader.metadata.threshold
+        """The one a reader-check folder records (fitted by python -m verityrag.train reader-check,
+        which says how in its data's ``threshold``); else :data:`EXTRACTIVE_READER_AGREEMENT`."""
+        meta = self.reader.metadata
+        return meta.threshold if "threshold" in meta.data else EXTRACTIVE_READER_AGREEMENT
 
     def warm_up(self) -> ReaderCheck:
         self.reader.warm_up()

@@ -56,11 +56,17 @@ def load_check(stage: str, threshold: float | None = None, llm_answers: bool = F
     return check
 
 
-def requested_checks(settings: Settings) -> dict[str, float | None]:
-    """The stages ``settings`` turns on, each with its fixed threshold (None: not fixed)."""
+def requested_checks(settings: Settings, llm_answers: bool = False) -> dict[str, float | None]:
+    """The stages ``settings`` turns on, each with its fixed threshold (None: not fixed).
+
+    ``llm_answers``: an LLM writes the answers, so the reader check is on unless
+    ``settings.llm_reader_check`` is off (without a reader-check model it reads with the
+    shipped extractive reader: :func:`verityrag.checks.reader_check.default_reader_dir`).
+    """
+    reader = settings.reader_check or (llm_answers and settings.llm_reader_check)
     wanted = {
         "answerability": (settings.answerability_check, settings.answerability_threshold),
         "guard": (settings.guard_check, settings.guard_threshold),
-        "reader": (settings.reader_check, settings.reader_threshold),
+        "reader": (reader, settings.reader_threshold),
     }
     return {stage: threshold for stage, (on, threshold) in wanted.items() if on}

@@ -51,6 +51,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--llm-strategy", choices=("retry", "best-of-n"), default="retry")
     p.add_argument("--llm-attempts", type=int, default=3, metavar="N", help="LLM tries or candidates")
+    p.add_argument(
+        "--llm-reader-hint",
+        action="store_true",
+        help="show the LLM the extractive reader's span as the likely answer",
+    )
     p.add_argument("--max-test-questions", type=int, default=None, metavar="N", help="stratified sample")
     p.add_argument("--seed", type=int, default=13)
     p.add_argument("--profile", choices=PROFILES, default="default")

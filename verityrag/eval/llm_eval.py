@@ -56,6 +56,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LLMEvalOptions",
+    "attempt_correct",
     "build_strategy",
     "llm_metrics",
     "prompt_style_of",
@@ -77,6 +78,7 @@ class LLMEvalOptions:
     # provider's, e.g. ~/.cache/verityrag/qwen2.5-coder-0.5b-instruct).
     cache_dir: Path | None = None
     complete_fn: CompleteFn | None = None  # a ready provider instead of one built from ``provider``
+    reader_hint: bool = False  # show the model the reader's span (LLMGenerator.reader_hint)
 
 
 def prompt_style_of(complete_fn: CompleteFn) -> PromptStyle:
@@ -86,17 +88,25 @@ def prompt_style_of(complete_fn: CompleteFn) -> PromptStyle:
 
 
 def build_strategy(
-    complete_fn: CompleteFn, local: bool, strategy: Strategy, attempts: int, threshold: float
+    complete_fn: CompleteFn,
+    local: bool,
+    strategy: Strategy,
+    attempts: int,
+    threshold: float,
+    reader_hint: bool = False,
 ) -> AnswerStrategy:
     """The generator and verified strategy the eval uses for a provider.
 
     A small base model gets the ``base`` prompt, 3 evidence chunks (its context is the
     cost: ~150 tokens each) and one sentence; a small local chat model the ``instruct``
     prompt (with the worked example when the model asks for it: ``worked_example``), 3 chunks
-    and at most 96 new tokens; a remote chat model the ``instruct`` prompt and 5.
+    and at most 96 new tokens; a remote chat model the ``instruct`` prompt and 5. ``reader_hint``:
+    the prompt shows the extractive reader's span as the likely answer.
     """
     if prompt_style_of(complete_fn) == "base":
-        generator = LLMGenerator(complete_fn, style="base", max_evidence=3, max_tokens=48, max_sentences=1)
+        generator = LLMGenerator(
+            complete_fn, style="base", max_evidence=3, max_tokens=48, max_sentences=1, reader_hint=reader_hint
+        )
     elif local:
         generator = LLMGenerator(
             complete_fn,
@@ -104,9 +114,12 @@ def build_strategy(
             max_evidence=3,
             max_tokens=96,
             worked_example=bool(getattr(complete_fn, "worked_example", False)),
+            reader_hint=reader_hint,
         )
     else:
-        generator = LLMGenerator(complete_fn, style="instruct", max_evidence=5, max_tokens=200)
+        generator = LLMGenerator(
+            complete_fn, style="instruct", max_evidence=5, max_tokens=200, reader_hint=reader_hint
+        )
     verifier = GroundingVerifier(threshold=threshold)
     if strategy == "best-of-n":
         return BestOfN(generator, verifier, n=attempts, threshold=threshold, temperature=0.7)
@@ -159,9 +172,15 @@ def run_llm_eval(options: LLMEvalOptions) -> tuple[dict[str, Any], list[dict[str
     calibration_result = pipeline.calibrate([(q.question, q.answers) for q in fit_on])
     threshold = GROUNDING_THRESHOLDS[base.settings.strictness]
     pipeline.answer_strategy = build_strategy(
-        complete_fn, local, options.strategy, options.attempts, threshold
+        complete_fn, local, options.strategy, options.attempts, threshold, options.reader_hint
     )
-    pipeline.answer_reader = reader
+    if reader is None and base.settings.llm_reader_check:
+        # What the pipeline attaches by default when an LLM writes the answers (requested_checks).
+        from verityrag.checks.reader_check import ReaderCheck
+
+        pipeline.answer_reader = ReaderCheck().warm_up()
+    else:
+        pipeline.answer_reader = reader
 
     outcomes: list[QuestionOutcome] = []
     records: list[dict[str, Any]] = []
@@ -181,6 +200,7 @@ def run_llm_eval(options: LLMEvalOptions) -> tuple[dict[str, Any], list[dict[str
             "model": getattr(complete_fn, "model", ""),
             "strategy": options.strategy,
             "attempts": options.attempts,
+            "reader_hint": options.reader_hint,
             "verifier": f"GroundingVerifier(threshold={threshold})",
             "calibration": "whole calibration split (test split sampled only)",
         },
@@ -224,7 +244,8 @@ def _record(q: EvalQuestion, result: QueryResult, outcome: QuestionOutcome) -> d
     }
 
 
-def _attempt_correct(record: dict[str, Any], attempt: dict[str, Any]) -> bool:
+def attempt_correct(record: dict[str, Any], attempt: dict[str, Any]) -> bool:
+    """Whether an attempt's sentences hold a gold answer (never, for an unanswerable question)."""
     text = " ".join(s["text"] for s in attempt["sentences"])
     return bool(text) and bool(record["gold_answers"]) and contains_gold(text, record["gold_answers"])
 
@@ -244,7 +265,7 @@ def llm_metrics(records: Sequence[dict[str, Any]], max_attempts: int) -> dict[st
             for a in r["llm"]["attempt_log"]:
                 if a["attempt"] != k:
                     continue
-                correct = _attempt_correct(r, a)
+                correct = attempt_correct(r, a)
                 row["generated"] += 1
                 row["refused"] += a["refused"]
                 row["uncited_sentences"] += sum(not s["cites"] for s in a["sentences"])
@@ -294,12 +315,10 @@ def llm_metrics(records: Sequence[dict[str, Any]], max_attempts: int) -> dict[st
         "unverified_first_attempt": {
             "answered": len(first),
             "wrong": sum(
-                not _attempt_correct(r, r["llm"]["attempt_log"][0])
-                for r in reached
-                if r["llm"]["attempt_log"]
+                not attempt_correct(r, r["llm"]["attempt_log"][0]) for r in reached if r["llm"]["attempt_log"]
             ),
             "answerable_correct": sum(
-                _attempt_correct(r, a) for r, a in zip(answerable_reached, firsts_answerable, strict=True)
+                attempt_correct(r, a) for r, a in zip(answerable_reached, firsts_answerable, strict=True)
             ),
             "answerable": len(answerable_reached),
         },
@@ -404,17 +423,20 @@ def run_llm_cli(args: Any) -> int:
         print("error: --answerability and --guard are not supported with --real-llm", file=sys.stderr)
         return 2
     base = EvalOptions.from_cli(args)
-    options = LLMEvalOptions(args.real_llm, base, args.llm_strategy, args.llm_attempts)
+    options = LLMEvalOptions(
+        args.real_llm, base, args.llm_strategy, args.llm_attempts, reader_hint=args.llm_reader_hint
+    )
     try:
         report, records = run_llm_eval(options)
     except VerityRAGError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    run_name = args.real_llm + ("_reader_hint" if args.llm_reader_hint else "")
     out: Path = args.out
     if out == Path("eval_report.json"):  # the default: do not overwrite the main report
-        out = Path(f"eval_report_llm_{args.real_llm}.json")
+        out = Path(f"eval_report_llm_{run_name}.json")
     # The answers quote the questions and evidence (SQuAD text): kept out of the repository.
-    answers = ANSWERS_DIR / f"llm_answers_{args.real_llm}.jsonl"
+    answers = ANSWERS_DIR / f"llm_answers_{run_name}.jsonl"
     answers.parent.mkdir(parents=True, exist_ok=True)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -235,6 +235,7 @@ class LLMGenerator:
         temperature: float = 0.0,
         max_sentences: int | None = None,
         worked_example: bool = False,
+        reader_hint: bool = False,
     ) -> None:
         if style not in PROMPT_STYLES:
             raise InvalidInputError("style", f"{style!r} is not one of {list(PROMPT_STYLES)}")
@@ -260,6 +261,9 @@ class LLMGenerator:
         # markers alone ("[1]", "[1] [3]") under the bare instruct prompt; shown the worked
         # example first, 4 of 4 answers opened with a citation (docs/decisions/0050).
         self.worked_example = worked_example
+        # The extractive reader's span, when the agent passes one, shown as the likely answer: a
+        # small model otherwise copies a passage sentence that does not answer (decision 0057).
+        self.reader_hint = reader_hint
 
     def __repr__(self) -> str:
         return f"LLMGenerator(complete_fn={self.complete_fn!r}, style={self.style!r})"
@@ -275,20 +279,27 @@ class LLMGenerator:
         return "\n".join(lines)
 
     def build_prompt(
-        self, question: str, hits: Sequence[Hit], feedback: Sequence[Feedback] = ()
+        self,
+        question: str,
+        hits: Sequence[Hit],
+        feedback: Sequence[Feedback] = (),
+        reader_span: str | None = None,
     ) -> tuple[str | None, str]:
-        """``(system, prompt)`` for this question over ``hits[:max_evidence]``."""
+        """``(system, prompt)`` for this question over ``hits[:max_evidence]``; ``reader_span`` is
+        shown as the likely answer when the generator was built with ``reader_hint``."""
         evidence = self._evidence_lines(hits[: self.max_evidence])
         question = " ".join(question.split())
+        span = " ".join(reader_span.split()) if self.reader_hint and reader_span else ""
+        hint = f'Likely answer, found in the evidence: "{span}"\n' if span else ""
         if self.style == "base":
             note = ""
             if feedback:
                 # A base model reads this as context: the rejected wording is named so the
                 # continuation is steered away from it.
                 note = "".join(f"Note: a previous answer was rejected: {f.render()}\n" for f in feedback)
-            prompt = f"{_BASE_EXAMPLE}\nEvidence:\n{evidence}\nQuestion: {question}\n{note}Answer: {_BASE_ANSWER_PREFIX}"
+            prompt = f"{_BASE_EXAMPLE}\nEvidence:\n{evidence}\nQuestion: {question}\n{hint}{note}Answer: {_BASE_ANSWER_PREFIX}"
             return None, prompt
-        prompt = f"Evidence:\n{evidence}\n\nQuestion: {question}\n"
+        prompt = f"Evidence:\n{evidence}\n\nQuestion: {question}\n{hint}"
         if feedback:
             prompt += (
                 "\nYour previous answer was rejected by a fact checker:\n"
@@ -309,14 +320,16 @@ class LLMGenerator:
         hits: Sequence[Hit],
         feedback: Sequence[Feedback] = (),
         temperature: float | None = None,
+        reader_span: str | None = None,
     ) -> LLMAnswer:
-        """One answer to ``question`` over ``hits`` (the first ``max_evidence`` are numbered)."""
+        """One answer to ``question`` over ``hits`` (the first ``max_evidence`` are numbered);
+        ``reader_span``: the extractive reader's answer, a hint when ``reader_hint`` is on."""
         if not isinstance(question, str) or not question.strip():
             raise InvalidInputError("question", "must be a non-empty string")
         if not hits:
             raise InvalidInputError("hits", "an LLM answer needs at least one evidence chunk")
         evidence = tuple(hits[: self.max_evidence])
-        system, prompt = self.build_prompt(question, evidence, feedback)
+        system, prompt = self.build_prompt(question, evidence, feedback, reader_span)
         started = time.perf_counter()
         completion = self.complete_fn(
             prompt,

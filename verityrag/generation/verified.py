@@ -195,10 +195,13 @@ class AnswerStrategy(Protocol):
     """What the agent calls after its gates: an answer over the evidence, verified, or an abstention.
 
     ``strictness`` is the request's level (a :data:`~verityrag.verify.strictness.STRICTNESS_TABLE`
-    name or alias); the agent always passes it.
+    name or alias); the agent always passes it. ``reader_span`` is the extractive reader's answer
+    when the agent's reader found one (a strategy may show it to the model or ignore it).
     """
 
-    def answer(self, question: str, hits: Sequence[Hit], strictness: str = ...) -> VerifiedAnswer: ...
+    def answer(
+        self, question: str, hits: Sequence[Hit], strictness: str = ..., reader_span: str | None = ...
+    ) -> VerifiedAnswer: ...
 
 
 def evidence_document(hit: Hit) -> str:
@@ -324,7 +327,11 @@ class RejectAndRetry:
         return f"RejectAndRetry({self.generator!r}, verifier={self.verifier!r}, max_attempts={self.max_attempts})"
 
     def answer(
-        self, question: str, hits: Sequence[Hit], strictness: str = DEFAULT_STRICTNESS
+        self,
+        question: str,
+        hits: Sequence[Hit],
+        strictness: str = DEFAULT_STRICTNESS,
+        reader_span: str | None = None,
     ) -> VerifiedAnswer:
         """Answer at ``strictness`` (default ``paranoid``: every sentence supported).
 
@@ -338,7 +345,9 @@ class RejectAndRetry:
         answer: LLMAnswer | None = None
         for attempt in range(1, self.max_attempts + 1):
             temperature = self.retry_temperature if attempt > 1 else None
-            answer = self.generator.generate(question, hits, feedback, temperature=temperature)
+            answer = self.generator.generate(
+                question, hits, feedback, temperature=temperature, reader_span=reader_span
+            )
             if answer.refused:
                 records.append(_record(attempt, answer, [], False, feedback, 0.0))
                 logger.debug("attempt %d: the model says the evidence does not answer %r", attempt, question)
@@ -390,7 +399,11 @@ class BestOfN:
         return f"BestOfN({self.generator!r}, verifier={self.verifier!r}, n={self.n})"
 
     def answer(
-        self, question: str, hits: Sequence[Hit], strictness: str = DEFAULT_STRICTNESS
+        self,
+        question: str,
+        hits: Sequence[Hit],
+        strictness: str = DEFAULT_STRICTNESS,
+        reader_span: str | None = None,
     ) -> VerifiedAnswer:
         """Answer at ``strictness`` (default ``paranoid``: every sentence supported)."""
         policy = strictness_policy(strictness)
@@ -401,7 +414,9 @@ class BestOfN:
         rank: dict[int, tuple[float, float]] = {}
         seen: dict[str, tuple[list[VerificationResult], float]] = {}
         for attempt in range(1, self.n + 1):
-            answer = self.generator.generate(question, hits, temperature=self.temperature)
+            answer = self.generator.generate(
+                question, hits, temperature=self.temperature, reader_span=reader_span
+            )
             answers.append(answer)
             if answer.refused:
                 records.append(_record(attempt, answer, [], False, (), 0.0))
