@@ -280,7 +280,7 @@ bench-api: setup
 	$(PY) scripts/bench_api.py
 
 # The eval with the offline Qwen2.5-Coder-0.5B-Instruct writing the answers to the whole test split
-# (its six wheels from requirements-llm.txt; docs/llm.md): ~80 min on 2 cores, nearly all of it the
+# (its six wheels from requirements-llm.txt; docs/llm.md): ~65 min on 2 cores, nearly all of it the
 # model's decoding. PROVIDER=gemma for the gemma-3-270m base model; LLM_QUESTIONS=60 for a stratified
 # sample (~10 min). Every answer is recorded in guard_work/eval/llm_answers_$(PROVIDER).jsonl.
 PROVIDER ?= local
