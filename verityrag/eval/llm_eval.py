@@ -15,7 +15,9 @@ only, stratified by kind).
 the other checks, at threshold 0 so that it scores every answer and blocks none; the
 report's ``reader`` section then applies the threshold in its ``metadata.json`` to the
 recorded scores. That is exact: the reader is the last stage, and it only ever turns an
-answer into an abstention. The headline metrics are those without it.
+answer into an abstention. The headline metrics are those without it. Without ``--reader`` the
+reader check runs as the pipeline runs it for LLM answers: on, enforced, unless
+``Settings.llm_reader_check`` is off (``config.reader_check`` in the report says which).
 """
 
 from __future__ import annotations
@@ -174,7 +176,9 @@ def run_llm_eval(options: LLMEvalOptions) -> tuple[dict[str, Any], list[dict[str
     pipeline.answer_strategy = build_strategy(
         complete_fn, local, options.strategy, options.attempts, threshold, options.reader_hint
     )
+    reader_check = "recorded at threshold 0 (--reader)" if reader is not None else "off"
     if reader is None and base.settings.llm_reader_check:
+        reader_check = "on (the default for LLM answers)"
         # What the pipeline attaches by default when an LLM writes the answers (requested_checks).
         from verityrag.checks.reader_check import ReaderCheck
 
@@ -201,6 +205,7 @@ def run_llm_eval(options: LLMEvalOptions) -> tuple[dict[str, Any], list[dict[str
             "strategy": options.strategy,
             "attempts": options.attempts,
             "reader_hint": options.reader_hint,
+            "reader_check": reader_check,
             "verifier": f"GroundingVerifier(threshold={threshold})",
             "calibration": "whole calibration split (test split sampled only)",
         },
