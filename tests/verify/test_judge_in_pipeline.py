@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from verityrag import VerityRAGPipeline
+from verityrag import Settings, VerityRAGPipeline
 from verityrag.errors import LLMTimeoutError
 from verityrag.generation.completion import Completion
 from verityrag.generation.llm import LLMGenerator
@@ -57,7 +57,9 @@ def _pipeline(
         verifier=LLMJudgeVerifier(judge, failure_policy=policy),
         max_attempts=2,
     )
-    pipeline = VerityRAGPipeline(generator=strategy)
+    # The echo model answers with passage [1]'s first sentence whatever the question: without the
+    # reader check (on by default for LLM answers), only the judge decides.
+    pipeline = VerityRAGPipeline(generator=strategy, settings=Settings(llm_reader_check=False))
     pipeline.ingest_documents(corpus_slice)
     return pipeline
 
