@@ -92,11 +92,20 @@ class ReaderCheck(ThresholdedCheck):
         self.reader = SpanReader(self.model_dir, what=self.what, build_command=BUILD_READER)
         self.top_k = top_k
 
+    @property
+    def records_agreement_threshold(self) -> bool:
+        """Whether the folder is a reader-check export, whose metadata records an agreement threshold
+        (python -m verityrag.train reader-check says how it was fitted in its data's ``threshold``);
+        an extractive reader's folder records its answer threshold instead."""
+        return "threshold" in self.reader.metadata.data
+
     def recorded_threshold(self) -> float:
-        """The one a reader-check folder records (fitted by python -m verityrag.train reader-check,
-        which says how in its data's ``threshold``); else :data:`EXTRACTIVE_READER_AGREEMENT`."""
-        meta = self.reader.metadata
-        return meta.threshold if "threshold" in meta.data else EXTRACTIVE_READER_AGREEMENT
+        """The one a reader-check folder records; else :data:`EXTRACTIVE_READER_AGREEMENT`."""
+        return (
+            self.reader.metadata.threshold
+            if self.records_agreement_threshold
+            else EXTRACTIVE_READER_AGREEMENT
+        )
 
     def warm_up(self) -> ReaderCheck:
         self.reader.warm_up()

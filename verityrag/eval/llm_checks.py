@@ -216,10 +216,25 @@ def score_checks(
     finals = final_answers(records)
     if not any(a.right for a in answers) or all(a.right for a in answers):
         raise ValueError("the recorded first attempts need both right and wrong answers")
+    delivered = [a for _, a in finals]
     first_scores = {c.name: c.score(answers) for c in checks}
-    final_scores = {c.name: c.score([a for _, a in finals]) if finals else [] for c in checks}
-    own = {c.name: {0: c.threshold, 1: c.threshold} for c in checks}
+    final_scores = {c.name: c.score(delivered) if delivered else [] for c in checks}
     fitted = {c.name: cross_fitted_thresholds(first_scores[c.name], answers) for c in checks}
+    thresholds = {
+        "own": {c.name: {0: c.threshold, 1: c.threshold} for c in checks},
+        "cross_fitted": fitted,
+    }
+    # Each check's verdicts, once per kind of threshold: (first attempts, delivered answers).
+    passes = {
+        how: {
+            name: (
+                _passes(first_scores[name], answers, by_fold),
+                _passes(final_scores[name], delivered, by_fold),
+            )
+            for name, by_fold in by_check.items()
+        }
+        for how, by_check in thresholds.items()
+    }
     labels = [int(a.right) for a in answers]
     rows: list[dict[str, Any]] = []
     for size in range(1, max_stack + 1):
@@ -231,20 +246,9 @@ def score_checks(
                 row["threshold"] = check.threshold
                 row["threshold_source"] = check.threshold_source
                 row["cross_fitted_thresholds"] = [fitted[check.name][0], fitted[check.name][1]]
-            for how, thresholds in (("own", own), ("cross_fitted", fitted)):
-                first = [
-                    all(t)
-                    for t in zip(
-                        *(_passes(first_scores[m], answers, thresholds[m]) for m in members), strict=True
-                    )
-                ]
-                final = [
-                    all(t)
-                    for t in zip(
-                        *(_passes(final_scores[m], [a for _, a in finals], thresholds[m]) for m in members),
-                        strict=True,
-                    )
-                ] or [True] * len(finals)
+            for how, by_check in passes.items():
+                first = [all(t) for t in zip(*(by_check[m][0] for m in members), strict=True)]
+                final = [all(t) for t in zip(*(by_check[m][1] for m in members), strict=True)]
                 row[how] = {
                     **_operating_point(first, answers),
                     "llm_path": _path_figures(records, finals, final),

@@ -132,12 +132,9 @@ def _reader(folder: Path, name: str) -> Check:
     def score(answers: Sequence[LabelledAnswer]) -> list[float]:
         return [check.score(a.question, a.evidence, a.text) for a in answers]
 
-    fitted = (
-        "threshold" in check.reader.metadata.data
-    )  # a reader-check folder's; an extractive reader's records none
     source = (
         "its folder's, fitted on gemma's labelled answers"
-        if fitted
+        if check.records_agreement_threshold
         else "fixed (share of the reader's span probability)"
     )
     return Check(name, score, check.threshold, source)

@@ -180,9 +180,9 @@ def run_llm_eval(options: LLMEvalOptions) -> tuple[dict[str, Any], list[dict[str
     if reader is None and base.settings.llm_reader_check:
         reader_check = "on (the default for LLM answers)"
         # What the pipeline attaches by default when an LLM writes the answers (requested_checks).
-        from verityrag.checks.reader_check import ReaderCheck
+        from verityrag.checks.registry import load_check
 
-        pipeline.answer_reader = ReaderCheck().warm_up()
+        pipeline.attach_check("reader", load_check("reader", None, llm_answers=True))
     else:
         pipeline.answer_reader = reader
 
