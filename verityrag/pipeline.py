@@ -295,6 +295,17 @@ class VerityRAGPipeline:
         metadata = getattr(self.reader.model, "metadata", None) if self.reader is not None else None
         return logit(float(metadata.threshold)) if metadata is not None else 0.0
 
+    @property
+    def reader_threshold_source(self) -> str:
+        """Where :attr:`reader_threshold` comes from: ``settings``, ``calibration``, ``model`` or
+        ``default`` (a reader folder without metadata)."""
+        if self.settings.reader_answer_threshold is not None:
+            return "settings"
+        if self._reader_threshold is not None:
+            return "calibration"
+        has_metadata = self.reader is not None and getattr(self.reader.model, "metadata", None) is not None
+        return "model" if has_metadata else "default"
+
     def warm_up(self) -> VerityRAGPipeline:
         """Load the models a first query would (the reader, the selector, the gate)."""
         if self.reader is not None:

@@ -151,10 +151,26 @@ def test_calibrate_refits_the_reader_threshold_only_given_reader_questions(
     summary = pipeline.calibrate(labelled)
     assert summary["reader"]["fitted"] is False
     assert pipeline.reader_threshold == pytest.approx(models_own)
+    assert pipeline.reader_threshold_source == "model"
 
     summary = pipeline.calibrate(labelled, reader_questions=on_topic[:15])
     assert summary["reader"]["questions"] == len(labelled) + 15
     assert pipeline.reader_threshold == pytest.approx(logit(summary["reader"]["threshold"]))
+    assert pipeline.reader_threshold_source == "calibration"
 
     pipeline.calibrate(labelled)  # without them again: the model's own, not the last fit
     assert pipeline.reader_threshold == pytest.approx(models_own)
+    assert pipeline.reader_threshold_source == "model"
+
+
+def test_the_reader_threshold_says_where_it_comes_from() -> None:
+    from verityrag.config import Settings
+
+    fixed = VerityRAGPipeline(settings=Settings(reader_answer_threshold=0.7))
+    assert fixed.reader_threshold_source == "settings"
+    assert fixed.reader_threshold == pytest.approx(logit(0.7))
+    # A stand-in reader with no metadata: an answer preferred to none.
+    bare = VerityRAGPipeline()
+    bare.reader = EvidenceReader(_FirstWords(4.0))
+    assert bare.reader_threshold_source == "default"
+    assert bare.reader_threshold == 0.0

@@ -54,15 +54,12 @@ def sweep_reader(
 
 def _rule(pipeline: VerityRAGPipeline) -> str:
     """How the threshold in use was chosen, in words."""
-    if pipeline.settings.reader_answer_threshold is not None:
-        return "set in the settings"
-    metadata = getattr(pipeline.reader.model, "metadata", None) if pipeline.reader is not None else None
-    if (
-        metadata is not None
-        and abs(probability(pipeline.reader_threshold) - float(metadata.threshold)) < 1e-9
-    ):
-        return "the model's own: its best SQuAD 2.0 F1 on its validation articles, chosen when it was trained"
-    return f"most right answers less {WRONG_ANSWER_COST:g} x wrong ones on the calibration questions"
+    return {
+        "settings": "set in the settings",
+        "calibration": f"most right answers less {WRONG_ANSWER_COST:g} x wrong ones on the calibration questions",
+        "model": "the model's own: its best SQuAD 2.0 F1 on its validation articles, chosen when it was trained",
+        "default": "an answer preferred to none (the reader folder records no threshold)",
+    }[pipeline.reader_threshold_source]
 
 
 def _row(outcomes: Sequence[GateOutcome], threshold: float) -> dict[str, Any]:
