@@ -1,8 +1,8 @@
 """Latency of the served (int8 ONNX) cross-encoders, one answer at a time, as the agent calls them.
 
 Per call: LearnedGuard.score(evidence, answer) on HaluEval test pairs, and
-LearnedAnswerability.score(question, evidence) on SQuAD 2.0 split_b pairs (trimming,
-tokenising, windowing and onnxruntime included). 2 threads, after a warm-up.
+LearnedAnswerability.score(question, evidence) on SQuAD 2.0 split_b pairs when that model is built
+(trimming, tokenising, windowing and onnxruntime included). 2 threads, after a warm-up.
 Run under ``flock /tmp/verityrag-heavy.lock`` (timings on a busy machine mean nothing).
 
     python scripts/guard_bench_live.py [--n 300]   # -> scripts/results/crossenc_latency.json
@@ -23,6 +23,7 @@ import numpy as np
 from verityrag.checks.answerability import LearnedAnswerability
 from verityrag.checks.base import LearnedPairCheck
 from verityrag.checks.guard import LearnedGuard
+from verityrag.errors import VerityRAGError
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -63,17 +64,25 @@ def main(argv: list[str] | None = None) -> int:
                 break
     # Raw (untrimmed) knowledge is not kept in the pairs file; trimmed evidence is what is scored anyway.
     out["guard"] = _bench(LearnedGuard(), [(r["evidence"], r["answer"]) for r in guard_rows])
-    answer_rows = []
-    with gzip.open(
-        ROOT / "guard_work" / "answerability" / "data" / "test.jsonl.gz", "rt", encoding="utf-8"
-    ) as f:
-        for line in f:
-            answer_rows.append(json.loads(line))
-            if len(answer_rows) >= args.n:
-                break
-    out["answerability"] = _bench(
-        LearnedAnswerability(), [(r["question"], r["evidence"]) for r in answer_rows]
-    )
+    # The answerability model is another recipe's (make models-answerability): benched when built.
+    answer_data = ROOT / "guard_work" / "answerability" / "data" / "test.jsonl.gz"
+    try:
+        answerability = LearnedAnswerability()
+        answerability.warm_up()
+        if not answer_data.is_file():
+            raise FileNotFoundError(
+                f"{answer_data.relative_to(ROOT)} is not built (make models-answerability)"
+            )
+    except (VerityRAGError, OSError) as exc:
+        out["answerability"] = {"skipped": str(exc)}
+    else:
+        answer_rows = []
+        with gzip.open(answer_data, "rt", encoding="utf-8") as f:
+            for line in f:
+                answer_rows.append(json.loads(line))
+                if len(answer_rows) >= args.n:
+                    break
+        out["answerability"] = _bench(answerability, [(r["question"], r["evidence"]) for r in answer_rows])
     RESULTS.write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
     print(json.dumps(out, indent=2))
     return 0
