@@ -133,7 +133,7 @@ class VerityRAGPipeline:
         # The extractive reader, its files checked now (a missing model stops the start, naming the
         # command that builds it); the model itself loads on first use or warm_up().
         self.reader = EvidenceReader.open(self.settings.reader_model) if self.settings.reader else None
-        self._reader_threshold: float | None = None  # on the answer logit; None: settings or model
+        self.fitted_reader_threshold: float | None = None  # calibrate()'s, on the answer logit
         self.writer = DocumentWriter(
             self.index, self.embedder, analyzer, self.settings, resolve_data_dir(data_dir)
         )
@@ -290,21 +290,10 @@ class VerityRAGPipeline:
         else what ``calibrate`` fitted, else the model's own (0: an answer preferred to none)."""
         if self.settings.reader_answer_threshold is not None:
             return logit(self.settings.reader_answer_threshold)
-        if self._reader_threshold is not None:
-            return self._reader_threshold
+        if self.fitted_reader_threshold is not None:
+            return self.fitted_reader_threshold
         metadata = getattr(self.reader.model, "metadata", None) if self.reader is not None else None
         return logit(float(metadata.threshold)) if metadata is not None else 0.0
-
-    @property
-    def reader_threshold_source(self) -> str:
-        """Where :attr:`reader_threshold` comes from: ``settings``, ``calibration``, ``model`` or
-        ``default`` (a reader folder without metadata)."""
-        if self.settings.reader_answer_threshold is not None:
-            return "settings"
-        if self._reader_threshold is not None:
-            return "calibration"
-        has_metadata = self.reader is not None and getattr(self.reader.model, "metadata", None) is not None
-        return "model" if has_metadata else "default"
 
     def warm_up(self) -> VerityRAGPipeline:
         """Load the models a first query would (the reader, the selector, the gate)."""
@@ -491,7 +480,8 @@ class VerityRAGPipeline:
             if self.answer_strategy is None and for_reader:
                 summary["reader"] = self._fit_reader_threshold(labelled + for_reader)
             else:  # with an LLM strategy the fit would call the LLM once per question
-                self._reader_threshold, reason = None, "LLM answers" if for_reader else "no reader_questions"
+                self.fitted_reader_threshold = None
+                reason = "LLM answers" if for_reader else "no reader_questions"
                 summary["reader"] = {"fitted": False, "reason": f"{reason}: the model's threshold is kept"}
         # Settings-attached checks without a fixed threshold get the main eval's rule, fitted here
         # with the gate just fitted (checks set on the pipeline directly are the caller's to tune).
@@ -513,9 +503,9 @@ class VerityRAGPipeline:
         return summary
 
     def _fit_reader_threshold(self, labelled: Sequence[tuple[str, Sequence[str]]]) -> dict[str, Any]:
-        self._reader_threshold = None  # the open query below must not depend on an old fit
+        self.fitted_reader_threshold = None  # the open query below must not depend on an old fit
         probability, fit = fit_reader_threshold(self.reader_open_query(), labelled)
-        self._reader_threshold = logit(probability)
+        self.fitted_reader_threshold = logit(probability)
         logger.info("reader threshold: %s", fit)
         return fit
 
@@ -559,7 +549,7 @@ class VerityRAGPipeline:
             "reranker": self.reranker.to_dict() if self.reranker.is_fitted else None,
             "use_reranker": self.use_reranker,
             "reformulate": self.reformulate,
-            "reader_threshold": self._reader_threshold,
+            "reader_threshold": self.fitted_reader_threshold,
         }
 
     def load_calibration_state(self, state: Mapping[str, Any]) -> VerityRAGPipeline:
@@ -574,7 +564,7 @@ class VerityRAGPipeline:
         )
         self.use_reranker = bool(state["use_reranker"])
         self.reformulate = bool(state["reformulate"])
-        self._reader_threshold = state["reader_threshold"]
+        self.fitted_reader_threshold = state["reader_threshold"]
         self.paired_sufficiency = None
         return self
 

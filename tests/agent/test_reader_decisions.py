@@ -47,7 +47,7 @@ def pipeline(corpus_slice: list[dict[str, Any]]) -> VerityRAGPipeline:
 
 def _with_reader(pipeline: VerityRAGPipeline, logit: float, words: int = 2) -> VerityRAGPipeline:
     pipeline.reader = EvidenceReader(_FirstWords(logit, words))
-    pipeline._reader_threshold = 0.0  # answer when the reader prefers an answer to none
+    pipeline.fitted_reader_threshold = 0.0  # answer when the reader prefers an answer to none
     return pipeline
 
 
@@ -151,26 +151,32 @@ def test_calibrate_refits_the_reader_threshold_only_given_reader_questions(
     summary = pipeline.calibrate(labelled)
     assert summary["reader"]["fitted"] is False
     assert pipeline.reader_threshold == pytest.approx(models_own)
-    assert pipeline.reader_threshold_source == "model"
+    assert pipeline.fitted_reader_threshold is None
 
     summary = pipeline.calibrate(labelled, reader_questions=on_topic[:15])
     assert summary["reader"]["questions"] == len(labelled) + 15
     assert pipeline.reader_threshold == pytest.approx(logit(summary["reader"]["threshold"]))
-    assert pipeline.reader_threshold_source == "calibration"
+    assert pipeline.fitted_reader_threshold is not None
 
     pipeline.calibrate(labelled)  # without them again: the model's own, not the last fit
     assert pipeline.reader_threshold == pytest.approx(models_own)
-    assert pipeline.reader_threshold_source == "model"
+    assert pipeline.fitted_reader_threshold is None
 
 
-def test_the_reader_threshold_says_where_it_comes_from() -> None:
+def test_the_reader_sweep_names_where_its_threshold_comes_from() -> None:
     from verityrag.config import Settings
+    from verityrag.eval.reader_sweep import _rule
 
     fixed = VerityRAGPipeline(settings=Settings(reader_answer_threshold=0.7))
-    assert fixed.reader_threshold_source == "settings"
     assert fixed.reader_threshold == pytest.approx(logit(0.7))
+    assert _rule(fixed) == "set in the settings"
+    shipped = VerityRAGPipeline()
+    assert _rule(shipped).startswith("the model's own")
+    # A fit equal to the model's own threshold is still a fit.
+    shipped.fitted_reader_threshold = shipped.reader_threshold
+    assert _rule(shipped).startswith("most right answers")
     # A stand-in reader with no metadata: an answer preferred to none.
     bare = VerityRAGPipeline()
     bare.reader = EvidenceReader(_FirstWords(4.0))
-    assert bare.reader_threshold_source == "default"
     assert bare.reader_threshold == 0.0
+    assert _rule(bare).startswith("an answer preferred to none")

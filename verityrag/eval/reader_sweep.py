@@ -54,12 +54,13 @@ def sweep_reader(
 
 def _rule(pipeline: VerityRAGPipeline) -> str:
     """How the threshold in use was chosen, in words."""
-    return {
-        "settings": "set in the settings",
-        "calibration": f"most right answers less {WRONG_ANSWER_COST:g} x wrong ones on the calibration questions",
-        "model": "the model's own: its best SQuAD 2.0 F1 on its validation articles, chosen when it was trained",
-        "default": "an answer preferred to none (the reader folder records no threshold)",
-    }[pipeline.reader_threshold_source]
+    if pipeline.settings.reader_answer_threshold is not None:
+        return "set in the settings"
+    if pipeline.fitted_reader_threshold is not None:
+        return f"most right answers less {WRONG_ANSWER_COST:g} x wrong ones on the calibration questions"
+    if pipeline.reader is not None and getattr(pipeline.reader.model, "metadata", None) is not None:
+        return "the model's own: its best SQuAD 2.0 F1 on its validation articles, chosen when it was trained"
+    return "an answer preferred to none (the reader records no threshold)"
 
 
 def _row(outcomes: Sequence[GateOutcome], threshold: float) -> dict[str, Any]:
