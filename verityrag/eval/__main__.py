@@ -89,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--verifier",
         action="append",
         metavar="NAME",
-        help="with --ragtruth: lexical, tfidf-lr, grounding, onnx:<folder>, hf:<model>, lettuce:<model>, "
+        help="with --ragtruth: lexical, tfidf-lr, grounding, guard:<folder>, nli:<folder>, onnx:<folder>, "
+        "hf:<model>, lettuce:<model>, "
         "hhem:<model>, minicheck:<model>, ens-min|mean|max (repeat or comma-separate; default: all)",
     )
     return p
