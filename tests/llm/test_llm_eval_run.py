@@ -98,3 +98,16 @@ def test_run_llm_eval_with_reader_records_scores_and_applies_the_threshold_after
     assert report["reader"]["without_reader"]["answered"] == len(answered)
     assert report["reader"]["with_reader"]["answered"] == (len(answered) + 1) // 2
     assert any(name.startswith("reader check at 0.500") for name, _ in headline(report))
+
+
+@pytest.mark.integration
+def test_run_llm_eval_decides_the_reader_check_as_the_pipeline_does(small_data: Path) -> None:
+    def reader_check(settings: Settings) -> str:
+        base = EvalOptions(data_dir=small_data, settings=settings, progress=False, max_test_questions=2)
+        report, _ = run_llm_eval(LLMEvalOptions("openai", base, complete_fn=echo_first_sentence))
+        return str(report["config"]["reader_check"])
+
+    off = SETTINGS.replace(llm_reader_check=False)
+    assert reader_check(off) == "off"
+    # Off for LLM answers, yet asked for by reader_check: kept, as the pipeline keeps it.
+    assert reader_check(off.replace(reader_check=True)) == "on (Settings.reader_check)"

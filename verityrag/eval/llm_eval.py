@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from verityrag.agent.controller import GROUNDING_THRESHOLDS
+from verityrag.checks.registry import load_check, requested_checks
 from verityrag.eval.dataset import EvalQuestion, load_corpus, load_questions, stratified_sample
 from verityrag.eval.metrics import contains_gold, percentiles, rate
 from verityrag.eval.runner import (
@@ -176,15 +177,20 @@ def run_llm_eval(options: LLMEvalOptions) -> tuple[dict[str, Any], list[dict[str
     pipeline.answer_strategy = build_strategy(
         complete_fn, local, options.strategy, options.attempts, threshold, options.reader_hint
     )
-    reader_check = "recorded at threshold 0 (--reader)" if reader is not None else "off"
-    if reader is None and base.settings.llm_reader_check:
-        reader_check = "on (the default for LLM answers)"
-        # What the pipeline attaches by default when an LLM writes the answers (requested_checks).
-        from verityrag.checks.registry import load_check
-
-        pipeline.attach_check("reader", load_check("reader", None, llm_answers=True))
-    else:
+    # The pipeline's own rule for LLM answers (its strategy is set only now, after calibrate, which
+    # would otherwise call the LLM): a reader check the settings did not attach is attached here.
+    requested = requested_checks(base.settings, llm_answers=True)
+    if reader is not None:
         pipeline.answer_reader = reader
+        reader_check = "recorded at threshold 0 (--reader)"
+    elif "reader" not in requested:
+        reader_check = "off"
+    elif pipeline.answer_reader is not None:
+        reader_check = "on (Settings.reader_check)"
+    else:
+        fixed = requested["reader"]
+        pipeline.attach_check("reader", load_check("reader", fixed, llm_answers=True), fixed is not None)
+        reader_check = "on (the default for LLM answers)"
 
     outcomes: list[QuestionOutcome] = []
     records: list[dict[str, Any]] = []
