@@ -26,11 +26,13 @@ KEPT_VARIABLES = ("VERITYRAG_DATASETS", "VERITYRAG_REQUIRE_DATASETS", "VERITYRAG
 
 
 @pytest.fixture(autouse=True)
-def _hermetic_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A developer's VERITYRAG_* variables (data dir, profile, top_k...) must not leak into tests."""
+def _hermetic_environment(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A developer's VERITYRAG_* variables (data dir, profile, top_k...) must not leak into tests,
+    and no test may write into (or resume from) the real training state in the home folder."""
     for name in list(os.environ):
         if name.startswith("VERITYRAG_") and name not in KEPT_VARIABLES:
             monkeypatch.delenv(name)
+    monkeypatch.setenv("VERITYRAG_TRAIN_DIR", str(tmp_path_factory.getbasetemp() / "train_dir"))
 
 
 def _require_dataset(relative: str) -> Path:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ import torch
 from _tiny_bert import COLOURS, FILLER, TINY_BERT, write_tiny_metadata
 
 from verityrag.crossenc.encoding import PairEncoder, load_tokenizer
-from verityrag.crossenc.model_folder import TOKENIZER_FILE
+from verityrag.crossenc.model_folder import TOKENIZER_FILE, ModelMetadata
 from verityrag.crossenc.qa_trainer import (
     ReaderTrainer,
     ReaderTrainingConfig,
@@ -19,9 +20,15 @@ from verityrag.crossenc.qa_trainer import (
     encode_examples,
 )
 from verityrag.crossenc.reader import SpanReader
-from verityrag.crossenc.resumable import CHECKPOINT_FILE, epoch_batches
+from verityrag.crossenc.resumable import (
+    CHECKPOINT_FILE,
+    REPLACED_CHECKPOINT_FILE,
+    epoch_batches,
+    plan_for_budget,
+    plan_for_steps,
+)
 from verityrag.crossenc.trainer import minilm_path
-from verityrag.train.reader import export
+from verityrag.train.reader import export, ship_if_better
 
 pytestmark = pytest.mark.integration
 
@@ -145,11 +152,90 @@ def test_a_stopped_run_resumes_to_the_same_weights_as_an_unbroken_one(tmp_path: 
         assert torch.allclose(a, b, atol=1e-6), name
 
 
-def test_a_checkpoint_of_other_settings_is_refused(tmp_path: Path) -> None:
+def test_a_checkpoint_of_other_settings_is_not_resumed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     examples = colour_examples(32, seed=5)
     _trainer(tmp_path, max_minutes=0).fit(examples)
     other = ReaderTrainingConfig(max_length=64, stride=16, epochs=2, batch_size=8, learning_rate=3e-3)
-    with pytest.raises(ValueError, match="checkpoint of another run"):
-        ReaderTrainer(tmp_path, other, random_init_config=TINY_BERT, precision="fp32", progress=False).fit(
-            examples
-        )
+    with caplog.at_level("INFO"):
+        run = ReaderTrainer(
+            tmp_path, other, random_init_config=TINY_BERT, precision="fp32", progress=False
+        ).fit(examples)
+    assert run.finished_
+    assert run.total_steps_ == 2 * len(epoch_batches([1] * 32, 8, 13, 0))
+    assert [r for r in caplog.messages if "of other settings or data; starting at step 0" in r]
+    assert (tmp_path / REPLACED_CHECKPOINT_FILE).is_file()  # kept aside, not lost
+
+
+def test_the_plan_decays_to_zero_after_its_last_step() -> None:
+    plan = plan_for_steps(50, 0.1, "steps")
+    factors = [plan.learning_rate_factor(s) for s in range(51)]
+    assert plan.warmup_steps == 5
+    assert factors[4] == pytest.approx(1.0)
+    assert all(a >= b for a, b in itertools.pairwise(factors[4:]))  # no rise after warm-up
+    assert factors[49] > 0
+    assert factors[50] == 0.0
+
+
+def test_a_budget_plans_the_steps_that_fit() -> None:
+    plan = plan_for_budget(20, 600.0, 2.0, 0.06, 10.0)
+    assert 290 <= plan.total_steps - 20 <= 300  # 300 fit after the 20 timed ones, less a small margin
+    assert plan.measured_steps == 20
+    assert plan.warmup_steps == int((plan.total_steps - 20) * 0.06)
+    assert plan.source.startswith("budget of 10 min")
+    assert plan.learning_rate_factor(19) == 0.0  # the timed steps do not move the weights
+    assert plan.learning_rate_factor(20) > 0.0
+    assert plan.learning_rate_factor(plan.total_steps) == 0.0
+    with pytest.raises(ValueError, match="leaves no time"):
+        plan_for_budget(20, 1.0, 2.0, 0.06, 10.0)
+
+
+def test_a_budgeted_run_ends_inside_its_budget_at_learning_rate_zero(tmp_path: Path) -> None:
+    budget = 0.1  # minutes
+    run = _trainer(tmp_path, budget_minutes=budget).fit(colour_examples(64, seed=6))
+    assert run.finished_
+    assert run.plan_.source.startswith("budget of 0.1 min")
+    assert run.total_steps_ == run.plan_.total_steps > 1
+    assert run.learning_rate_ == 0.0
+    assert run.plan_.measured_steps > 0
+    assert run.setup_seconds_ + run.train_seconds_ < budget * 60 * 1.5  # tiny steps time noisily
+
+
+def test_a_budgeted_run_stopped_and_resumed_takes_the_steps_of_an_unbroken_one(tmp_path: Path) -> None:
+    examples = colour_examples(64, seed=7)
+    stopped = _trainer(tmp_path / "b", budget_minutes=0.1, max_minutes=0).fit(examples)
+    assert not stopped.finished_
+    planned = stopped.plan_.total_steps
+    # Resumed with another budget: the checkpoint's plan is kept.
+    resumed = _trainer(tmp_path / "b", budget_minutes=5.0).fit(examples)
+    assert resumed.finished_
+    assert resumed.total_steps_ == planned
+    assert resumed.learning_rate_ == 0.0
+    unbroken = _trainer(tmp_path / "a", plan=stopped.plan_).fit(examples)
+    assert unbroken.plan_.warmup_steps == resumed.plan_.warmup_steps
+    for (name, a), (_, b) in zip(
+        unbroken.model_.state_dict().items(), resumed.model_.state_dict().items(), strict=True
+    ):
+        assert torch.allclose(a, b, atol=1e-6), name
+
+
+def _with_validation_f1(folder: Path, f1: float) -> Path:
+    meta = ModelMetadata.read(folder)
+    meta.metrics = {"validation": {"squad2": {"f1": f1}}}
+    meta.write(folder)
+    return folder
+
+
+def test_a_reader_ships_only_when_better_on_validation(
+    trained: tuple[ReaderTrainer, Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    _, folder, _ = trained
+    shipped = tmp_path / "shipped"
+    assert ship_if_better(_with_validation_f1(folder, 60.0), shipped)  # nothing shipped yet
+    assert ModelMetadata.read(shipped).metrics["validation"]["squad2"]["f1"] == 60.0
+    assert not ship_if_better(_with_validation_f1(folder, 55.0), shipped)
+    assert ModelMetadata.read(shipped).metrics["validation"]["squad2"]["f1"] == 60.0  # left as it was
+    assert ship_if_better(_with_validation_f1(folder, 55.0), shipped, force=True)
+    assert ship_if_better(_with_validation_f1(folder, 61.0), shipped)
+    assert ModelMetadata.read(shipped).metrics["validation"]["squad2"]["f1"] == 61.0

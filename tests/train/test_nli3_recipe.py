@@ -10,6 +10,7 @@ weights of an unbroken one.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -76,6 +77,7 @@ def test_nli3_data_splits_sources_and_keeps_wice_test_apart(pairs: Path) -> None
 def test_nli3_trains_a_tiny_model_that_the_hf_scorer_serves(pairs: Path, tmp_path: Path) -> None:
     out, results = tmp_path / "model", tmp_path / "nli3.json"
     args = ["--data", str(pairs), "--out", str(out), "--results", str(results), "--epochs", "1"]
+    args += ["--run", str(tmp_path / "run")]
     args += [
         "--batch-size",
         "16",
@@ -91,7 +93,7 @@ def test_nli3_trains_a_tiny_model_that_the_hf_scorer_serves(pairs: Path, tmp_pat
     assert train_main(args) == 0
     config = json.loads((out / "config.json").read_text())
     assert [config["id2label"][str(i)] for i in range(3)] == list(LABELS)
-    assert not (out / "run" / "checkpoint.pt").exists()
+    assert not (tmp_path / "run" / "checkpoint.pt").exists()
     figures = json.loads(results.read_text())
     assert figures["validation"]["pairs"] == 100
     assert 0.0 <= figures["validation"]["accuracy"] <= 1.0
@@ -126,8 +128,11 @@ def test_a_stopped_run_resumes_to_the_same_weights_as_an_unbroken_one(pairs: Pat
         unbroken.model_.state_dict().items(), resumed.model_.state_dict().items(), strict=True
     ):
         assert torch.allclose(a, b, atol=1e-6), name
-    with pytest.raises(ValueError, match="checkpoint of another run"):  # its step-1 checkpoint is still there
-        trainer(tmp_path / "b").fit(rows[:50], "other")
+    # Its step-1 checkpoint is still there: other data starts over from step 0, the checkpoint kept aside.
+    other = trainer(tmp_path / "b").fit(rows[:50], "other")
+    assert other.finished_
+    assert other.step_ == other.plan_.total_steps
+    assert (tmp_path / "b" / "checkpoint.replaced.pt").exists()
 
 
 def test_nli3_stopped_by_its_budget_exits_75_and_says_how_to_continue(
@@ -145,4 +150,5 @@ def test_nli3_stopped_by_its_budget_exits_75_and_says_how_to_continue(
     ]
     assert train_main(args) == EXIT_RESUME
     assert "run the same command again" in capsys.readouterr().out
-    assert (tmp_path / "run" / "checkpoint.pt").exists()
+    # Without --run the checkpoint is kept in the training folder (the test's own VERITYRAG_TRAIN_DIR).
+    assert (Path(os.environ["VERITYRAG_TRAIN_DIR"]) / "nli3" / "run" / "checkpoint.pt").exists()

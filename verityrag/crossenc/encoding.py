@@ -87,6 +87,7 @@ def model_inputs(
     take them and pass them on by the same rule.
     """
     inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
+    model = getattr(model, "_orig_mod", model)  # torch.compile's wrapper: its forward takes *args
     takes = "token_type_ids" in inspect.signature(model.forward).parameters  # type: ignore[attr-defined]
     config = getattr(model, "config", None)
     if takes and (config is None or getattr(config, "type_vocab_size", 0) > 1):

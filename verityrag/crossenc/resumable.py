@@ -2,10 +2,16 @@
 
 Built for a long run on a small machine:
 
-- **Resumable.** A checkpoint (weights, optimizer, schedule, step, torch RNG) is written every
-  ``checkpoint_minutes`` and when ``max_minutes`` runs out; running the same command again
+- **Resumable.** A checkpoint (weights, optimizer, schedule, its plan, step, torch RNG) is written
+  every ``checkpoint_minutes`` and when ``max_minutes`` runs out; running the same command again
   continues where it stopped, on the same batches, to the same weights. A checkpoint of other
-  settings or other data is refused.
+  settings or other data is not resumed: the run starts over and says so in one log line.
+- **A schedule shaped by a time budget.** With ``budget_minutes`` the number of steps is not
+  ``epochs`` times an epoch but what fits: the run's first steps are taken at learning rate 0
+  and timed (the optimizer's moments see them; the weights do not move), then warm-up and the
+  linear decay to zero are laid over the steps that end inside the budget. A short run that
+  decays beats an undecayed slice of a long one. The plan is fixed before the first checkpoint
+  and saved with it: a resumed run keeps it.
 - **Fast on what is there.** CUDA when a GPU is present; bfloat16 autocast where the CPU
   supports it (AVX-512 BF16 or AMX) or on a GPU; batches of similar length (sorted within
   shuffled groups of 50 batches), so little of a batch is padding.
@@ -18,6 +24,7 @@ Training only: imports torch at call time.
 from __future__ import annotations
 
 import logging
+import math
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -35,6 +42,16 @@ if TYPE_CHECKING:
 
 Precision = Literal["auto", "fp32", "bf16"]
 CHECKPOINT_FILE = "checkpoint.pt"
+#: Where a checkpoint of other settings or data is moved when a run starts over (one kept).
+REPLACED_CHECKPOINT_FILE = "checkpoint.replaced.pt"
+#: Steps a budgeted run times at learning rate 0 (after ``_MEASURE_WARM`` untimed ones: the first
+#: calls allocate and compile) before it fixes its plan; batch lengths vary, so not too few.
+_MEASURE_STEPS = 40
+_MEASURE_WARM = 5
+#: Share of a budget held back for the step rate's drift and the checkpoints' writes.
+_BUDGET_MARGIN = 0.03
+#: The source of a budgeted run's placeholder plan while it times its first steps.
+_MEASURING = "measuring"
 #: Batches sorted by length together (then cut into batches whose order is shuffled).
 _SORT_GROUP = 50
 
@@ -62,6 +79,55 @@ class TrainingConfig:
             raise InvalidInputError("learning_rate", f"must be in (0, 1), got {self.learning_rate}")
         if not 0 <= self.warmup_fraction < 1:
             raise InvalidInputError("warmup_fraction", f"must be in [0, 1), got {self.warmup_fraction}")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How many optimizer steps a run takes: the first ``measured_steps`` at rate 0 (a budgeted
+    run timing itself), then ``warmup_steps`` of linear warm-up and a linear decay that reaches 0
+    after step ``total_steps``; ``source`` says what fixed them (epochs, steps, a budget)."""
+
+    total_steps: int
+    warmup_steps: int
+    source: str
+    measured_steps: int = 0
+
+    def learning_rate_factor(self, step: int) -> float:
+        """The factor on the peak rate for the update made at ``step`` (0-based); 0 after the last."""
+        if step < self.measured_steps:
+            return 0.0
+        done, steps = step - self.measured_steps, self.total_steps - self.measured_steps
+        decay = max(0.0, (steps - done) / max(1, steps - self.warmup_steps))
+        return min((done + 1) / self.warmup_steps, decay)
+
+
+def plan_for_steps(total_steps: int, warmup_fraction: float, source: str, measured_steps: int = 0) -> Plan:
+    """A plan of ``total_steps``; the first ``warmup_fraction`` of the learning steps warm up."""
+    learning = total_steps - measured_steps
+    if learning < 1:
+        raise InvalidInputError("total_steps", f"must leave >= 1 learning step, got {total_steps}")
+    return Plan(total_steps, max(1, int(learning * warmup_fraction)), source, measured_steps)
+
+
+def plan_for_budget(
+    steps_taken: int,
+    seconds_left: float,
+    seconds_per_step: float,
+    warmup_fraction: float,
+    budget_minutes: float,
+) -> Plan:
+    """``steps_taken`` timed at rate 0, then the steps that fit in ``seconds_left`` (less a small
+    margin) at ``seconds_per_step``."""
+    if seconds_per_step <= 0:
+        raise InvalidInputError("seconds_per_step", f"must be > 0, got {seconds_per_step}")
+    steps = math.floor(seconds_left * (1 - _BUDGET_MARGIN) / seconds_per_step)
+    if steps < 1:
+        raise InvalidInputError(
+            "budget_minutes",
+            f"{budget_minutes:g} min leaves no time to train after setup ({seconds_left:.0f} s left)",
+        )
+    source = f"budget of {budget_minutes:g} min at {seconds_per_step:.3f} s/step"
+    return plan_for_steps(steps_taken + steps, warmup_fraction, source, measured_steps=steps_taken)
 
 
 ConfigT = TypeVar("ConfigT", bound=TrainingConfig)
@@ -116,7 +182,12 @@ class ResumableTrainer(Generic[ConfigT]):
         max_minutes: float | None = None,
         checkpoint_minutes: float = 15.0,
         progress: bool = True,
+        budget_minutes: float | None = None,
+        plan: Plan | None = None,
+        compile: bool = False,
     ) -> None:
+        if budget_minutes is not None and budget_minutes <= 0:
+            raise InvalidInputError("budget_minutes", f"must be > 0, got {budget_minutes}")
         self.out = Path(out)
         self.config: ConfigT = config if config is not None else self._default_config()
         self.base_model = base_model
@@ -127,6 +198,9 @@ class ResumableTrainer(Generic[ConfigT]):
         self.max_minutes = max_minutes
         self.checkpoint_minutes = checkpoint_minutes
         self.progress = progress
+        self.budget_minutes = budget_minutes
+        self.plan = plan
+        self.compile = compile
 
     def _default_config(self) -> ConfigT:
         raise NotImplementedError
@@ -175,70 +249,138 @@ class ResumableTrainer(Generic[ConfigT]):
 
         cfg = self.config
         per_epoch = len(epoch_batches(lengths, cfg.batch_size, cfg.seed, 0))
-        total = cfg.epochs * per_epoch
-        warmup = max(1, int(total * cfg.warmup_fraction))
         device, bf16 = self._device_and_precision()
         self.device_, self.bf16_ = device, bf16
         model = self._build_model().to(device)
-        decay = [p for n, p in model.named_parameters() if not n.endswith("bias") and "LayerNorm" not in n]
-        no_decay = [p for n, p in model.named_parameters() if n.endswith("bias") or "LayerNorm" in n]
-        optimizer = torch.optim.AdamW(
-            [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
-            lr=cfg.learning_rate,
-        )
-
-        def rate(step: int) -> float:
-            return min((step + 1) / warmup, max(0.0, (total - step) / max(1, total - warmup)))
-
-        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, rate)
+        optimizer = self._optimizer(model)
         identity = {"config": asdict(cfg), "data_digest": data_digest, **size}
-        state = self._load_checkpoint(model, optimizer, scheduler, identity)
-        step, trained_seconds, losses = state["step"], state["trained_seconds"], state["losses"]
+        saved = self._load_checkpoint(model, identity)
+        step, trained_seconds, losses = saved["step"], saved["trained_seconds"], saved["losses"]
+        forward = self._compiled(model)
+
+        batches: tuple[int, list[list[int]]] = (-1, [])
+        plan: Plan | None = saved["plan"]
+        if plan is None:
+            plan = self._plan(per_epoch)
+        elif self.budget_minutes is not None or self.plan is not None:
+            self._logger().info("%s: keeping the checkpoint's plan (%s)", self.name, plan.source)
+        # Read by the scheduler at every step: a budgeted run swaps in its fixed plan after measuring.
+        current = [plan]
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: current[0].learning_rate_factor(s))
+        if saved["scheduler"] is not None:  # after the scheduler is made: it resets the rates it finds
+            optimizer.load_state_dict(saved["optimizer"])
+            scheduler.load_state_dict(saved["scheduler"])
+        measuring = plan.source == _MEASURING
         self._logger().info(
-            "%s: %s, %d steps (%d per epoch), device %s, bf16 %s, starting at step %d",
-            self.name, counts, total, per_epoch, device, bf16, step,
+            "%s: %s, %s (%d per epoch), device %s, bf16 %s, starting at step %d",
+            self.name, counts,
+            "timing the first steps to plan the budget" if measuring
+            else f"{plan.total_steps} steps ({plan.warmup_steps} warm-up; {plan.source})",
+            per_epoch, device, bf16, step,
         )  # fmt: skip
         model.train()
-        run_start = last_checkpoint = time.perf_counter()
+        run_start = last_checkpoint = timed_from = time.perf_counter()
         desc = f"train {self.name.removesuffix(' training')}"
-        bar = tqdm(total=total, initial=step, desc=desc, disable=not self.progress, unit="batch")
+        bar = tqdm(total=plan.total_steps, initial=step, desc=desc, disable=not self.progress, unit="batch")
         self.stopped_early_ = False
-        batches: tuple[int, list[list[int]]] = (-1, [])
-        while step < total:
+        while step < current[0].total_steps:
             epoch, index = divmod(step, per_epoch)
             if batches[0] != epoch:  # drawn from (seed, epoch) alone: a resumed run gets the same ones
                 batches = (epoch, epoch_batches(lengths, cfg.batch_size, cfg.seed, epoch))
-            loss: Any = batch_loss(model, batches[1][index], device, bf16)
+            loss: Any = batch_loss(forward, batches[1][index], device, bf16)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
             optimizer.step()
-            scheduler.step()
             optimizer.zero_grad(set_to_none=True)
             losses.append(float(loss.item()))
             step += 1
+            now = time.perf_counter()
+            if measuring and step == self._measure_warm(per_epoch):
+                timed_from = now
+            elif measuring and step == current[0].measured_steps:
+                # Before the scheduler's step: the next update already takes the fixed plan's rate.
+                current[0] = self._budget_plan(
+                    step, started, (now - timed_from) / (step - self._measure_warm(per_epoch))
+                )
+                measuring = False
+                bar.total = current[0].total_steps
+                self._logger().info(
+                    "%s: %d steps (%d warm-up; %s)",
+                    self.name, current[0].total_steps, current[0].warmup_steps, current[0].source,
+                )  # fmt: skip
+            scheduler.step()
             bar.update(1)
             if step % 20 == 0:
                 bar.set_postfix(loss=f"{np.mean(losses[-200:]):.3f}", epoch=epoch)
-            now = time.perf_counter()
+            if measuring:
+                continue  # no checkpoint before the plan is fixed: a resumed run always has one
             out_of_time = self.max_minutes is not None and now - run_start > self.max_minutes * 60
-            if step < total and (out_of_time or now - last_checkpoint > self.checkpoint_minutes * 60):
+            if step < current[0].total_steps and (
+                out_of_time or now - last_checkpoint > self.checkpoint_minutes * 60
+            ):
                 self._save_checkpoint(
-                    model, optimizer, scheduler, identity, step, trained_seconds + now - run_start, losses
-                )
+                    model, optimizer, scheduler, identity, current[0], step,
+                    trained_seconds + now - run_start, losses,
+                )  # fmt: skip
                 last_checkpoint = now
                 if out_of_time:
                     self.stopped_early_ = True
                     break
+        plan = self.plan_ = current[0]
+        total = plan.total_steps
         bar.close()
         model.eval()
         self.model_ = model.to("cpu")
         self.step_, self.total_steps_ = step, total
         self.finished_ = step >= total
+        self.learning_rate_ = float(scheduler.get_last_lr()[0])
         self.train_seconds_ = trained_seconds + time.perf_counter() - run_start
         self.setup_seconds_ = run_start - started
         self.final_loss_ = float(np.mean(losses[-200:])) if losses else float("nan")
-        items = (step - state["step"]) * cfg.batch_size
+        items = (step - saved["step"]) * cfg.batch_size
         return float(items / max(1e-9, time.perf_counter() - run_start))
+
+    def _optimizer(self, model: Any) -> Any:
+        import torch
+
+        cfg = self.config
+        decay = [p for n, p in model.named_parameters() if not n.endswith("bias") and "LayerNorm" not in n]
+        no_decay = [p for n, p in model.named_parameters() if n.endswith("bias") or "LayerNorm" in n]
+        return torch.optim.AdamW(
+            [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+            lr=cfg.learning_rate,
+        )
+
+    def _compiled(self, model: Any) -> Any:
+        """``model`` itself, or compiled (shapes marked dynamic: batches differ in length)."""
+        if not self.compile:
+            return model
+        import torch
+
+        return torch.compile(model, dynamic=True)
+
+    def _plan(self, per_epoch: int) -> Plan:
+        """A new run's plan: the given one, the configured epochs, or (a budget) a placeholder that
+        takes the timed steps at rate 0 until :meth:`_budget_plan` replaces it."""
+        cfg = self.config
+        if self.plan is not None:
+            return self.plan
+        if self.budget_minutes is None:
+            return plan_for_steps(cfg.epochs * per_epoch, cfg.warmup_fraction, f"{cfg.epochs} epochs")
+        timed = self._measure_warm(per_epoch) + _MEASURE_STEPS
+        return Plan(timed + 1, 1, _MEASURING, measured_steps=timed)
+
+    @staticmethod
+    def _measure_warm(per_epoch: int) -> int:
+        """Untimed steps before the timed ones (fewer when an epoch is short: tiny runs in tests)."""
+        return min(_MEASURE_WARM, per_epoch)
+
+    def _budget_plan(self, steps_taken: int, started: float, seconds_per_step: float) -> Plan:
+        assert self.budget_minutes is not None
+        left = self.budget_minutes * 60 - (time.perf_counter() - started)
+        return plan_for_budget(
+            steps_taken, left, seconds_per_step, self.config.warmup_fraction, self.budget_minutes
+        )
 
     def _checkpoint_path(self) -> Path:
         return self.out / CHECKPOINT_FILE
@@ -249,6 +391,7 @@ class ResumableTrainer(Generic[ConfigT]):
         optimizer: Any,
         scheduler: Any,
         identity: dict[str, Any],
+        plan: Plan,
         step: int,
         trained_seconds: float,
         losses: list[float],
@@ -263,6 +406,7 @@ class ResumableTrainer(Generic[ConfigT]):
                 "model": model.state_dict(),
                 "optimizer": optimizer.state_dict(),
                 "scheduler": scheduler.state_dict(),
+                "plan": asdict(plan),
                 "step": step,
                 "trained_seconds": trained_seconds,
                 "losses": losses[-1000:],
@@ -276,31 +420,36 @@ class ResumableTrainer(Generic[ConfigT]):
             "%s: checkpoint at step %d written to %s", self.name, step, self._checkpoint_path()
         )
 
-    def _load_checkpoint(
-        self, model: Any, optimizer: Any, scheduler: Any, identity: dict[str, Any]
-    ) -> dict[str, Any]:
+    def _load_checkpoint(self, model: Any, identity: dict[str, Any]) -> dict[str, Any]:
+        """The checkpoint's state, restored into ``model`` and the RNG (its optimizer and scheduler
+        states and plan returned); a fresh start when there is none or it is of other settings or data."""
         import torch
 
+        fresh: dict[str, Any] = {
+            "step": 0, "trained_seconds": 0.0, "losses": [], "plan": None, "optimizer": None, "scheduler": None,
+        }  # fmt: skip
         path = self._checkpoint_path()
         if not path.is_file():
-            return {"step": 0, "trained_seconds": 0.0, "losses": []}
+            self._logger().info("%s: no checkpoint in %s, starting at step 0", self.name, self.out)
+            return fresh
         saved = torch.load(path, map_location="cpu", weights_only=False)
-        if saved["identity"] != identity:
-            raise InvalidInputError(
-                "out",
-                f"{path} is a checkpoint of another run (settings or data differ: {saved['identity']} vs "
-                f"{identity}); delete it to start over, or train into another folder",
-            )
+        if saved["identity"] != identity or "plan" not in saved:
+            moved = path.replace(path.with_name(REPLACED_CHECKPOINT_FILE))
+            self._logger().warning(
+                "%s: the checkpoint in %s is of other settings or data; starting at step 0 (it is kept as %s)",
+                self.name, self.out, moved.name,
+            )  # fmt: skip
+            return fresh
         model.load_state_dict(saved["model"])
-        optimizer.load_state_dict(saved["optimizer"])
-        scheduler.load_state_dict(saved["scheduler"])
-        if "torch_rng" in saved:  # older checkpoints went without it
-            torch.set_rng_state(saved["torch_rng"])
+        torch.set_rng_state(saved["torch_rng"])
         self._logger().info("%s: resuming from %s at step %d", self.name, path, saved["step"])
         return {
             "step": saved["step"],
             "trained_seconds": saved["trained_seconds"],
             "losses": list(saved["losses"]),
+            "plan": Plan(**saved["plan"]),
+            "optimizer": saved["optimizer"],
+            "scheduler": saved["scheduler"],
         }
 
     def remove_checkpoint(self) -> None:

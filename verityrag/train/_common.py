@@ -6,6 +6,7 @@ import argparse
 import datetime as dt
 import gzip
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -32,6 +33,18 @@ RESULTS_DIR = ROOT / "scripts" / "results"
 MANIFEST = ROOT / "data" / "built" / "corpus_manifest.json"
 #: HaluEval QA under the datasets root: the guard's, the gemma answers' and the reader check's items.
 HALUEVAL = datasets.datasets_root() / datasets.HALUEVAL_QA
+
+
+#: Names the folder that keeps the recipes' training state (built data, checkpoints, run logs).
+TRAIN_DIR_ENV = "VERITYRAG_TRAIN_DIR"
+
+
+def train_dir() -> Path:
+    """Where long training runs keep their state: ``$VERITYRAG_TRAIN_DIR``, else
+    ``~/.cache/verityrag/train``. Outside the work tree, so a fresh checkout on the same machine
+    resumes a run where it stopped; nothing there is ever committed."""
+    configured = os.environ.get(TRAIN_DIR_ENV)
+    return Path(configured).expanduser() if configured else Path.home() / ".cache" / "verityrag" / "train"
 
 
 def command(name: str) -> str:

@@ -10,8 +10,9 @@ scripts/results/nli3.json. Served by :class:`~verityrag.verify.nli.HFSequenceCla
 scored in windows of whole sentences and the best window counts.
 
 Resumable and time-budgeted: with ``--max-minutes`` the run stops after that long with a
-checkpoint in ``<out>/run/`` and exits 75; the same command continues it (same batches, same
-weights as an unbroken run). Uses CUDA when a GPU is present (``--device`` to choose).
+checkpoint in ``$VERITYRAG_TRAIN_DIR/nli3/run`` (outside the work tree, ``--run`` to choose) and
+exits 75; the same command continues it (same batches, same weights as an unbroken run).
+``--budget-minutes`` plans the steps that end inside that time instead of ``--epochs``. Uses CUDA when a GPU is present (``--device`` to choose).
 
 Measured after training, never fitted on: the held-out SNLI / MultiNLI validation pairs
 (three-way accuracy, entailment AUROC), WiCE **test** (the model saw WiCE dev only; AUROC of
@@ -43,6 +44,7 @@ from verityrag.train._common import (
     recipe_parser,
     repo_relative,
     require_splits,
+    train_dir,
     utc_now,
 )
 from verityrag.train.nli3_data import LABELS
@@ -100,7 +102,19 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--lr", type=float, default=3e-5)
     p.add_argument("--max-length", type=int, default=256)
     p.add_argument("--seed", type=int, default=13)
+    p.add_argument(
+        "--run",
+        type=Path,
+        default=None,
+        help="the training run's folder (checkpoint); default $VERITYRAG_TRAIN_DIR/nli3/run",
+    )
     p.add_argument("--max-minutes", type=float, default=None, help="stop (and checkpoint) after this long")
+    p.add_argument(
+        "--budget-minutes",
+        type=float,
+        default=None,
+        help="plan the steps that end inside this many minutes (measured rate; kept on resume) instead of --epochs",
+    )
     p.add_argument("--checkpoint-minutes", type=float, default=15.0)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--precision", choices=("auto", "fp32", "bf16"), default="auto")
@@ -127,7 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         seed=args.seed,
     )  # fmt: skip
     trainer = NLITrainer(
-        args.out / "run",
+        args.run if args.run is not None else train_dir() / "nli3" / "run",
         config,
         base_model=args.base_model,
         random_init_config=json.loads(args.random_init_config) if args.random_init_config else None,
@@ -135,6 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         precision=args.precision,
         device=args.device,
         max_minutes=args.max_minutes,
+        budget_minutes=args.budget_minutes,
         checkpoint_minutes=args.checkpoint_minutes,
         progress=not args.no_progress,
     ).fit(train, _digest(args.data / "train.jsonl.gz", args.max_pairs))

@@ -1,18 +1,24 @@
 """Recipe: the extractive reader that ships with VerityRAG (``python -m verityrag.train reader``).
 
-Steps, each skipped when its output is there, so an interrupted run continues where it stopped:
+Steps, each skipped when its output is there, so an interrupted run continues where it stopped.
+The work folder is ``$VERITYRAG_TRAIN_DIR/reader`` (default ``~/.cache/verityrag/train/reader``),
+outside the work tree: a fresh checkout on the same machine resumes the run.
 
 1. **data**: :mod:`verityrag.train.reader_data` into ``<work>/data`` (seconds).
 2. **train**: :class:`~verityrag.crossenc.qa_trainer.ReaderTrainer` in ``<work>/run``, resumable
    (a checkpoint every 15 min and when ``--max-minutes`` runs out; exit status 75 then: run the
-   same command again). all-MiniLM-L6-v2, 2 epochs: ~6 h on 2 CPU cores with bfloat16, minutes
-   on a GPU (the same command uses CUDA when it is there).
+   same command again). all-MiniLM-L6-v2. ``--budget-minutes M`` plans the steps that end inside
+   M minutes on this machine (warm-up and decay to zero included; kept on resume); without it,
+   ``--epochs`` (2 epochs: ~5 h on 2 CPU cores with bfloat16, minutes on a GPU, where the same
+   command uses CUDA).
 3. **export**: ``<work>/model``: the Hugging Face weights, the start / end logits as ONNX, fp32
    and dynamic int8 (served), ``metadata.json`` with the figures of step 4.
 4. **measure**: the served int8 reader on the validation articles (its default threshold: best
    SQuAD 2.0 F1 there), SQuAD 1.1 dev without ``split_a`` (F1 with the gold paragraph) and
    SQuAD 2.0 dev ``split_b`` (answerability AUROC, SQuAD 2.0 scores at the validation threshold).
-5. ``--ship``: copy the served files into ``verityrag/resources/reader`` (the packaged default).
+5. ``--ship``: copy the served files into ``verityrag/resources/reader`` (the packaged default)
+   when the new reader is better than the shipped one on the validation articles (SQuAD 2.0 F1 at
+   each one's own validation threshold; never chosen on a test split); ``--force-ship`` ships anyway.
 """
 
 from __future__ import annotations
@@ -39,10 +45,11 @@ from verityrag.crossenc.model_folder import (
 )
 from verityrag.crossenc.qa_trainer import ReaderTrainer, ReaderTrainingConfig
 from verityrag.crossenc.reader import SpanReader
+from verityrag.crossenc.resumable import plan_for_steps
 from verityrag.eval import reader_quality
 from verityrag.train import reader_data
+from verityrag.train._common import train_dir
 
-WORK = datasets.REPO_ROOT / "guard_work" / "reader"
 SHIPPED = Path(__file__).resolve().parents[1] / "resources" / "reader"
 RESULTS = datasets.REPO_ROOT / "scripts" / "results" / "reader.json"
 #: Exit status when the time budget ran out before training finished (EX_TEMPFAIL: run again).
@@ -138,9 +145,25 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     defaults = ReaderTrainingConfig()
-    p.add_argument("--work", type=Path, default=WORK, help="work folder (data, checkpoint, model)")
+    p.add_argument(
+        "--work",
+        type=Path,
+        default=None,
+        help="work folder (data, checkpoint, model); default $VERITYRAG_TRAIN_DIR/reader",
+    )
     p.add_argument(
         "--max-minutes", type=float, default=None, help="stop training after this long (resumable)"
+    )
+    p.add_argument(
+        "--budget-minutes",
+        type=float,
+        default=None,
+        help="plan the steps so that warm-up and decay end inside this many minutes from the start "
+        "(measured step rate; a resumed run keeps its plan); without it, --epochs decides",
+    )
+    p.add_argument("--steps", type=int, default=None, help="plan exactly this many steps instead")
+    p.add_argument(
+        "--compile", action="store_true", help="torch.compile the model (faster on a long CPU run)"
     )
     p.add_argument("--epochs", type=int, default=defaults.epochs)
     p.add_argument("--batch-size", type=int, default=defaults.batch_size)
@@ -149,7 +172,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--precision", choices=("auto", "fp32", "bf16"), default="auto")
     p.add_argument("--quick", action="store_true", help="measure on the validation articles only")
-    p.add_argument("--ship", action="store_true", help=f"copy the served files into {SHIPPED}")
+    p.add_argument(
+        "--ship",
+        action="store_true",
+        help=f"copy the served files into {SHIPPED} when better than the shipped reader on validation",
+    )
+    p.add_argument("--force-ship", action="store_true", help="with --ship: ship even when not better")
     p.add_argument(
         "--export-checkpoint",
         type=Path,
@@ -164,6 +192,8 @@ def main(argv: list[str] | None = None) -> int:
         f"threshold into its metadata and {RESULTS.name}, and exit",
     )
     args = p.parse_args(argv)
+    if args.work is None:
+        args.work = train_dir() / "reader"
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     if args.export_checkpoint is not None:
         return export_checkpoint(args.work / "run", args.export_checkpoint)
@@ -180,6 +210,9 @@ def main(argv: list[str] | None = None) -> int:
         threads=args.threads,
         precision=args.precision,
         max_minutes=args.max_minutes,
+        budget_minutes=args.budget_minutes,
+        plan=None if args.steps is None else plan_for_steps(args.steps, config.warmup_fraction, "steps"),
+        compile=args.compile,
     ).fit(train, data_meta["sha256"]["train"])
     if not trainer.finished_:
         print(
@@ -194,6 +227,12 @@ def main(argv: list[str] | None = None) -> int:
         **{k: v for k, v in vars(config).items()},
         "device": trainer.device_,
         "bf16_autocast": trainer.bf16_,
+        "compiled": args.compile,
+        "total_steps": trainer.total_steps_,
+        "warmup_steps": trainer.plan_.warmup_steps,
+        "plan": trainer.plan_.source,
+        "final_learning_rate": trainer.learning_rate_,
+        "steps_per_second": round(trainer.total_steps_ / max(1e-9, trainer.train_seconds_), 4),
         "train_seconds": round(trainer.train_seconds_, 1),
         "final_loss": round(trainer.final_loss_, 4),
         "encoding": trainer.encoding_counts_,
@@ -214,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     measure_and_record(meta, model, validation, not args.quick, training)
     trainer.remove_checkpoint()
     if args.ship:
-        ship(model)
+        ship_if_better(model, force=args.force_ship)
     return 0
 
 
@@ -278,6 +317,34 @@ def export_checkpoint(run: Path, folder: Path) -> int:
     ).write(folder)
     print(f"exported the checkpoint at step {saved['step']} to {folder}", flush=True)
     return 0
+
+
+def validation_f1(folder: Path) -> float | None:
+    """A reader folder's SQuAD 2.0 F1 on the validation articles, from its metadata (None: unmeasured)."""
+    if not (folder / METADATA_FILE).is_file():
+        return None
+    figures = ModelMetadata.read(folder).metrics or {}
+    f1 = figures.get("validation", {}).get("squad2", {}).get("f1")
+    return None if f1 is None else float(f1)
+
+
+def ship_if_better(model: Path, to: Path = SHIPPED, force: bool = False) -> bool:
+    """Ship ``model`` when its validation F1 beats the shipped reader's (or there is none, or
+    ``force``); says which and why. True when shipped."""
+    new, old = validation_f1(model), validation_f1(to)
+    if new is None:
+        raise SystemExit(f"{model} has no validation figures: measure it first (--measure {model})")
+    if old is not None and new <= old and not force:
+        print(
+            f"not shipped: validation SQuAD 2.0 F1 {new:.1f} is not above the shipped reader's {old:.1f} "
+            "(--force-ship ships anyway)",
+            file=sys.stderr,
+        )
+        return False
+    shipped = "none" if old is None else f"{old:.1f}"
+    print(f"validation SQuAD 2.0 F1 {new:.1f} (shipped: {shipped})", file=sys.stderr)
+    ship(model, to)
+    return True
 
 
 def ship(model: Path, to: Path = SHIPPED) -> None:
