@@ -188,6 +188,18 @@ def span_reader_section() -> str:
             "checkpoint, as the full run did not fit its time)"
         )
         where = f"on {t['device']}, bfloat16 {'on' if t['bf16_autocast'] else 'off'}"
+    elif str(t.get("plan", "")).startswith("budget"):  # steps planned to end inside a time budget
+        windows = t["encoding"]["windows"]
+        how_long = (
+            f"for {t['total_steps']:,} steps of {t['batch_size']} windows "
+            f"({t['total_steps'] * t['batch_size'] / windows:.2f} epochs of {windows:,}), planned to fit a "
+            f"{t['plan'].removeprefix('budget of ')} (learning rate {t['learning_rate']:g}, warm-up, then "
+            f"linear decay to {t['final_learning_rate']:g} at the last step)"
+        )
+        where = (
+            f"{t['train_seconds'] / 3600:.1f} h on {t['device']}, "
+            f"bfloat16 {'on' if t['bf16_autocast'] else 'off'}, torch.compile {'on' if t.get('compiled') else 'off'}"
+        )
     else:
         how_long = f"{t['epochs']} epochs"
         where = (

@@ -42,6 +42,7 @@ OTHER_ENV_VARS: tuple[str, ...] = (
     "VERITYRAG_REQUIRE_BROWSER",  # tests/ui/test_app_browser.py; .ci/run sets it
     "VERITYRAG_DATASETS",  # verityrag.datasets: the datasets root
     "VERITYRAG_REQUIRE_DATASETS",  # tests/conftest.py: a missing dataset fails; .ci/run sets it
+    "VERITYRAG_TRAIN_DIR",  # verityrag.train: training state (data, checkpoints) of the recipes
 )
 
 
@@ -128,6 +129,10 @@ class Settings:
     reader: bool = True
     reader_model: str = ""
     reader_answer_threshold: float | None = None
+    # The names, titles, numbers and dates a question mentions must be named by the passage that
+    # holds the reader's span or by its document's title, else that span is no answer
+    # (verityrag.text.subjects): the length of the other ship does not answer for this one.
+    reader_subjects: bool = True
     # Independent documents (different declared sources, not near copies) among the evidence
     # that must say the answer for it to stand; fewer: AbstainReason.CORROBORATION. 1: none
     # asked for (verityrag.verify.sources; docs/decisions/0041-provenance-and-corroboration.md).

@@ -130,8 +130,7 @@ class VerityRAGPipeline:
         for stage, threshold in requested_checks(self.settings, llm_answers).items():
             # Loaded now: a missing model stops the start, not a query.
             self.attach_check(stage, load_check(stage, threshold, llm_answers), threshold is not None)
-        # The extractive reader, its files checked now (a missing model stops the start, naming the
-        # command that builds it); the model itself loads on first use or warm_up().
+        # The extractive reader: files checked now (a missing model stops the start), model loaded later.
         self.reader = EvidenceReader.open(self.settings.reader_model) if self.settings.reader else None
         self.fitted_reader_threshold: float | None = None  # calibrate()'s, on the answer logit
         self.writer = DocumentWriter(
@@ -344,6 +343,7 @@ class VerityRAGPipeline:
             sufficiency_threshold=sufficiency_threshold,
             reader=self.reader,
             reader_threshold=self.reader_threshold if reader_threshold is None else reader_threshold,
+            reader_subjects=settings.reader_subjects,
         )
 
     def new_controller(self, settings: Settings | None = None) -> AgentController:

@@ -108,6 +108,24 @@ def test_a_span_of_the_wrong_kind_is_refused_naming_the_kind(pipeline: VerityRAG
     assert "asks for a number" in result.explanation
 
 
+def test_a_name_no_passage_holds_is_refused_naming_it(pipeline: VerityRAGPipeline) -> None:
+    _with_reader(pipeline, 4.0)
+    pipeline.gate.set_threshold(0.0)  # every attempt reaches the reader
+    result = pipeline.query("Who designed the MV Corran Bell for the Broncos?")
+    assert result.abstain_reason is AbstainReason.ANSWERABILITY
+    assert result.explanation is not None
+    assert "'MV Corran Bell'" in result.explanation
+    decision = next(s for s in result.trace if s.stage == "reader_decision")
+    assert decision.details["missing_subjects"] == ["MV Corran Bell"]
+    # Off, the reader's span stands (the stand-in answers with the evidence's first words).
+    off = pipeline.query(
+        "Who designed the MV Corran Bell for the Broncos?",
+        settings=pipeline.settings.replace(reader_subjects=False),
+    )
+    assert "Corran" not in (off.explanation or "")
+    assert next(s for s in off.trace if s.stage == "reader_decision").details["missing_subjects"] == []
+
+
 def test_a_stricter_level_wants_a_surer_reader(pipeline: VerityRAGPipeline, untyped_question: str) -> None:
     _with_reader(pipeline, 1.0)  # above the balanced threshold (0), below the paranoid one (0 + 3)
     assert not pipeline.query(untyped_question).abstained

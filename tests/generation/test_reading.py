@@ -140,3 +140,72 @@ def test_the_same_question_over_the_same_sentences_is_read_once() -> None:
     reader.read("Who?", hits, ranked)  # another question: read, and the cache of one forgets "When?"
     reader.read("When?", hits, ranked)
     assert len(model.seen) == 3
+
+
+class _SpansModel:
+    """Returns the given answers, where found in the evidence, as its spans in this order."""
+
+    def __init__(self, answers: Sequence[tuple[str, float]]) -> None:
+        self.answers = answers
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def read_batch(self, pairs: Sequence[tuple[str, str]], k: int = 1) -> list[ReaderResult]:
+        out = []
+        for _, evidence in pairs:
+            spans = [
+                ReaderSpan(a, evidence.find(a), evidence.find(a) + len(a), score, 0.5)
+                for a, score in self.answers
+                if a in evidence
+            ]
+            out.append(ReaderResult(spans[:k], 0.0))
+        return out
+
+
+SHIPS = [
+    Chunk(
+        "bell#0",
+        "bell",
+        "MV Corran Bell",
+        "The ship is 88 metres long. Her captain is Ewan Tolley.",
+        0,
+        0,
+        55,
+    ),
+    Chunk(
+        "wren#0", "wren", "Ferries", "The MV Lissa Wren is 64 metres long. She was built in 1998.", 0, 0, 58
+    ),
+]
+
+
+def _ship_ranked() -> list[ScoredSentence]:
+    return _ranked(SHIPS, [(0, 0), (1, 0), (0, 1), (1, 1)])
+
+
+def test_the_best_span_whose_passage_names_the_subject_is_the_answer() -> None:
+    hits = [Hit(c, 1.0) for c in SHIPS]
+    model = _SpansModel([("88 metres", 4.0), ("64 metres", 2.0)])
+    reading = EvidenceReader(model).read("How long is the MV Lissa Wren?", hits, _ship_ranked())
+    assert reading.short_answer is not None
+    assert reading.short_answer.text == "64 metres"
+    assert reading.answer_logit == pytest.approx(2.0)  # that span's own score less no-answer's
+    assert reading.missing_subjects == ()
+    # The title names the ship for a passage that says "the ship" / "her".
+    bell = EvidenceReader(model).read("How long is the MV Corran Bell?", hits, _ship_ranked())
+    assert bell.short_answer is not None
+    assert bell.short_answer.text == "88 metres"
+
+
+def test_no_passage_naming_the_subject_is_no_answer_and_says_which_name() -> None:
+    hits = [Hit(c, 1.0) for c in SHIPS]
+    model = _SpansModel([("88 metres", 4.0), ("64 metres", 2.0)])
+    reading = EvidenceReader(model).read("How long is the MV Skarra Star?", hits, _ship_ranked())
+    assert reading.short_answer is None
+    assert reading.missing_subjects == ("MV Skarra Star",)
+    assert reading.answer_logit == pytest.approx(4.0)  # the model's decision value, kept for the gate
+    off = EvidenceReader(model).read(
+        "How long is the MV Skarra Star?", hits, _ship_ranked(), require_subjects=False
+    )
+    assert off.short_answer is not None
+    assert off.short_answer.text == "88 metres"

@@ -205,6 +205,7 @@ class AgentController:
         sufficiency_threshold: float | None = None,
         reader: EvidenceReader | None = None,
         reader_threshold: float = 0.0,
+        reader_subjects: bool = True,
     ) -> None:
         if max_reformulations < 0:
             raise ValueError("max_reformulations must be >= 0")
@@ -238,6 +239,8 @@ class AgentController:
         # strictness level moves it (verityrag.verify.strictness: reader_margin).
         self.reader = reader
         self.reader_threshold = reader_threshold
+        # The question's names, titles and numbers must be in the answer's passage (or its title).
+        self.reader_subjects = reader_subjects
 
     def attempt(
         self,
@@ -272,7 +275,7 @@ class AgentController:
         reading = None
         if self.reader is not None:
             # The user's question, not a rewrite: the rewrite only finds other evidence.
-            reading = self.reader.read(q.text, top, sentences)
+            reading = self.reader.read(q.text, top, sentences, self.reader_subjects)
             t4 = time.perf_counter()
             timings["read"] = (t4 - t3) * 1000
             t3 = t4
@@ -470,7 +473,10 @@ class AgentController:
             "threshold": probability(threshold),
         }
         explanation = None
-        if reading.short_answer is None or reading.answer_logit < threshold:
+        if reading.short_answer is None and reading.missing_subjects:
+            names = " or ".join(repr(name) for name in reading.missing_subjects)
+            explanation = f"the documents do not say: no passage found that answers it names {names}"
+        elif reading.short_answer is None or reading.answer_logit < threshold:
             explanation = "the documents do not say: no passage answers the question"
         elif not reading.type_ok:
             explanation = (

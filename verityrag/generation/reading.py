@@ -11,7 +11,12 @@ per question, and reads the best answer span and the reader's no-answer score:
 - the **answer logit** (best span score minus the no-answer score) says how sure the reader is
   that the evidence answers at all; the agent compares it with a threshold;
 - the **expected type** of the question (:mod:`verityrag.text.answer_types`) and whether the
-  span is of that type: a price question answered by a capacity is refused.
+  span is of that type: a price question answered by a capacity is refused;
+- the question's **subjects** (:mod:`verityrag.text.subjects`: the names, titles and numbers it
+  mentions) must be named by the passage that holds the span or by its document's title: the
+  best span whose passage does is the answer, and when no span's passage does, the reading says
+  which subjects were not found (the agent refuses). The length of the other ship is no answer
+  to "How long is the MV Lissa Wren?".
 """
 
 from __future__ import annotations
@@ -26,12 +31,15 @@ from typing import Protocol
 from verityrag.generation.sentence_selector import ScoredSentence
 from verityrag.text.answer_types import AnswerType, expected_type, matches
 from verityrag.text.sentences import sentence_spans
+from verityrag.text.subjects import Subject, missing_subjects, question_subjects, text_terms
 from verityrag.types import Chunk, Citation, CitedSentence, Hit, ShortAnswer
 
 #: Tokens of evidence one read puts in front of the model (one window with the question).
 DEFAULT_EVIDENCE_TOKENS = 160
 #: The answer logit is clipped here for features and reports (a NaN reads as "no answer").
 LOGIT_CLIP = 20.0
+#: Spans a read returns: the best one whose passage names the question's subjects is the answer.
+SPANS_READ = 10
 
 
 class SpanFound(Protocol):
@@ -51,7 +59,14 @@ class SpanFound(Protocol):
 
 
 class ReadResult(Protocol):
-    """What a reader model returns for one (question, evidence) pair."""
+    """What a reader model returns for one (question, evidence) pair: its best spans, best first,
+    and the no-answer score (a span's score less it is that span's answer logit)."""
+
+    @property
+    def spans(self) -> Sequence[SpanFound]: ...
+
+    @property
+    def null_score(self) -> float: ...
 
     @property
     def best(self) -> SpanFound | None: ...
@@ -88,6 +103,9 @@ class Reading:
     expected: AnswerType
     type_ok: bool
     evidence_tokens: int
+    #: The question's subjects that no passage holding a span names (the best span's, when none
+    #: does: then ``short_answer`` is None); empty when the answer's passage names them all.
+    missing_subjects: tuple[str, ...] = ()
 
     @property
     def answer_probability(self) -> float:
@@ -95,6 +113,7 @@ class Reading:
 
     def trace_details(self) -> dict[str, object]:
         return {
+            "missing_subjects": list(self.missing_subjects),
             "answer_logit": round(self.answer_logit, 4),
             "answer_probability": round(self.answer_probability, 4),
             "short_answer": self.short_answer.text if self.short_answer else None,
@@ -134,7 +153,10 @@ class EvidenceReader:
     """Reads the best-ranked sentences of an attempt with ``model``; constructor stores parameters only."""
 
     def __init__(
-        self, model: ReaderModel, evidence_tokens: int = DEFAULT_EVIDENCE_TOKENS, cache_size: int = 1024
+        self,
+        model: ReaderModel,
+        evidence_tokens: int = DEFAULT_EVIDENCE_TOKENS,
+        cache_size: int = 1024,
     ) -> None:
         if evidence_tokens < 16:
             raise ValueError("evidence_tokens must be >= 16")
@@ -216,31 +238,61 @@ class EvidenceReader:
             if key in self._cache:
                 self._cache.move_to_end(key)
                 return self._cache[key]
-        result = self.model.read_batch([key], k=1)[0]
+        result = self.model.read_batch([key], k=SPANS_READ)[0]
         with self._lock:
             self._cache[key] = result
             while len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)
         return result
 
-    def read(self, question: str, hits: Sequence[Hit], ranked: Sequence[ScoredSentence]) -> Reading:
-        """The reader's finding in the best sentences of ``ranked`` (the selector's order over ``hits``)."""
+    def read(
+        self,
+        question: str,
+        hits: Sequence[Hit],
+        ranked: Sequence[ScoredSentence],
+        require_subjects: bool = True,
+    ) -> Reading:
+        """The reader's finding in the best sentences of ``ranked`` (the selector's order over ``hits``);
+        with ``require_subjects``, in a passage that names what the question is about."""
         text, passages, used = self.passages(hits, ranked)
         if not passages:
             return NOTHING_READ
         result = self._read(question, text)
-        best = result.best
         kind = expected_type(question)
-        if best is None:
+        if result.best is None:
             return Reading(None, _clip(result.answer_logit), (), kind, False, used)
-        passage = next((p for p in reversed(passages) if p.offset <= best.start), passages[0])
-        start = passage.start + best.start - passage.offset
-        end = min(passage.end, passage.start + best.end - passage.offset)
+        subjects = question_subjects(question) if require_subjects else []
+        missing: tuple[str, ...] = ()
+        for rank, span in enumerate(result.spans):
+            passage = _passage_of(passages, span.start)
+            lacking = _missing_in(subjects, passage.chunk)
+            if rank == 0:
+                missing = lacking
+            if not lacking:
+                break
+        else:
+            # No span's passage names what the question asks about: the model's own decision value
+            # is kept (the gate reads it), the answer is none.
+            return Reading(None, _clip(result.answer_logit), (), kind, False, used, missing)
+        start = passage.start + span.start - passage.offset
+        end = min(passage.end, passage.start + span.end - passage.offset)
         span_text = passage.chunk.text[start:end].strip()
-        logit = _clip(result.answer_logit)
-        short = ShortAnswer(span_text, passage.chunk.chunk_id, start, end, 1.0 / (1.0 + math.exp(-logit)))
+        logit = _clip(span.score - result.null_score if rank else result.answer_logit)
+        short = ShortAnswer(span_text, passage.chunk.chunk_id, start, end, probability(logit))
         sentences = answer_sentences(passage.chunk, start, end, ranked)
         return Reading(short, logit, sentences, kind, matches(span_text, kind), used)
+
+
+def _passage_of(passages: Sequence[_Passage], offset: int) -> _Passage:
+    """The passage of the read text that holds ``offset``."""
+    return next((p for p in reversed(passages) if p.offset <= offset), passages[0])
+
+
+def _missing_in(subjects: Sequence[Subject], chunk: Chunk) -> tuple[str, ...]:
+    """The subjects that neither ``chunk``'s text nor its document's title names."""
+    if not subjects:
+        return ()
+    return tuple(s.text for s in missing_subjects(subjects, text_terms([chunk.text, chunk.title])))
 
 
 def answer_sentences(
