@@ -80,6 +80,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("-v", "--verbose", action="store_true")
     p.add_argument(
+        "--per-article",
+        action="store_true",
+        help="ask each SQuAD 2.0 dev split_b article's questions of a fresh pipeline holding that article "
+        "alone (shipped defaults, no calibration; writes eval_report_per_article.json unless --out is given)",
+    )
+    p.add_argument(
+        "--max-articles", type=int, default=None, metavar="N", help="with --per-article: the first N"
+    )
+    p.add_argument(
         "--ragtruth",
         action="store_true",
         help="score verifiers on RAGTruth-QA and HaluEval-QA instead "
@@ -114,6 +123,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--max-test-questions must be >= 1")
     if args.verifier and not args.ragtruth:
         parser.error("--verifier only applies with --ragtruth")
+    if args.max_articles is not None and not args.per_article:
+        parser.error("--max-articles only applies with --per-article")
+    if args.per_article and (args.ragtruth or args.real_llm or args.questions or args.max_test_questions):
+        parser.error(
+            "--per-article asks every question of each article (--max-articles to ask fewer): "
+            "not with --ragtruth, --real-llm, --questions or --max-test-questions"
+        )
     if args.ragtruth:
         # The verifier benchmark has its own data and no agent: these options would be ignored.
         ignored = [
@@ -143,11 +159,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--out {args.out}: cannot create its folder ({exc.strerror})")
     # The plots are written before the JSON: a bad folder found after the run lost the report.
     plots_dir: Path = args.plots_dir or default_plots_dir(args.out)
-    if not (args.ragtruth or args.real_llm or args.no_plots):
+    if not (args.ragtruth or args.real_llm or args.per_article or args.no_plots):
         try:
             plots_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             parser.error(f"--plots-dir {plots_dir}: cannot create the folder ({exc.strerror})")
+    if args.per_article:
+        return _per_article(args)
     if args.ragtruth:
         from verityrag.eval.ragtruth import main_from_args
 
@@ -177,6 +195,25 @@ def main(argv: list[str] | None = None) -> int:
         f"written: {out}, {md_path}"
         + (f", plots in {Path(next(iter(plots.values()))).parent}" if plots else "")
     )
+    return 0
+
+
+def _per_article(args: argparse.Namespace) -> int:
+    from verityrag.config import Settings
+    from verityrag.eval.per_article import DEFAULT_OUT, run_per_article
+
+    settings = Settings.profile(args.profile).replace(reader=not args.without_reader)
+    report = run_per_article(settings, args.max_articles, progress=not args.no_progress)
+    out = Path(DEFAULT_OUT) if str(args.out) == "eval_report.json" else args.out
+    write_json(report, out)
+    m = report["metrics"]
+    print(
+        f"{len(report['articles'])} articles, {m['questions']} questions: coverage {m['coverage']:.1%}, "
+        f"answered and correct {m['answered_and_correct']:.1%}, unanswerable abstention "
+        f"{m['unanswerable_abstention']:.1%}, accuracy of all answers {m['accuracy_of_all_answers']:.1%}, "
+        f"p50 / p95 {report['latency_ms']['p50']:.1f} / {report['latency_ms']['p95']:.1f} ms"
+    )
+    print(f"written: {out}")
     return 0
 
 
