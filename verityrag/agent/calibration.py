@@ -14,6 +14,8 @@ answer list: the corpus cannot answer it), through the agent's public methods on
   stops paying: a wrong answer costs :data:`WRONG_ANSWER_COST` right ones.
 - :func:`check_reranker`: the ICT reranker is kept only if it ranks a gold-holding chunk
   first significantly more often than fusion alone (one-sided sign test).
+- :func:`fit_confidence`: what a reply's ``confidence`` says, P(it is right), fitted on the
+  replies the finished agent gives (:mod:`verityrag.agent.confidence`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from verityrag.agent.confidence import ConfidenceModel, reply_row
 from verityrag.agent.controller import AgentController
 from verityrag.agent.sufficiency import GATE_FEATURES, READER_FEATURES, SufficiencyGate
 from verityrag.checks.thresholds import GateOutcome, gate_outcomes
@@ -229,4 +232,21 @@ def fit_reader_threshold(
         "questions_reaching_reader": sum(o.score is not None for o in outcomes),
         "answered": len(answered),
         "answered_right": sum(o.correct for o in answered),
+    }
+
+
+def fit_confidence(
+    query: Callable[[str], QueryResult], labelled: Labelled
+) -> tuple[ConfidenceModel, dict[str, Any]]:
+    """Ask ``labelled`` of ``query`` (the agent as it will answer) and fit P(the reply is right) on
+    the replies; the model and the figures of the fit."""
+    rows = [reply_row(query(question), answers) for question, answers in labelled]
+    model = ConfidenceModel.fit(rows)
+    answers = [r for r in rows if r.answered]
+    return model, {
+        "questions": len(rows),
+        "answers": len(answers),
+        "answers_right": sum(r.right for r in answers),
+        "refusals_right": sum(r.right for r in rows if not r.answered),
+        "model": model.to_dict(),
     }

@@ -22,6 +22,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from verityrag.agent.confidence import ConfidenceModel
 from verityrag.agent.protocols import (
     AnswerabilityModel,
     Answerer,
@@ -206,6 +207,7 @@ class AgentController:
         reader: EvidenceReader | None = None,
         reader_threshold: float = 0.0,
         reader_subjects: bool = True,
+        confidence: ConfidenceModel | None = None,
     ) -> None:
         if max_reformulations < 0:
             raise ValueError("max_reformulations must be >= 0")
@@ -241,6 +243,9 @@ class AgentController:
         self.reader_threshold = reader_threshold
         # The question's names, titles and numbers must be in the answer's passage (or its title).
         self.reader_subjects = reader_subjects
+        # What a reply's `confidence` is: P(it is right), fitted on labelled questions; without a
+        # model, the gate's probability (which is not that, decision 0062).
+        self.confidence = confidence
 
     def attempt(
         self,
@@ -444,20 +449,30 @@ class AgentController:
                 return self._abstain(question, AbstainReason.READER, best, trace, base, report)
 
         logger.debug("answer %r with p=%.3f >= %.3f", question, best.probability, threshold)
-        trace.append(TraceStep("answer", 0.0, {"probability": best.probability, **base}))
+        confidence = self.reply_confidence(True, best)
+        trace.append(
+            TraceStep("answer", 0.0, {"probability": best.probability, "confidence": confidence, **base})
+        )
         return QueryResult(
             question=question,
             answer=annotated_answer or " ".join(s.text for s in answer_sentences),
             abstained=False,
             abstain_reason=None,
             grounding=report,
-            confidence=best.probability,
+            confidence=confidence,
             sentences=tuple(answer_sentences),
             evidence=tuple(best.hits),
             trace=tuple(trace),
             unsupported_claims=unsupported_claims,
             short_answer=short_answer,
         )
+
+    def reply_confidence(self, answered: bool, best: Attempt) -> float:
+        """The probability that answering (or refusing) on ``best`` is right (see ``confidence``)."""
+        if self.confidence is None:
+            return best.probability
+        logit = best.reading.answer_logit if best.reading is not None else None
+        return self.confidence.probability(answered, best.probability, logit)
 
     def effective_reader_threshold(self) -> float:
         """The reader's threshold on the answer logit at this agent's strictness level."""
@@ -497,6 +512,7 @@ class AgentController:
     ) -> QueryResult:
         logger.debug("abstain (%s) on %r: p=%.3f", reason.value, question, best.probability)
         explanation = details.get("explanation") or ABSTAIN_EXPLANATIONS[reason]
+        confidence = self.reply_confidence(False, best)
         trace.append(
             TraceStep(
                 "abstain",
@@ -504,6 +520,7 @@ class AgentController:
                 {
                     "reason": reason.value,
                     "probability": best.probability,
+                    "confidence": confidence,
                     **details,
                     "explanation": explanation,
                 },
@@ -515,7 +532,7 @@ class AgentController:
             abstained=True,
             abstain_reason=reason,
             grounding=report or GroundingReport(0.0),
-            confidence=best.probability,
+            confidence=confidence,
             evidence=tuple(best.hits),
             trace=tuple(trace),
             explanation=explanation,

@@ -27,6 +27,7 @@ __all__ = [
     "normalize_answer",
     "percentiles",
     "rate",
+    "reliability",
     "risk_coverage_curve",
     "selective_accuracy_at_coverage",
     "token_f1",
@@ -186,6 +187,32 @@ def selective_accuracy_at_coverage(curve: RiskCoverage, coverage: float) -> floa
             return 1.0 - expected / k
         prev_count, prev_errors = count, errors
     return 1.0 - curve.risk[-1]
+
+
+def reliability(confidences: Sequence[float], right: Sequence[bool], bins: int = 10) -> dict[str, Any]:
+    """How far a stated confidence is from how often it is right: equal-width bins over [0, 1]
+    (a confidence of 1.0 falls in the last), each with its count, mean confidence and share
+    right; ``ece``, the expected calibration error, is the count-weighted mean gap |mean
+    confidence - share right| over the bins (0: every stated confidence is met exactly)."""
+    if len(confidences) != len(right):
+        raise ValueError(f"confidences and right differ in length: {len(confidences)} != {len(right)}")
+    if bins < 1:
+        raise ValueError(f"bins must be >= 1, got {bins}")
+    conf = np.clip(np.asarray(confidences, dtype=np.float64), 0.0, 1.0)
+    ok = np.asarray(right, dtype=np.float64)
+    which = np.minimum((conf * bins).astype(int), bins - 1)
+    rows = []
+    gap = 0.0
+    for b in range(bins):
+        inside = which == b
+        n = int(inside.sum())
+        mean_conf = float(conf[inside].mean()) if n else 0.0
+        share = float(ok[inside].mean()) if n else 0.0
+        gap += n * abs(mean_conf - share)
+        rows.append(
+            {"low": b / bins, "high": (b + 1) / bins, "n": n, "confidence": mean_conf, "right": share}
+        )
+    return {"bins": rows, "ece": gap / len(conf) if len(conf) else 0.0, "n": len(conf)}
 
 
 def auroc_interval(

@@ -66,6 +66,14 @@ def headline_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
     for kind, value in sorted(m["correct_abstention"].items()):
         interval = ci.get("correct_abstention", {}).get(kind)
         rows.append((f"correct abstention: {kind.replace('_', ' ')}", _pct_ci(value, interval)))
+    calibration = m.get("confidence_calibration")
+    if calibration:  # reports before the confidence was calibrated have none
+        rows.append(
+            (
+                "expected calibration error of `confidence` (P(the reply is right); lower is better)",
+                f"{calibration['ece']:.3f}",
+            )
+        )
     rows += [
         ("AURC, all questions (lower is better)", f"{m['aurc']['all_questions']:.4f}"),
         ("AURC, answerable only", f"{m['aurc']['answerable_only']:.4f}"),

@@ -28,6 +28,7 @@ from verityrag.eval.metrics import (
     max_token_f1,
     percentiles,
     rate,
+    reliability,
     risk_coverage_curve,
 )
 from verityrag.pipeline import IN_MEMORY, VerityRAGPipeline
@@ -336,6 +337,12 @@ def summarise(outcomes: Sequence[QuestionOutcome]) -> dict[str, Any]:
             "answerable_only": curve_ans.as_dict(),
         },
         "aurc": {"all_questions": curve_all.aurc, "answerable_only": curve_ans.aurc},
+        # Is `confidence` the probability that the reply is right? An answer is right when it holds
+        # a gold answer, a refusal when the question has none.
+        "confidence_calibration": reliability(
+            [o.confidence for o in outcomes],
+            [o.correct if o.answered else not o.answerable for o in outcomes],
+        ),
         "latency_ms": {
             "per_question": percentiles([o.latency_ms for o in outcomes]),
             "per_stage": {
