@@ -133,6 +133,9 @@ class Settings:
     # holds the reader's span or by its document's title, else that span is no answer
     # (verityrag.text.subjects): the length of the other ship does not answer for this one.
     reader_subjects: bool = True
+    # Refuse with AbstainReason.CONFLICT, naming both answers and their documents, when another
+    # document gives a different answer of the kind asked for that the reader supports as well.
+    report_conflicts: bool = False
     # Independent documents (different declared sources, not near copies) among the evidence
     # that must say the answer for it to stand; fewer: AbstainReason.CORROBORATION. 1: none
     # asked for (verityrag.verify.sources; docs/decisions/0041-provenance-and-corroboration.md).

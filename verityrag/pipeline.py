@@ -344,6 +344,7 @@ class VerityRAGPipeline:
             reader=self.reader,
             reader_threshold=self.reader_threshold if reader_threshold is None else reader_threshold,
             reader_subjects=settings.reader_subjects,
+            report_conflicts=settings.report_conflicts,
         )
 
     def new_controller(self, settings: Settings | None = None) -> AgentController:
@@ -394,10 +395,9 @@ class VerityRAGPipeline:
         ``reader_threshold`` (on the answer logit; None: its own): how thresholds are fitted and
         swept (:mod:`verityrag.checks.thresholds`) without touching the pipeline."""
         check_question("question", question, self.settings.max_query_chars)
-        agent = self._build_controller(
+        return self._build_controller(
             self.settings, self.gate, checks, sufficiency_threshold, reader_threshold
-        )
-        return agent.run(question)
+        ).run(question)
 
     def reader_open_query(self) -> Callable[[str], QueryResult]:
         """``query`` with the reader refusing nothing for want of confidence (a span of the wrong kind

@@ -119,6 +119,9 @@ class AbstainReason(enum.StrEnum):
     VERIFIER_ERROR = "verifier_error"
     # Fewer independent documents agree on the answer than ``Settings.min_sources`` asks for.
     CORROBORATION = "corroboration"
+    # Documents disagree: the reader found answers of the same kind in different documents, each
+    # well supported (``Settings.report_conflicts``); the explanation names both and their sources.
+    CONFLICT = "conflict"
 
 
 @dataclass(frozen=True, slots=True)

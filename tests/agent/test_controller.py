@@ -20,7 +20,9 @@ import pytest
 from verityrag import AbstainReason, InvalidInputError, Settings, VerityRAGPipeline
 from verityrag.agent.controller import GROUNDING_THRESHOLDS, AgentController
 from verityrag.agent.sufficiency import GATE_FEATURES, SufficiencyGate
+from verityrag.crossenc.reader import ReaderResult, ReaderSpan
 from verityrag.errors import NotFittedError
+from verityrag.generation.reading import EvidenceReader
 from verityrag.retrieval.reranker import KEEP_RERANKER_ALPHA, sign_test_p
 from verityrag.types import Chunk, CitedSentence, GroundingReport, QueryResult, TraceStep
 from verityrag.verify.grounding import GroundingChecker
@@ -356,6 +358,34 @@ def _corroboration(pipeline: VerityRAGPipeline) -> QueryResult:
     return pipeline.query(question, settings=pipeline.settings.replace(min_sources=10))
 
 
+class _TwoLengths:
+    """A stand-in reader model: "64 metres" (the better span) and "88 metres", where the evidence has them."""
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def read_batch(self, pairs: Sequence[tuple[str, str]], k: int = 1) -> list[ReaderResult]:
+        out = []
+        for _, evidence in pairs:
+            found = [(a, s) for a, s in (("64 metres", 4.0), ("88 metres", 3.0)) if a in evidence]
+            spans = [ReaderSpan(a, evidence.find(a), evidence.find(a) + len(a), s, 0.5) for a, s in found]
+            out.append(ReaderResult(spans, 0.0))
+        return out
+
+
+def _conflict(pipeline: VerityRAGPipeline) -> QueryResult:
+    # Two documents give the ship different lengths, both read as answers (report_conflicts on).
+    p = VerityRAGPipeline(settings=Settings(report_conflicts=True))
+    p.ingest_document(
+        "wren", "MV Lissa Wren", "The MV Lissa Wren is 64 metres long. She sails from Hollin Isle."
+    )
+    p.ingest_document("facts", "Ferry facts", "The MV Lissa Wren is 88 metres long, says the harbour office.")
+    p.reader = EvidenceReader(_TwoLengths())
+    p.fitted_reader_threshold = 0.0
+    p.gate.set_threshold(0.0)
+    return p.query("How long is the MV Lissa Wren?")
+
+
 SCENARIOS: dict[AbstainReason, Callable[[VerityRAGPipeline], QueryResult]] = {
     AbstainReason.NO_EVIDENCE: _no_evidence,
     AbstainReason.SUFFICIENCY: _sufficiency,
@@ -364,6 +394,7 @@ SCENARIOS: dict[AbstainReason, Callable[[VerityRAGPipeline], QueryResult]] = {
     AbstainReason.GUARD: _guard,
     AbstainReason.READER: _reader,
     AbstainReason.CORROBORATION: _corroboration,
+    AbstainReason.CONFLICT: _conflict,
 }
 
 
@@ -383,6 +414,14 @@ def test_abstain_reason_is_reachable_and_recorded(pipeline: VerityRAGPipeline, r
 def test_abstain_reasons_every_reason_but_verifier_error_has_a_scenario() -> None:
     assert set(SCENARIOS) == set(AbstainReason) - {AbstainReason.VERIFIER_ERROR}
     assert AbstainReason("verifier_error") is AbstainReason.VERIFIER_ERROR  # reserved, not emitted yet
+
+
+def test_a_conflict_names_both_answers_and_their_documents(pipeline: VerityRAGPipeline) -> None:
+    result = _conflict(pipeline)
+    assert result.explanation is not None
+    assert "'64 metres' (MV Lissa Wren)" in result.explanation
+    assert "'88 metres' (Ferry facts)" in result.explanation
+    assert [c["answer"] for c in result.trace[-1].details["conflict"]] == ["64 metres", "88 metres"]
 
 
 def test_abstain_no_evidence_records_empty_attempt() -> None:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from verityrag.crossenc.reader import ReaderResult, ReaderSpan
-from verityrag.generation.reading import LOGIT_CLIP, EvidenceReader, answer_sentences
+from verityrag.generation.reading import LOGIT_CLIP, EvidenceReader, answer_sentences, disagree
 from verityrag.generation.sentence_selector import ScoredSentence
 from verityrag.text.answer_types import AnswerType
 from verityrag.text.sentences import sentence_spans
@@ -209,3 +209,29 @@ def test_no_passage_naming_the_subject_is_no_answer_and_says_which_name() -> Non
     )
     assert off.short_answer is not None
     assert off.short_answer.text == "88 metres"
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "differ"),
+    [
+        ("88 metres", "64 metres", True),
+        ("88 metres", "88 m", False),
+        ("Ewan Tolley", "Captain Ewan", False),
+        ("Ewan Tolley", "Mara Lind", True),
+        ("the", "a", False),  # nothing said either way
+    ],
+)
+def test_what_counts_as_a_different_answer(a: str, b: str, differ: bool) -> None:
+    assert disagree(a, b) is differ
+
+
+def test_another_documents_different_answer_is_an_alternative() -> None:
+    chunks = [*SHIPS, Chunk("log#0", "log", "Harbour log", "The MV Lissa Wren is 70 metres long.", 0, 0, 36)]
+    hits = [Hit(c, 1.0) for c in chunks]
+    ranked = _ranked(chunks, [(1, 0), (2, 0), (0, 0)])
+    model = _SpansModel([("64 metres", 4.0), ("70 metres", 3.0), ("88 metres", 2.5), ("64", 2.0)])
+    reading = EvidenceReader(model).read("How long is the MV Lissa Wren?", hits, ranked)
+    assert reading.short_answer is not None
+    assert reading.short_answer.text == "64 metres"
+    # The Corran Bell's 88 metres is not about this ship; "64" is the same answer.
+    assert [(a.text, a.doc_id, a.answer_logit) for a in reading.alternatives] == [("70 metres", "log", 3.0)]

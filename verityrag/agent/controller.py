@@ -81,11 +81,21 @@ ABSTAIN_EXPLANATIONS: dict[AbstainReason, str] = {
     AbstainReason.GUARD: "the answer is not supported by the documents it cites",
     AbstainReason.READER: "the answer does not say what the documents give for the question",
     AbstainReason.VERIFIER_ERROR: "the answer could not be verified (the verifier failed)",
+    AbstainReason.CONFLICT: "the documents disagree on the answer",
 }
 
 #: Top chunks the question-side checks (answerability, reader) read: enough for the answer,
 #: few enough for one model window once trimmed to the question.
 QUESTION_CHECK_CHUNKS = 3
+
+
+def _title_of(reading: Reading, chunk_id: str) -> str:
+    """The title of the document the answer's sentences cite (the chunk id when none says)."""
+    for sentence in reading.sentences:
+        for citation in sentence.citations:
+            if citation.chunk_id == chunk_id:
+                return citation.title or citation.doc_id
+    return chunk_id
 
 
 class _ObservedTrace(list[TraceStep]):
@@ -208,6 +218,7 @@ class AgentController:
         reader_threshold: float = 0.0,
         reader_subjects: bool = True,
         confidence: ConfidenceModel | None = None,
+        report_conflicts: bool = False,
     ) -> None:
         if max_reformulations < 0:
             raise ValueError("max_reformulations must be >= 0")
@@ -246,6 +257,9 @@ class AgentController:
         # What a reply's `confidence` is: P(it is right), fitted on labelled questions; without a
         # model, the gate's probability (which is not that, decision 0062).
         self.confidence = confidence
+        # Refuse, naming both, when another document gives a different answer of the same kind
+        # that the reader supports as well as it must support an answer (AbstainReason.CONFLICT).
+        self.report_conflicts = report_conflicts
 
     def attempt(
         self,
@@ -358,6 +372,9 @@ class AgentController:
             if refusal is not None:
                 return self._abstain(question, AbstainReason.ANSWERABILITY, best, trace, base | refusal)
             short_answer = best.reading.short_answer
+            conflict = self._conflict(best.reading) if self.report_conflicts else None
+            if conflict is not None:
+                return self._abstain(question, AbstainReason.CONFLICT, best, trace, base | conflict)
 
         evidence_text = " ".join(h.chunk.text for h in best.hits[:QUESTION_CHECK_CHUNKS])
         if self.answerability is not None and not _passes(
@@ -500,6 +517,22 @@ class AgentController:
             )
         trace.append(TraceStep("reader_decision", 0.0, {**details, "answers": explanation is None}))
         return None if explanation is None else {"explanation": explanation}
+
+    def _conflict(self, reading: Reading) -> dict[str, Any] | None:
+        """The documents' disagreement (trace details and explanation), or None: other documents'
+        answers the reader supports above its threshold that differ from the answer."""
+        threshold = self.effective_reader_threshold()
+        others = [a for a in reading.alternatives if a.answer_logit >= threshold]
+        answer = reading.short_answer
+        if not others or answer is None:
+            return None
+        said = [f"{answer.text!r} ({_title_of(reading, answer.chunk_id)})"]
+        said += [f"{a.text!r} ({a.title or a.doc_id})" for a in others]
+        return {
+            "conflict": [{"answer": answer.text, "chunk_id": answer.chunk_id}]
+            + [a.trace_details() for a in others],
+            "explanation": "the documents disagree: " + " or ".join(said),
+        }
 
     def _abstain(
         self,

@@ -16,7 +16,11 @@ per question, and reads the best answer span and the reader's no-answer score:
   mentions) must be named by the passage that holds the span or by its document's title: the
   best span whose passage does is the answer, and when no span's passage does, the reading says
   which subjects were not found (the agent refuses). The length of the other ship is no answer
-  to "How long is the MV Lissa Wren?".
+  to "How long is the MV Lissa Wren?";
+- the **alternatives**: the reader's other spans in *other documents* whose passages name the
+  subjects too, of the kind the question asks for, that say something else (no word in
+  common with the answer): where documents disagree (two prices, two years). The agent
+  decides which are well enough supported to report.
 """
 
 from __future__ import annotations
@@ -30,7 +34,9 @@ from typing import Protocol
 
 from verityrag.generation.sentence_selector import ScoredSentence
 from verityrag.text.answer_types import AnswerType, expected_type, matches
+from verityrag.text.answers import answer_tokens
 from verityrag.text.sentences import sentence_spans
+from verityrag.text.stopwords import ENGLISH_STOPWORDS
 from verityrag.text.subjects import Subject, missing_subjects, question_subjects, text_terms
 from verityrag.types import Chunk, Citation, CitedSentence, Hit, ShortAnswer
 
@@ -94,6 +100,26 @@ class _Passage:
 
 
 @dataclass(frozen=True, slots=True)
+class Alternative:
+    """Another document's answer to the same question: its span, where, and its answer logit."""
+
+    text: str
+    chunk_id: str
+    doc_id: str
+    title: str
+    answer_logit: float
+
+    def trace_details(self) -> dict[str, object]:
+        return {
+            "answer": self.text,
+            "chunk_id": self.chunk_id,
+            "doc_id": self.doc_id,
+            "title": self.title,
+            "answer_logit": round(self.answer_logit, 4),
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class Reading:
     """What the reader found for one attempt's evidence."""
 
@@ -106,6 +132,8 @@ class Reading:
     #: The question's subjects that no passage holding a span names (the best span's, when none
     #: does: then ``short_answer`` is None); empty when the answer's passage names them all.
     missing_subjects: tuple[str, ...] = ()
+    #: Other documents' answers that disagree with ``short_answer``, best first, one per document.
+    alternatives: tuple[Alternative, ...] = ()
 
     @property
     def answer_probability(self) -> float:
@@ -114,6 +142,7 @@ class Reading:
     def trace_details(self) -> dict[str, object]:
         return {
             "missing_subjects": list(self.missing_subjects),
+            "alternatives": [a.trace_details() for a in self.alternatives],
             "answer_logit": round(self.answer_logit, 4),
             "answer_probability": round(self.answer_probability, 4),
             "short_answer": self.short_answer.text if self.short_answer else None,
@@ -280,7 +309,46 @@ class EvidenceReader:
         logit = _clip(span.score - result.null_score if rank else result.answer_logit)
         short = ShortAnswer(span_text, passage.chunk.chunk_id, start, end, probability(logit))
         sentences = answer_sentences(passage.chunk, start, end, ranked)
-        return Reading(short, logit, sentences, kind, matches(span_text, kind), used)
+        others = _alternatives(result, passages, passage.chunk, span_text, subjects, kind)
+        return Reading(short, logit, sentences, kind, matches(span_text, kind), used, (), others)
+
+
+def _alternatives(
+    result: ReadResult,
+    passages: Sequence[_Passage],
+    chosen: Chunk,
+    answer: str,
+    subjects: Sequence[Subject],
+    kind: AnswerType,
+) -> tuple[Alternative, ...]:
+    """The best span of each other document that answers the same question differently
+    (:func:`disagree`): its passage names the subjects and it is of the kind asked for."""
+    best: dict[str, Alternative] = {}
+    for span in result.spans:
+        passage = _passage_of(passages, span.start)
+        chunk = passage.chunk
+        text = span.text.strip()
+        if chunk.doc_id == chosen.doc_id or chunk.doc_id in best or not text:
+            continue
+        if (kind is not AnswerType.ANY and not matches(text, kind)) or _missing_in(subjects, chunk):
+            continue
+        if not disagree(answer, text):
+            continue
+        logit = _clip(span.score - result.null_score)
+        best[chunk.doc_id] = Alternative(text, chunk.chunk_id, chunk.doc_id, chunk.title, logit)
+    return tuple(sorted(best.values(), key=lambda a: -a.answer_logit))
+
+
+def disagree(a: str, b: str) -> bool:
+    """Two answers say different things: their numbers differ when both give numbers ("88 metres",
+    "64 metres"), else they share no content word ("Ewan Tolley", "Ewan" agree)."""
+    ta, tb = answer_tokens(a), answer_tokens(b)
+    numbers_a = {t for t in ta if any(c.isdigit() for c in t)}
+    numbers_b = {t for t in tb if any(c.isdigit() for c in t)}
+    if numbers_a and numbers_b:
+        return not numbers_a & numbers_b
+    words_a, words_b = set(ta) - ENGLISH_STOPWORDS, set(tb) - ENGLISH_STOPWORDS
+    return bool(words_a) and bool(words_b) and not words_a & words_b
 
 
 def _passage_of(passages: Sequence[_Passage], offset: int) -> _Passage:

@@ -24,6 +24,8 @@ REASON_TEXT = {
     "guard": "the learned guard judged the drafted answer unsupported",
     "reader": "the drafted answer does not say what the extractive reader finds in the evidence for this question",
     "verifier_error": "the verifier failed, so the system refused rather than answer unchecked",
+    "corroboration": "fewer independent documents say the answer than the settings ask for",
+    "conflict": "the documents disagree on the answer",
 }
 
 
