@@ -26,6 +26,7 @@ from verityrag.crossenc.resumable import (
     epoch_batches,
     plan_for_budget,
     plan_for_steps,
+    replan_for_budget,
 )
 from verityrag.crossenc.trainer import minilm_path
 from verityrag.train.reader import export, ship_if_better
@@ -239,3 +240,30 @@ def test_a_reader_ships_only_when_better_on_validation(
     assert ship_if_better(_with_validation_f1(folder, 55.0), shipped, force=True)
     assert ship_if_better(_with_validation_f1(folder, 61.0), shipped)
     assert ModelMetadata.read(shipped).metrics["validation"]["squad2"]["f1"] == 61.0
+
+
+def test_a_late_run_is_replanned_to_end_inside_a_new_budget() -> None:
+    plan = plan_for_budget(45, 6000.0, 1.7, 0.06, 100.0)
+    late = replan_for_budget(plan, 1765, 1765 * 2.0, 60.0, 50.0)  # 2.0 s a step so far, not 1.7
+    assert late.warmup_steps == plan.warmup_steps
+    assert late.measured_steps == plan.measured_steps
+    assert late.total_steps == 1765 + int((3600 - 50) * 0.97 / 2.0)
+    assert late.learning_rate_factor(late.total_steps) == 0.0
+    assert late.source.startswith("re-planned at step 1765")
+    with pytest.raises(ValueError, match="warm-up"):
+        replan_for_budget(plan, 50, 100.0, 60.0, 0.0)
+
+
+def test_a_resumed_run_replans_only_when_asked(tmp_path: Path) -> None:
+    examples = colour_examples(64, seed=8)
+    plan = plan_for_steps(400, 0.01, "steps")  # 4 warm-up steps
+    for _ in range(6):  # each stops after one step: past warm-up, deterministically
+        kept = _trainer(tmp_path, plan=plan, max_minutes=0).fit(examples)
+    assert not kept.finished_
+    assert kept.step_ == 6
+    assert kept.plan_.total_steps == 400  # kept: no replan asked
+    replanned = _trainer(tmp_path, budget_minutes=0.02, replan=True).fit(examples)
+    assert replanned.finished_
+    assert replanned.plan_.source.startswith("re-planned")
+    assert replanned.total_steps_ != 400
+    assert replanned.learning_rate_ == 0.0

@@ -130,6 +130,29 @@ def plan_for_budget(
     return plan_for_steps(steps_taken + steps, warmup_fraction, source, measured_steps=steps_taken)
 
 
+def replan_for_budget(
+    plan: Plan, step: int, trained_seconds: float, budget_minutes: float, setup_seconds: float
+) -> Plan:
+    """A running plan refitted when the run proves slower (or faster) than its first steps said:
+    from ``step`` on, as many steps as fit in ``budget_minutes`` (less setup and a margin) at the
+    run's own rate so far (``trained_seconds / step``); warm-up is kept, and the decay to zero is
+    laid over the new remainder. The rate drops at once to the new line: better than ending late."""
+    if step < plan.measured_steps + plan.warmup_steps:
+        raise InvalidInputError(
+            "replan", f"step {step} is still in the timed steps or warm-up; resume without it"
+        )
+    rate = trained_seconds / max(1, step)
+    left = budget_minutes * 60 - setup_seconds
+    more = math.floor(left * (1 - _BUDGET_MARGIN) / rate)
+    if more < 1:
+        raise InvalidInputError("budget_minutes", f"{budget_minutes:g} min leaves no time to train")
+    source = (
+        f"re-planned at step {step} to {budget_minutes:g} more min at {rate:.3f} s/step "
+        f"(was {plan.total_steps} steps: {plan.source})"
+    )
+    return Plan(step + more, plan.warmup_steps, source, plan.measured_steps)
+
+
 ConfigT = TypeVar("ConfigT", bound=TrainingConfig)
 #: The loss of one batch: (model, the batch's item indices, device, bf16 autocast) -> a scalar tensor.
 BatchLoss = Callable[[Any, list[int], str, bool], "torch.Tensor"]
@@ -185,6 +208,7 @@ class ResumableTrainer(Generic[ConfigT]):
         budget_minutes: float | None = None,
         plan: Plan | None = None,
         compile: bool = False,
+        replan: bool = False,
     ) -> None:
         if budget_minutes is not None and budget_minutes <= 0:
             raise InvalidInputError("budget_minutes", f"must be > 0, got {budget_minutes}")
@@ -201,6 +225,7 @@ class ResumableTrainer(Generic[ConfigT]):
         self.budget_minutes = budget_minutes
         self.plan = plan
         self.compile = compile
+        self.replan = replan
 
     def _default_config(self) -> ConfigT:
         raise NotImplementedError
@@ -262,6 +287,15 @@ class ResumableTrainer(Generic[ConfigT]):
         plan: Plan | None = saved["plan"]
         if plan is None:
             plan = self._plan(per_epoch)
+        elif self.replan and self.budget_minutes is not None:
+            plan = replan_for_budget(
+                plan,
+                saved["step"],
+                saved["trained_seconds"],
+                self.budget_minutes,
+                time.perf_counter() - started,
+            )
+            self._logger().info("%s: %s", self.name, plan.source)
         elif self.budget_minutes is not None or self.plan is not None:
             self._logger().info("%s: keeping the checkpoint's plan (%s)", self.name, plan.source)
         # Read by the scheduler at every step: a budgeted run swaps in its fixed plan after measuring.

@@ -163,6 +163,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--steps", type=int, default=None, help="plan exactly this many steps instead")
     p.add_argument(
+        "--replan",
+        action="store_true",
+        help="with --budget-minutes, on resume: fit the remaining steps into that many more minutes "
+        "at the run's own rate so far (a run that proved slower than planned ends in time)",
+    )
+    p.add_argument(
         "--compile", action="store_true", help="torch.compile the model (faster on a long CPU run)"
     )
     p.add_argument("--epochs", type=int, default=defaults.epochs)
@@ -213,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         budget_minutes=args.budget_minutes,
         plan=None if args.steps is None else plan_for_steps(args.steps, config.warmup_fraction, "steps"),
         compile=args.compile,
+        replan=args.replan,
     ).fit(train, data_meta["sha256"]["train"])
     if not trainer.finished_:
         print(
