@@ -188,13 +188,13 @@ def span_reader_section() -> str:
             "checkpoint, as the full run did not fit its time)"
         )
         where = f"on {t['device']}, bfloat16 {'on' if t['bf16_autocast'] else 'off'}"
-    elif str(t.get("plan", "")).startswith("budget"):  # steps planned to end inside a time budget
+    elif "min at" in str(t.get("plan", "")):  # steps planned to end inside a time budget
         windows = t["encoding"]["windows"]
         how_long = (
             f"for {t['total_steps']:,} steps of {t['batch_size']} windows "
-            f"({t['total_steps'] * t['batch_size'] / windows:.2f} epochs of {windows:,}), planned to fit a "
-            f"{t['plan'].removeprefix('budget of ')} (learning rate {t['learning_rate']:g}, warm-up, then "
-            f"linear decay to {t['final_learning_rate']:g} at the last step)"
+            f"({t['total_steps'] * t['batch_size'] / windows:.2f} epochs of {windows:,}), planned to end inside "
+            f"a time budget (learning rate {t['learning_rate']:g}, warm-up, then linear decay to "
+            f"{t['final_learning_rate']:g} at the last step; plan: {t['plan']})"
         )
         where = (
             f"{t['train_seconds'] / 3600:.1f} h on {t['device']}, "
