@@ -43,6 +43,8 @@ def test_an_article_is_its_paragraphs_titled_as_the_article() -> None:
     docs = article.documents()
     assert [d.doc_id for d in docs] == ["Steam_engine-000", "Steam_engine-001"]
     assert {d.title for d in docs} == {"Steam engine"}
+    odd = Article("Sky_(United_Kingdom)", ("Text.",), ()).documents()
+    assert odd[0].doc_id == "Sky__United_Kingdom-000"
 
 
 @pytest.mark.integration

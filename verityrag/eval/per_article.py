@@ -20,6 +20,7 @@ setting (``verityrag.train.reader_data`` asserts it for the reader).
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -50,7 +51,9 @@ class Article:
     def documents(self) -> list[Document]:
         """The article's paragraphs, one document each, titled with the article's title."""
         readable = self.title.replace("_", " ")
-        return [Document(f"{self.title}-{i:03d}", readable, text) for i, text in enumerate(self.paragraphs)]
+        # Titles hold characters a document id may not ("Sky_(United_Kingdom)").
+        stem = re.sub(r"[^A-Za-z0-9_:-]+", "_", self.title).strip("_") or "article"
+        return [Document(f"{stem}-{i:03d}", readable, text) for i, text in enumerate(self.paragraphs)]
 
 
 def load_articles(max_articles: int | None = None) -> list[Article]:
