@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from verityrag.generation.reading import logit, probability
 from verityrag.text.answers import contains_gold
 from verityrag.types import QueryResult
 
@@ -47,8 +48,7 @@ def reply_right(answered: bool, holds_gold: bool, answerable: bool) -> bool:
 
 
 def _features(gate_probability: float, reader_logit: float | None) -> list[float]:
-    p = min(max(gate_probability, 1e-9), 1 - 1e-9)
-    gate = max(-_CLIP, min(_CLIP, math.log(p / (1 - p))))
+    gate = max(-_CLIP, min(_CLIP, logit(gate_probability)))
     reader = (
         0.0 if reader_logit is None or math.isnan(reader_logit) else max(-_CLIP, min(_CLIP, reader_logit))
     )
@@ -67,14 +67,14 @@ class _Decision:
         x = self.bias + sum(
             w * f for w, f in zip(self.weights, _features(gate_probability, reader_logit), strict=True)
         )
-        return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
+        return probability(x)
 
     @classmethod
     def fit(cls, rows: Sequence[ReplyRow]) -> _Decision:
         right = sum(r.right for r in rows)
         if len(rows) < MIN_ROWS or right in (0, len(rows)):
             share = (right + 1) / (len(rows) + 2)  # Laplace: never a certain 0 or 1 from few replies
-            return cls(math.log(share / (1 - share)), (0.0, 0.0), len(rows))
+            return cls(logit(share), (0.0, 0.0), len(rows))
         from sklearn.linear_model import LogisticRegression
 
         x = np.array([_features(r.gate_probability, r.reader_logit) for r in rows])

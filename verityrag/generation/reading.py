@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -291,10 +291,19 @@ class EvidenceReader:
         if result.best is None:
             return Reading(None, _clip(result.answer_logit), (), kind, False, used)
         subjects = question_subjects(question) if require_subjects else []
+        # Per chunk, once: several spans (and the alternatives) fall in one chunk, and naming is
+        # an analysis of its whole text.
+        lacking_by_chunk: dict[str, tuple[str, ...]] = {}
+
+        def missing_in(chunk: Chunk) -> tuple[str, ...]:
+            if chunk.chunk_id not in lacking_by_chunk:
+                lacking_by_chunk[chunk.chunk_id] = _missing_in(subjects, chunk)
+            return lacking_by_chunk[chunk.chunk_id]
+
         missing: tuple[str, ...] = ()
         for rank, span in enumerate(result.spans):
             passage = _passage_of(passages, span.start)
-            lacking = _missing_in(subjects, passage.chunk)
+            lacking = missing_in(passage.chunk)
             if rank == 0:
                 missing = lacking
             if not lacking:
@@ -309,7 +318,7 @@ class EvidenceReader:
         logit = _clip(span.score - result.null_score if rank else result.answer_logit)
         short = ShortAnswer(span_text, passage.chunk.chunk_id, start, end, probability(logit))
         sentences = answer_sentences(passage.chunk, start, end, ranked)
-        others = _alternatives(result, passages, passage.chunk, span_text, subjects, kind)
+        others = _alternatives(result, passages, passage.chunk, span_text, missing_in, kind)
         return Reading(short, logit, sentences, kind, matches(span_text, kind), used, (), others)
 
 
@@ -318,11 +327,12 @@ def _alternatives(
     passages: Sequence[_Passage],
     chosen: Chunk,
     answer: str,
-    subjects: Sequence[Subject],
+    missing_in: Callable[[Chunk], tuple[str, ...]],
     kind: AnswerType,
 ) -> tuple[Alternative, ...]:
     """The best span of each other document that answers the same question differently
-    (:func:`disagree`): its passage names the subjects and it is of the kind asked for."""
+    (:func:`disagree`): its passage names the subjects (``missing_in`` finds none missing) and it
+    is of the kind asked for."""
     best: dict[str, Alternative] = {}
     for span in result.spans:
         passage = _passage_of(passages, span.start)
@@ -330,7 +340,7 @@ def _alternatives(
         text = span.text.strip()
         if chunk.doc_id == chosen.doc_id or chunk.doc_id in best or not text:
             continue
-        if (kind is not AnswerType.ANY and not matches(text, kind)) or _missing_in(subjects, chunk):
+        if (kind is not AnswerType.ANY and not matches(text, kind)) or missing_in(chunk):
             continue
         if not disagree(answer, text):
             continue
