@@ -144,7 +144,10 @@ class ReaderTrainer(ResumableTrainer[ReaderTrainingConfig]):
         if self.random_init_config is not None:
             config = random_config(self.random_init_config, num_labels=2)
             return AutoModelForQuestionAnswering.from_config(config)  # type: ignore[no-untyped-call]
-        return AutoModelForQuestionAnswering.from_pretrained(str(self._base()), num_labels=2)
+        # An exported reader keeps its weights in torch/ beside tokenizer.json: training continues
+        # from them; a Hugging Face folder holds both at its top.
+        weights = self._base() / TORCH_DIR if (self._base() / TORCH_DIR).is_dir() else self._base()
+        return AutoModelForQuestionAnswering.from_pretrained(str(weights), num_labels=2)
 
     def fit(self, examples: Sequence[dict[str, Any]], data_digest: str = "") -> ReaderTrainer:
         if not examples:

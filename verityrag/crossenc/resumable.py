@@ -279,6 +279,8 @@ class ResumableTrainer(Generic[ConfigT]):
         model = self._build_model().to(device)
         optimizer = self._optimizer(model)
         identity = {"config": asdict(cfg), "data_digest": data_digest, **size}
+        if self.base_model is not None:  # continued training: other starting weights, other run
+            identity["base_model"] = str(Path(self.base_model).resolve())
         saved = self._load_checkpoint(model, identity)
         step, trained_seconds, losses = saved["step"], saved["trained_seconds"], saved["losses"]
         forward = self._compiled(model)

@@ -174,7 +174,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--epochs", type=int, default=defaults.epochs)
     p.add_argument("--batch-size", type=int, default=defaults.batch_size)
     p.add_argument("--lr", type=float, default=defaults.learning_rate)
-    p.add_argument("--seed", type=int, default=defaults.seed)
+    p.add_argument("--seed", type=int, default=defaults.seed, help="initialisation and batch order")
+    p.add_argument(
+        "--data-seed",
+        type=int,
+        default=None,
+        help="the seed the training data is built with (default: --seed); a continued run keeps "
+        "the data and changes --seed for another batch order",
+    )
+    p.add_argument(
+        "--base-model",
+        type=Path,
+        default=None,
+        metavar="FOLDER",
+        help="start from these weights: a Hugging Face folder or an exported reader (e.g. "
+        "<work>/model, to train it further with a new schedule); default all-MiniLM-L6-v2",
+    )
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--precision", choices=("auto", "fp32", "bf16"), default="auto")
     p.add_argument("--quick", action="store_true", help="measure on the validation articles only")
@@ -203,16 +218,20 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
     if args.export_checkpoint is not None:
         return export_checkpoint(args.work / "run", args.export_checkpoint)
-    train, validation, data_meta = ensure_data(args.work / "data", args.seed)
+    data_seed = args.seed if args.data_seed is None else args.data_seed
+    train, validation, data_meta = ensure_data(args.work / "data", data_seed)
     if args.measure is not None:
         return measure_folder(args.measure, validation, data_meta, full=not args.quick)
     print(f"reader data: {data_meta['summary']['train']}", flush=True)
+    # read before training: with --base-model <work>/model, the export below replaces that folder
+    started_from = None if args.base_model is None else _describe_start(args.base_model)
     config = ReaderTrainingConfig(
         epochs=args.epochs, batch_size=args.batch_size, learning_rate=args.lr, seed=args.seed
     )
     trainer = ReaderTrainer(
         args.work / "run",
         config,
+        base_model=args.base_model,
         threads=args.threads,
         precision=args.precision,
         max_minutes=args.max_minutes,
@@ -229,9 +248,14 @@ def main(argv: list[str] | None = None) -> int:
         )
         return EXIT_RESUME
     model = args.work / "model"
+    if args.base_model is not None and args.base_model.resolve() == model.resolve():
+        # the starting weights are read already; keep them beside the new model for comparison
+        shutil.rmtree(args.work / "model.previous", ignore_errors=True)
+        shutil.copytree(model, args.work / "model.previous")
     export_figures = export(trainer, model)
     training = {
         **{k: v for k, v in vars(config).items()},
+        "continued_from": started_from,
         "device": trainer.device_,
         "bf16_autocast": trainer.bf16_,
         "compiled": args.compile,
@@ -262,6 +286,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.ship:
         ship_if_better(model, force=args.force_ship)
     return 0
+
+
+def _describe_start(folder: Path) -> dict[str, Any]:
+    """What a continued run started from: the exported reader's own training, when it says."""
+    meta = folder / METADATA_FILE
+    if not meta.is_file():
+        return {"folder": str(folder)}
+    training = json.loads(meta.read_text()).get("training", {})
+    keep = ("total_steps", "learning_rate", "seed", "plan", "train_seconds", "continued_from")
+    return {"folder": str(folder), **{k: training[k] for k in keep if k in training}}
 
 
 def measure_folder(
