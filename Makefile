@@ -32,9 +32,10 @@ data: $(STAMP)
 run: setup
 	$(PY) -m verityrag.serve
 
-# The same corpus as a question session in the terminal.
+# Questions in the terminal: to the API that `make run` serves when it answers (its index, with
+# what you added; API_URL=... for another address), else the bundled corpus in an index of its own.
 ask: setup
-	$(PY) -m verityrag
+	$(PY) -m verityrag $(if $(API_URL),--api-url $(API_URL))
 
 # Debian chromium for the headless-browser test of the Streamlit app (root, or skipped with a note).
 browser:

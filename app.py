@@ -24,6 +24,7 @@ import streamlit as st
 from verityrag.config import STRICTNESS_LEVELS
 from verityrag.errors import InvalidInputError, LLMError, VerityRAGError
 from verityrag.generation.completion import CompleteFn
+from verityrag.index.collections import ALL_COLLECTIONS, DEMO_COLLECTION, YOURS_FIRST
 from verityrag.llm_providers import PROVIDERS, complete_fn_for
 from verityrag.pipeline import IN_MEMORY, VerityRAGPipeline
 from verityrag.serve.bundled import bundled_pipeline
@@ -58,7 +59,7 @@ PROVIDER_HELP = (
 @st.cache_resource(show_spinner="Loading the bundled corpus and calibrating (a few seconds, once)...")
 def ask_pipeline() -> VerityRAGPipeline:
     # Only without the API (streamlit run app.py alone); in memory: two processes never share a store.
-    return bundled_pipeline(store_dir=IN_MEMORY)
+    return bundled_pipeline(store_dir=IN_MEMORY, collection=DEMO_COLLECTION)
 
 
 @st.cache_resource(show_spinner=False)
@@ -191,8 +192,8 @@ def ask_tab() -> None:
         st.error(f"The documents are not reachable: {exc}")
         return
     st.caption(
-        f"{stats['documents']:,} documents, {stats['chunks']:,} passages. The answer is a sentence "
-        "quoted from them, with its source, or a refusal that says why."
+        f"{plural(stats['documents'], 'document')}, {plural(stats['chunks'], 'passage')}. The answer "
+        "is a sentence quoted from them, with its source, or a refusal that says why."
     )
     st.session_state.setdefault("question", SAMPLE_QUESTIONS[0])
     question = st.text_input("Your question", key="question", placeholder="Ask about your documents")
@@ -215,6 +216,7 @@ def ask_tab() -> None:
             help="How strictly the answer must be supported by its passage before it is shown.",
         )
         k = cols[1].slider("Passages to read (k)", 1, 10, settings.top_k, key="k")
+        collection = collection_choice(source)
         provider = st.selectbox(
             "Also ask an LLM on the same passages", (NO_LLM, *PROVIDERS), key="llm", help=PROVIDER_HELP
         )
@@ -226,7 +228,7 @@ def ask_tab() -> None:
             st.error("Type a question first.")
             return
         try:
-            result = source.query(question, k=k, strictness=strictness)
+            result = source.query(question, k=k, strictness=strictness, collection=collection)
         except InvalidInputError as exc:  # e.g. a question over max_query_chars: said, not a traceback
             st.error(f"Cannot ask this: {exc.field} {exc.problem}.")
             return
@@ -245,6 +247,38 @@ def ask_tab() -> None:
             show_llm(ask_llm(provider, result))
 
 
+def plural(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
+def collection_label(name: str, sizes: dict[str, int]) -> str:
+    if name == YOURS_FIRST:
+        mine = sum(n for c, n in sizes.items() if c != DEMO_COLLECTION)
+        return f"Your documents ({mine:,}; the demo only while you have none)"
+    if name == ALL_COLLECTIONS:
+        return f"All documents ({sum(sizes.values()):,})"
+    shown = "documents in no collection" if name == "" else name
+    return f"{shown} ({sizes.get(name, 0):,})"
+
+
+def collection_choice(source: Backend) -> str | None:
+    """Which documents to ask: yours first (the default), all, or one collection."""
+    try:
+        sizes = source.collections()
+    except VerityRAGError:  # an API from before collections: ask as it does by default
+        return None
+    names = [YOURS_FIRST, ALL_COLLECTIONS, *(c for c in sorted(sizes) if c)]
+    choice = st.selectbox(
+        "Documents to ask",
+        names,
+        format_func=lambda name: collection_label(name, sizes),
+        key="collection",
+        help="Your documents are asked as soon as there are any; the bundled articles are the "
+        f"'{DEMO_COLLECTION}' collection, asked when there is nothing else or when chosen here.",
+    )
+    return None if choice == YOURS_FIRST else choice
+
+
 def add_text(source: Backend, title: str, text: str, metadata: dict[str, Any]) -> AddedDocument | None:
     """Add one document; a refused one (empty, too long) is said on the page, not raised."""
     try:
@@ -259,7 +293,9 @@ def add_text(source: Backend, title: str, text: str, metadata: dict[str, Any]) -
 def added_line(doc: AddedDocument) -> str:
     what = "replaced" if doc.replaced else "added"
     kind = f", {doc.format}" if doc.format else ""
-    return f"“{doc.title}” {what}: {doc.n_chunks} passages{kind}, searchable now (id `{doc.doc_id}`)"
+    return (
+        f"“{doc.title}” {what}: {plural(doc.n_chunks, 'passage')}{kind}, searchable now (id `{doc.doc_id}`)"
+    )
 
 
 @st.fragment(run_every=2.0)
@@ -286,7 +322,7 @@ def add_tab() -> None:
         "Add your own documents: they are indexed the moment they arrive and can be asked about "
         "in the Ask tab at once" + (", and through the API." if source.api_url else ".")
     )
-    index_count()
+    count_slot = st.container()  # filled after the forms: the count includes what they just added
     added: list[str] = st.session_state.setdefault("added", [])
     with st.form("paste", clear_on_submit=True):
         title = st.text_input("Title", key="paste_title", placeholder="e.g. Meeting notes, 3 March")
@@ -316,10 +352,31 @@ def add_tab() -> None:
                     st.error(f"Not added: {upload.name}: {type(exc).__name__}: {exc}")
                     continue
                 added.append(added_line(doc))
+    with count_slot:
+        index_count()
     if added:
         st.markdown("**Added in this session**")
         for line in reversed(added):
             st.success(line)
+    demo_removal(source)
+
+
+def demo_removal(source: Backend) -> None:
+    """The bundled articles (the demo collection) can go once you have documents of your own."""
+    try:
+        demo = source.collections().get(DEMO_COLLECTION, 0)
+    except VerityRAGError:
+        return
+    if not demo:
+        return
+    with st.expander(f"The bundled demo articles ({plural(demo, 'document')})"):
+        st.caption(
+            "They are asked only while you have no documents of your own, or when chosen under "
+            "Answer settings. Removing them frees the index; they are not loaded again."
+        )
+        if st.button("Remove the demo articles", key="remove_demo"):
+            removed = source.remove_collection(DEMO_COLLECTION)
+            st.success(f"Removed {plural(removed, 'demo document')}.")
 
 
 def _story_line(event: StoryEvent) -> str:

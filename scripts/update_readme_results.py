@@ -133,7 +133,7 @@ RAGTRUTH = ROOT / "eval_report_ragtruth.json"
 
 def ragtruth_section() -> str:
     if not RAGTRUTH.exists():
-        return "_No eval_report_ragtruth.json yet: run `python -m verityrag.eval --ragtruth`._"
+        return "_No eval_report_ragtruth.json yet: run `.venv/bin/python -m verityrag.eval --ragtruth`._"
     from verityrag.eval.ragtruth import render_table
 
     return render_table(json.loads(RAGTRUTH.read_text()))
@@ -282,7 +282,7 @@ def llm_reader_lines(report: dict[str, Any]) -> list[str]:
     n = report["test"]["by_kind"]
     lines = [
         f"The main eval's test split ({report['test']['questions']} questions) with gemma-3-270m writing the "
-        "answers (`python -m verityrag.eval --real-llm gemma --reader`, output in "
+        "answers (`.venv/bin/python -m verityrag.eval --real-llm gemma --reader`, output in "
         f"`scripts/results/{LLM_READER.name}`), without and with the reader check at "
         f"{reader['threshold']:.3f}"
         + (

@@ -22,7 +22,7 @@ def test_piped_questions_are_answered_one_per_line_and_bad_ones_reported() -> No
     too_long = "Why " * 1000  # over the pipeline's question limit: refused as input
     piped = f"What network broadcast Super Bowl 50 in the United States?\n\n{too_long}\nWhen did Nikola Tesla die?\n"
     done = subprocess.run(
-        [sys.executable, "-m", "verityrag"],
+        [sys.executable, "-m", "verityrag", "--local"],
         input=piped,
         capture_output=True,
         text=True,
@@ -44,7 +44,7 @@ def test_piped_questions_are_answered_one_per_line_and_bad_ones_reported() -> No
 def test_missing_corpus_is_an_error_not_a_traceback(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["--data-dir", str(tmp_path), "a question"]) == 2
+    assert main(["--local", "--data-dir", str(tmp_path), "a question"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: corpus: ")
     assert "does not exist" in err
@@ -62,7 +62,7 @@ def test_ctrl_c_at_the_prompt_ends_the_session_without_a_traceback(
     monkeypatch.setattr("sys.stdin.isatty", lambda: True)
     monkeypatch.setattr("builtins.input", interrupted)
     try:
-        code = main([])
+        code = main(["--local"])
     except KeyboardInterrupt:  # raised here it would stop the whole test run
         pytest.fail("Ctrl-C at the prompt escaped main() as a KeyboardInterrupt")
     assert code == 0
@@ -86,7 +86,7 @@ def test_help_and_commands_at_the_prompt_are_not_questions(
     monkeypatch.setattr("sys.stdin.isatty", lambda: True)
     monkeypatch.setattr("verityrag.__main__.SAMPLES", ())
     monkeypatch.setattr("builtins.input", lambda prompt="": next(lines))
-    assert main([]) == 0
+    assert main(["--local"]) == 0
     out = capsys.readouterr().out
     assert asked == []
     assert ":quit     end the session" in out  # the :help text
@@ -101,7 +101,7 @@ def test_piped_commands_are_not_questions(
 ) -> None:
     monkeypatch.setattr("verityrag.__main__.bundled_pipeline", lambda *a, **k: VerityRAGPipeline())
     monkeypatch.setattr("sys.stdin", io.StringIO(":help\n:quit\nWhen did Tesla die?\n"))
-    assert main([]) == 0
+    assert main(["--local"]) == 0
     out = capsys.readouterr().out
     assert ":help     this list" in out
     assert "Q: " not in out

@@ -1,8 +1,9 @@
-"""``python -m verityrag``: the app on the bundled corpus, as a query session in the terminal.
+"""``python -m verityrag`` (``make ask``): questions in the terminal, to the running API or the bundled corpus.
 
-(``make run`` starts the API and the Streamlit app instead: ``python -m verityrag.serve``.)
-
-Loads data/built/corpus.jsonl (built by ``make data``) and calibrates on the calibration questions. Questions given as
+When the API that ``make run`` starts answers (``--api-url``, default http://127.0.0.1:8000),
+the questions go to it: its index, with every document added in the app or through the API.
+Otherwise (or with ``--local``) it says so and builds an index of its own in memory: it loads
+data/built/corpus.jsonl (built by ``make data``) and calibrates on the calibration questions. Questions given as
 arguments are answered, then it exits. Otherwise questions piped in are answered one per line;
 in a terminal it answers a few sample questions (including ones it must refuse), then reads
 questions until EOF, an empty line or ``:quit``; a line starting with ``:`` is a command
@@ -14,15 +15,22 @@ the exit status is 2 when any was.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
 
+import httpx
+
 from verityrag.errors import InvalidInputError, VerityRAGError
 from verityrag.eval.dataset import DEFAULT_DATA_DIR
-from verityrag.pipeline import IN_MEMORY, VerityRAGPipeline
+from verityrag.pipeline import IN_MEMORY
 from verityrag.serve.bundled import bundled_pipeline
 from verityrag.types import QueryResult
+from verityrag.ui.backend import API_KEY_ENV, ApiBackend, Backend, LocalBackend
+
+#: Where ``make run`` serves the API unless told otherwise.
+DEFAULT_API_URL = "http://127.0.0.1:8000"
 
 SAMPLES = (
     "What network broadcast Super Bowl 50 in the United States?",
@@ -35,8 +43,9 @@ def show(result: QueryResult) -> str:
     ms = result.latency_ms
     if result.abstained:
         reason = result.abstain_reason.value if result.abstain_reason else "?"
-        return f"  ABSTAIN ({reason}); confidence {result.confidence:.2f}; {ms:.1f} ms"
-    cites = ", ".join(f"{c.title} [{c.chunk_id}]" for c in result.citations)
+        why = f"\n  why: {result.explanation}" if result.explanation else ""
+        return f"  ABSTAIN ({reason}); confidence {result.confidence:.2f}; {ms:.1f} ms{why}"
+    cites = ", ".join(dict.fromkeys(f"{c.title} [{c.chunk_id}]" for c in result.citations))
     return (
         f"  ANSWER: {result.answer}\n  grounding {result.grounding.overall_score:.2f}, "
         f"confidence {result.confidence:.2f}; cites {cites}; {ms:.1f} ms"
@@ -51,7 +60,7 @@ with its reason. Commands:
   :quit     end the session (also :q, :exit, an empty line, Ctrl-D or Ctrl-C)"""
 
 
-def command(pipeline: VerityRAGPipeline, line: str) -> bool:
+def command(pipeline: Backend, line: str) -> bool:
     """Run the session command ``line`` (it starts with ``:``); False when it ends the session."""
     name = line.split()[0].lower()
     if name in QUIT_COMMANDS:
@@ -66,10 +75,11 @@ def command(pipeline: VerityRAGPipeline, line: str) -> bool:
     return True
 
 
-def ask(pipeline: VerityRAGPipeline, question: str) -> bool:
+def ask(pipeline: Backend, question: str) -> bool:
     """Print the answer or abstention; a question refused as input is reported, not raised."""
+    settings = pipeline.settings
     try:
-        print(show(pipeline.query(question)))
+        print(show(pipeline.query(question, settings.top_k, settings.strictness)))
     except InvalidInputError as exc:
         print(f"  error: {exc}")
         return False
@@ -84,19 +94,43 @@ def main(argv: list[str] | None = None) -> int:
         default=DEFAULT_DATA_DIR,
         help="the bundled corpus: corpus.jsonl and questions/ (default: data/built, built by `make data`)",
     )
-    parser.add_argument("--store", type=Path, default=None, help="persist the index in this folder")
+    parser.add_argument(
+        "--store", type=Path, default=None, help="with an index of its own: persist it in this folder"
+    )
+    parser.add_argument(
+        "--api-url",
+        default=None,
+        help=f"ask the API here (default: {DEFAULT_API_URL} when it answers, else an index of its own)",
+    )
+    parser.add_argument("--local", action="store_true", help="never ask an API: an index of its own")
     parser.add_argument("question", nargs="*", help="ask these questions and exit")
     args = parser.parse_args(argv)
+    if args.local and args.api_url:
+        parser.error("--local and --api-url: give one of them")
 
     t0 = time.perf_counter()
+    api_url = None if args.local else running_api(args.api_url or DEFAULT_API_URL)
+    if args.api_url and api_url is None:
+        print(f"error: no VerityRAG API answers at {args.api_url} (is `make run` running?)", file=sys.stderr)
+        return 2
     try:
-        pipeline = bundled_pipeline(args.data_dir, store_dir=args.store or IN_MEMORY)
+        if api_url is not None:
+            pipeline: Backend = ApiBackend(api_url, os.environ.get(API_KEY_ENV) or None)
+            where = f"the API at {api_url} (the index make run serves)"
+        else:
+            pipeline = LocalBackend(bundled_pipeline(args.data_dir, store_dir=args.store or IN_MEMORY))
+            where = (
+                "an index of its own (the bundled corpus, "
+                + (f"kept in {args.store}" if args.store else "in memory")
+                + "; documents added in the app are not in it: start `make run` first to ask those)"
+            )
+        stats = pipeline.stats()
     except VerityRAGError as exc:  # a missing corpus, a bad store or setting: say which, no traceback
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    stats = pipeline.stats()
     print(
-        f"VerityRAG ready: {stats['documents']} documents, {stats['chunks']} chunks ({time.perf_counter() - t0:.1f} s)"
+        f"VerityRAG ready: {stats['documents']} documents, {stats['chunks']} chunks "
+        f"({time.perf_counter() - t0:.1f} s); asking {where}"
     )
 
     interactive = not args.question and sys.stdin.isatty()
@@ -131,6 +165,16 @@ def main(argv: list[str] | None = None) -> int:
             continue
         ok = ask(pipeline, q) and ok
     return 0 if ok else 2
+
+
+def running_api(url: str) -> str | None:
+    """``url`` when a VerityRAG API answers its health check there, else None."""
+    try:
+        reply = httpx.get(url.rstrip("/") + "/health", timeout=1.0, trust_env=False)
+        body = reply.json() if reply.status_code == 200 else {}
+    except (httpx.HTTPError, ValueError):
+        return None
+    return url.rstrip("/") if isinstance(body, dict) and body.get("status") == "ok" else None
 
 
 if __name__ == "__main__":

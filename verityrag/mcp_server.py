@@ -2,8 +2,10 @@
 
 Tools (built on the official ``mcp`` package, ``MCPServer``):
 
-- ``query(question, strictness=None, filter=None)``: the pipeline's cited answer, or its abstention
-  and why; ``filter`` keeps the evidence to documents whose metadata matches;
+- ``query(question, strictness=None, filter=None, collection=None)``: the pipeline's cited answer,
+  or its abstention and why; ``filter`` keeps the evidence to documents whose metadata matches,
+  ``collection`` chooses which (default: the user's documents when there are any, else the
+  bundled ``demo`` collection);
 - ``ingest(doc_id, title, text)``: add or replace a document, searchable when the call returns;
 - ``list_documents(limit=20, offset=0, filter=None)``: a page of the stored documents (no text);
 - ``delete_document(doc_id)``: remove a document;
@@ -47,6 +49,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from verityrag import __version__
 from verityrag.config import STRICTNESS_LEVELS
 from verityrag.errors import InvalidInputError, VerityRAGError
+from verityrag.index.collections import DEMO_COLLECTION, scoped_filter
 from verityrag.index.filters import MetadataFilter
 from verityrag.pipeline import VerityRAGPipeline
 from verityrag.serve.bundled import bundled_pipeline, load_bundled_corpus
@@ -82,15 +85,18 @@ def run_query(
     question: str,
     strictness: str | None = None,
     filter: dict[str, Any] | None = None,
+    collection: str | None = None,
 ) -> dict[str, Any]:
     """Answer ``question`` or abstain; ``strictness`` overrides the pipeline's for this call,
-    ``filter`` (metadata, as ``VerityRAGPipeline.query`` takes it) limits the evidence."""
+    ``filter`` (metadata, as ``VerityRAGPipeline.query`` takes it) limits the evidence, and
+    ``collection`` chooses the documents (:func:`verityrag.index.collections.scoped_filter`)."""
     if isinstance(question, str):  # the pipeline names any other type
         _check_unicode("question", question)
     settings = None
     if strictness is not None:
         settings = pipeline.settings.replace(strictness=strictness)  # validated: names the allowed levels
-    result = pipeline.query(question, settings=settings, filter=MetadataFilter.from_dict(filter))
+    scoped = scoped_filter(collection, MetadataFilter.from_dict(filter), pipeline.writer.metadata_index)
+    result = pipeline.query(question, settings=settings, filter=scoped)
     return query_result_dict(result)
 
 
@@ -184,7 +190,7 @@ class ToolSource(Protocol):
     """What the tools run on: a pipeline in this process, or the REST API."""
 
     def query(
-        self, question: str, strictness: str | None, filter: dict[str, Any] | None
+        self, question: str, strictness: str | None, filter: dict[str, Any] | None, collection: str | None
     ) -> dict[str, Any]: ...
     def ingest(self, doc_id: str, title: str, text: str) -> dict[str, Any]: ...
     def list_documents(self, limit: int, offset: int, filter: dict[str, Any] | None) -> dict[str, Any]: ...
@@ -198,8 +204,10 @@ class PipelineTools:
 
     pipeline: VerityRAGPipeline
 
-    def query(self, question: str, strictness: str | None, filter: dict[str, Any] | None) -> dict[str, Any]:
-        return run_query(self.pipeline, question, strictness, filter)
+    def query(
+        self, question: str, strictness: str | None, filter: dict[str, Any] | None, collection: str | None
+    ) -> dict[str, Any]:
+        return run_query(self.pipeline, question, strictness, filter, collection)
 
     def ingest(self, doc_id: str, title: str, text: str) -> dict[str, Any]:
         return run_ingest(self.pipeline, doc_id, title, text)
@@ -223,7 +231,9 @@ class ApiTools:
         self.api = ApiBackend(url, api_key)
         self.grounding = GroundingChecker()
 
-    def query(self, question: str, strictness: str | None, filter: dict[str, Any] | None) -> dict[str, Any]:
+    def query(
+        self, question: str, strictness: str | None, filter: dict[str, Any] | None, collection: str | None
+    ) -> dict[str, Any]:
         if isinstance(question, str):
             _check_unicode("question", question)
         request: dict[str, Any] = {"question": question}
@@ -231,6 +241,8 @@ class ApiTools:
             request["strictness"] = strictness
         if filter is not None:
             request["filter"] = filter
+        if collection is not None:
+            request["collection"] = collection
         body = self.api.call("POST", "/query", json=request)
         short = body.get("short_answer")
         return {
@@ -301,13 +313,18 @@ def build_server(source: VerityRAGPipeline | ToolSource) -> MCPServer[Any]:
         f"end}}], latency_ms}}.\n\nstrictness: one of {', '.join(STRICTNESS_LEVELS)} (default: the "
         "server's setting). filter: only documents whose metadata matches, e.g. "
         '{"source": "steam.pdf"} or {"lang": {"$in": ["en", "de"]}} (exact match on top-level '
-        "keys, all must hold)."
+        'keys, all must hold; {"$nin": [...]}: none of these). collection: which documents, a '
+        "collection's name, 'all', or 'auto' (default): the user's documents when there are any, "
+        "the bundled 'demo' collection only when nothing else is there."
     )
     def query(
-        question: str, strictness: str | None = None, filter: dict[str, Any] | None = None
+        question: str,
+        strictness: str | None = None,
+        filter: dict[str, Any] | None = None,
+        collection: str | None = None,
     ) -> dict[str, Any]:
         try:
-            return tools.query(question, strictness, filter)
+            return tools.query(question, strictness, filter, collection)
         except VerityRAGError as exc:
             raise tool_error(exc) from exc
 
@@ -372,9 +389,10 @@ def _max_docs_from_env() -> int | None:
 
 
 def startup_pipeline(data_dir: Path | None, max_docs: int | None) -> VerityRAGPipeline:
-    """The served pipeline: the bundled corpus loaded into an empty index, calibrated when whole."""
+    """The served pipeline: the bundled corpus, as the ``demo`` collection, loaded into a new index;
+    calibrated on it when whole (:func:`verityrag.serve.bundled.bundled_pipeline`)."""
     if max_docs is None:
-        return bundled_pipeline(store_dir=data_dir)
+        return bundled_pipeline(store_dir=data_dir, collection=DEMO_COLLECTION)
     pipeline = VerityRAGPipeline(data_dir=data_dir)
     load_bundled_corpus(pipeline, max_docs)
     return pipeline

@@ -57,7 +57,12 @@ MODES = (
     ),
     Mode("one key", ONE_KEY, ONE_KEY, (("none", None), ("wrong", WRONG), ("the key", ONE_KEY))),
 )
-WRITES = {("POST", "/documents"), ("POST", "/documents/files"), ("DELETE", "/documents/{doc_id}")}
+WRITES = {
+    ("POST", "/documents"),
+    ("POST", "/documents/files"),
+    ("DELETE", "/documents/{doc_id}"),
+    ("DELETE", "/collections/{name}"),
+}
 QUESTION = {"question": "Who improved the steam engine?"}
 
 
@@ -79,6 +84,10 @@ def _request(client: TestClient, pipeline: VerityRAGPipeline, method: str, path:
         # A document there to read or delete on every call.
         pipeline.ingest_document("matrix-doc", "Watt", "James Watt improved the steam engine in 1776.")
         path = "/documents/matrix-doc"
+    if path == "/collections/{name}":
+        # A collection there to delete on every call.
+        pipeline.ingest_document("matrix-c", "Watt", "Watt's engine.", metadata={"collection": "matrix"})
+        path = "/collections/matrix"
     body = None
     if path == "/documents/files":
         upload = [("files", ("matrix.txt", b"Newcomen built an engine in 1712.", "text/plain"))]

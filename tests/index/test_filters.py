@@ -31,6 +31,10 @@ def test_from_dict_exact_and_in_conditions_round_trip() -> None:
     assert flt is not None
     assert flt.conditions == (("lang", ("en",)), ("year", (2023, 2024)))
     assert flt.to_dict() == {"lang": "en", "year": {"$in": [2023, 2024]}}
+    excluding = MetadataFilter.from_dict({"lang": "en", "collection": {"$nin": ["demo"]}})
+    assert excluding is not None
+    assert excluding.excluded == (("collection", ("demo",)),)
+    assert excluding.to_dict() == {"lang": "en", "collection": {"$nin": ["demo"]}}
     assert MetadataFilter.from_dict({}) is None
     assert MetadataFilter.from_dict(None) is None
 
@@ -38,11 +42,14 @@ def test_from_dict_exact_and_in_conditions_round_trip() -> None:
 @pytest.mark.parametrize(
     ("spec", "match"),
     [
-        ({"lang": {"$eq": "en"}}, r"filter\.lang: operators: only \$in"),
+        ({"lang": {"$eq": "en"}}, r"filter\.lang: operators: one of \$in or \$nin"),
+        ({"lang": {"$in": ["en"], "$nin": ["de"]}}, r"filter\.lang: operators: one of"),
+        ({"lang": {"$nin": "en"}}, r"filter\.lang: \$nin must be a list"),
+        ({"lang": {"$nin": []}}, r"filter\.lang: \$in needs at least one value"),
         ({"lang": {"$in": "en"}}, r"filter\.lang: \$in must be a list"),
         ({"lang": {"$in": []}}, r"filter\.lang: \$in needs at least one value"),
         ({"lang": None}, r"filter\.lang: None is not a string"),
-        ({"lang": {"x": 1}}, r"only \$in is supported"),
+        ({"lang": {"x": 1}}, r"one of \$in or \$nin is supported, got x"),
         ({"lang": ["en"]}, r"filter\.lang: \['en'\] is not a string"),
         ({"score": float("nan")}, r"filter\.score: nan is not"),
         ({f"k{i}": 1 for i in range(33)}, r"filter: names 33 keys; the limit is 32"),
@@ -67,6 +74,10 @@ def test_from_dict_bad_filter_is_refused_naming_the_key(spec: dict[str, Any], ma
         ({"collection": "default"}, {"a", "b"}),
         ({"nested": 1}, set()),
         ({"missing": "x"}, set()),
+        ({"collection": {"$nin": ["default"]}}, {"c", "d", "e"}),  # without the key: passes
+        ({"tags": {"$nin": ["steam"]}}, {"c", "d", "e"}),  # a list fails when an element is excluded
+        ({"lang": "en", "collection": {"$nin": ["default"]}}, {"c"}),
+        ({"missing": {"$nin": ["x"]}}, {"a", "b", "c", "d", "e"}),
     ],
 )
 def test_metadata_index_agrees_with_matches(spec: dict[str, Any], expected: set[str]) -> None:

@@ -114,3 +114,14 @@ def test_a_file_that_cannot_be_read_is_an_input_error_naming_it(api: ApiBackend)
         api.add_file("broken.pdf", b"%PDF-1.4 not really", "application/pdf")
     with pytest.raises(InvalidInputError, match=r"broken\.pdf"):
         LocalBackend(VerityRAGPipeline()).add_file("broken.pdf", b"%PDF-1.4 not really", "application/pdf")
+
+
+@pytest.mark.unit
+def test_the_uploaders_limit_is_the_apis() -> None:
+    import tomllib
+    from pathlib import Path
+
+    from verityrag.api.routes import MAX_UPLOAD_BYTES
+
+    config = tomllib.loads((Path(__file__).resolve().parents[2] / ".streamlit" / "config.toml").read_text())
+    assert config["server"]["maxUploadSize"] * 1024 * 1024 == MAX_UPLOAD_BYTES  # Streamlit's MB are MiB

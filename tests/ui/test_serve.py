@@ -17,7 +17,17 @@ from verityrag.ui.backend import api_url_from_args
 @pytest.mark.integration
 @pytest.mark.timeout(300)
 def test_serve_check_starts_both_and_answers() -> None:
-    cmd = [sys.executable, "-m", "verityrag.serve", "--check", "--api-port", "0", "--ui-port", "0"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "verityrag.serve",
+        "--check",
+        "--in-memory",
+        "--api-port",
+        "0",
+        "--ui-port",
+        "0",
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=280)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "API:           http://127.0.0.1:" in done.stdout
@@ -29,9 +39,11 @@ def test_serve_check_starts_both_and_answers() -> None:
     assert "-> answered:" in done.stdout
     assert "Edison" in done.stdout
     # The MCP server on the API's index, started as a client starts it: ready and answering.
-    assert (
-        "MCP server on this index: python -m verityrag.mcp_server --api-url http://127.0.0.1:" in done.stdout
-    )
+    # The MCP command as printed, with this interpreter: it runs without the virtualenv activated.
+    mcp_line = f"{sys.executable} -m verityrag.mcp_server --api-url http://127.0.0.1:"
+    assert mcp_line in done.stdout
+    assert "Index: in memory only (--in-memory)" in done.stdout
+    assert "make ask API_URL=http://127.0.0.1:" in done.stdout
     assert re.search(
         r"^check: MCP server \(--api-url\) ready in \d+\.\d s, first query answered: .*Edison",
         done.stdout,
@@ -59,6 +71,7 @@ def test_serve_rejects_bad_port() -> None:
         (["--ui-port", "-1"], "-1 is not a port"),
         (["--host", "no-such-host.invalid"], "does not resolve"),
         (["--startup-timeout", "0"], "--startup-timeout must be > 0"),
+        (["--in-memory", "--data-dir", "x"], "--in-memory and --data-dir: give one of them"),
     ],
 )
 def test_serve_refuses_bad_options_before_starting_anything(
@@ -107,7 +120,7 @@ def test_serve_names_a_bad_setting(
 
 @pytest.mark.integration
 @pytest.mark.timeout(120)
-def test_serve_stops_at_once_with_the_apis_reason(tmp_path: Path) -> None:
+def test_a_data_folder_that_is_a_file_is_refused_at_once(tmp_path: Path) -> None:
     a_file = tmp_path / "not_a_folder"
     a_file.write_text("")
     cmd = [
@@ -122,8 +135,8 @@ def test_serve_stops_at_once_with_the_apis_reason(tmp_path: Path) -> None:
         str(a_file),
     ]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=110)
-    assert done.returncode == 1
-    assert "API is unavailable: StorageError: the data folder" in done.stderr
+    assert done.returncode == 2  # refused before anything starts
+    assert f"--data-dir {a_file}: is a file, not a folder" in done.stderr
 
 
 @pytest.mark.unit

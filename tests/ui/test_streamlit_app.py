@@ -314,6 +314,7 @@ def test_view_of_a_refusal_shows_what_was_found_one_passage_per_document() -> No
     assert view.found_instead[1].text.endswith("…")
 
 
+@pytest.mark.usefixtures("fresh_pipeline")  # it adds documents: the next test gets a new index
 def test_added_document_is_answerable_at_once(app: AppTest) -> None:
     app.text_input(key="paste_title").input("Harbour notes")
     app.text_area(key="paste_text").input(ADDED_TEXT)
@@ -325,6 +326,23 @@ def test_added_document_is_answerable_at_once(app: AppTest) -> None:
     answer = app.success[0].value
     assert "Ilse Varga" in answer, answer
     assert any("Harbour notes" in m.value for m in app.markdown if m.value.startswith("**[1] "))
+
+
+@pytest.mark.usefixtures("fresh_pipeline")  # it adds documents: the next test gets a new index
+def test_your_documents_are_asked_first_and_counted_at_once(app: AppTest) -> None:
+    before = int(app.metric[0].value.replace(",", ""))
+    app.text_input(key="paste_title").input("Harbour notes")
+    app.text_area(key="paste_text").input(ADDED_TEXT)
+    app.button(key="add_paste").click().run()
+    assert int(app.metric[0].value.replace(",", "")) == before + 1  # not one add behind
+    assert any(" 1 passage," in s.value for s in app.success)
+    tesla = "Who did Tesla work for in New York in 1884?"
+    app.text_input(key="question").input(tesla).run()
+    app.button(key="ask").click().run()
+    assert not app.success or "Edison" not in app.success[0].value  # not from the demo articles
+    app.selectbox(key="collection").select("demo").run()
+    app.button(key="ask").click().run()
+    assert "Edison" in app.success[0].value
 
 
 ADDED_TEXT = (

@@ -12,8 +12,9 @@ Environment, read when the app is created:
 - ``VERITYRAG_API_KEY``: when set, write endpoints need the header ``X-API-Key``;
 - ``VERITYRAG_READ_KEY``: when set too, every endpoint but ``/health`` needs a key
   (:mod:`verityrag.api.auth`; a key that no request could send stops the start);
-- ``VERITYRAG_LOAD_BUNDLED=1``: start on the bundled corpus (ingested when the index is
-  empty) with the reranker trained and the gate calibrated, as ``make run`` does;
+- ``VERITYRAG_LOAD_BUNDLED=1``: start with the bundled corpus as the ``demo`` collection
+  (ingested on an index's first start), the reranker trained and the gate calibrated on it, as
+  ``make run`` does; questions ask the user's documents once there are any;
 - every other ``VERITYRAG_*`` setting, through ``Settings.from_env()``.
 """
 
@@ -63,12 +64,14 @@ LOAD_BUNDLED_ENV = "VERITYRAG_LOAD_BUNDLED"
 
 def pipeline_from_env() -> VerityRAGPipeline:
     """The pipeline ``uvicorn verityrag.api:app`` serves: persisted per ``VERITYRAG_DATA_DIR``,
-    on the bundled corpus when ``VERITYRAG_LOAD_BUNDLED`` is truthy. Its models are loaded
-    here, before ``/health`` says ready, not by the first question."""
+    with the bundled corpus as the ``demo`` collection when ``VERITYRAG_LOAD_BUNDLED`` is truthy
+    (loaded on a first start). Its models are loaded here, before ``/health`` says ready, not by
+    the first question."""
     if os.environ.get(LOAD_BUNDLED_ENV, "").strip().lower() in {"1", "true", "yes", "on"}:
+        from verityrag.index.collections import DEMO_COLLECTION
         from verityrag.serve.bundled import bundled_pipeline  # imports the eval dataset reader
 
-        return bundled_pipeline().warm_up()
+        return bundled_pipeline(collection=DEMO_COLLECTION).warm_up()
     return VerityRAGPipeline().warm_up()
 
 

@@ -217,6 +217,26 @@ class FilesIngestOut(BaseModel):
     documents: list[IngestedFile]
 
 
+class CollectionOut(BaseModel):
+    name: str = Field(description="The `collection` metadata value; empty: documents without one.")
+    documents: int
+
+
+class CollectionsOut(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"collections": [{"name": "demo", "documents": 605}]}]}
+    )
+
+    collections: list[CollectionOut]
+
+
+class DeletedCollectionOut(BaseModel):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"name": "demo", "deleted_documents": 605}]})
+
+    name: str
+    deleted_documents: int
+
+
 class DeletedOut(BaseModel):
     model_config = ConfigDict(json_schema_extra={"examples": [{"doc_id": "steam-engine", "deleted": True}]})
 
@@ -227,9 +247,10 @@ class DeletedOut(BaseModel):
 _FILTER_SCALAR: dict[str, Any] = {"anyOf": [{"type": "string"}, {"type": "number"}, {"type": "boolean"}]}
 FILTER_DESCRIPTION = (
     "Only documents whose metadata matches: each key's top-level value must equal the given "
-    'string, number or boolean, or be one of `{"$in": [...]}`; all keys must hold. A document '
-    f"holding a list under a key matches when any element does. At most {MAX_FILTER_KEYS} keys "
-    f"and {MAX_IN_VALUES} values per `$in`."
+    'string, number or boolean, be one of `{"$in": [...]}`, or be none of `{"$nin": [...]}` '
+    "(which a document without the key passes); all keys must hold. A document holding a list "
+    "under a key matches when any element does (and fails `$nin` when any element is listed). "
+    f"At most {MAX_FILTER_KEYS} keys and {MAX_IN_VALUES} values per `$in` or `$nin`."
 )
 #: The filter's JSON schema; the values are checked by ``MetadataFilter.from_dict`` (a 422 names the key).
 FILTER_SCHEMA: dict[str, Any] = {
@@ -241,19 +262,22 @@ FILTER_SCHEMA: dict[str, Any] = {
             "additionalProperties": {
                 "anyOf": [
                     *_FILTER_SCALAR["anyOf"],
-                    {
-                        "type": "object",
-                        "properties": {
-                            "$in": {
-                                "type": "array",
-                                "minItems": 1,
-                                "maxItems": MAX_IN_VALUES,
-                                "items": _FILTER_SCALAR,
-                            }
-                        },
-                        "required": ["$in"],
-                        "additionalProperties": False,
-                    },
+                    *(
+                        {
+                            "type": "object",
+                            "properties": {
+                                operator: {
+                                    "type": "array",
+                                    "minItems": 1,
+                                    "maxItems": MAX_IN_VALUES,
+                                    "items": _FILTER_SCALAR,
+                                }
+                            },
+                            "required": [operator],
+                            "additionalProperties": False,
+                        }
+                        for operator in ("$in", "$nin")
+                    ),
                 ]
             },
         },
@@ -310,6 +334,15 @@ class QueryIn(BaseModel):
     )
 
     filter: MetadataFilterIn = None
+    collection: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="Which documents to ask: a collection's name (the `collection` metadata key), "
+        "`all`, or `auto` (the default): your documents when there are any, the bundled `demo` "
+        "collection only when nothing else is there. A `filter` naming `collection` decides "
+        "instead (with a name here too: 422).",
+    )
 
     # A validator, not an annotated type: keeps k's minimum/maximum in the JSON schema.
     _k_is_a_json_integer = field_validator("k", "min_sources", mode="before")(_json_integer)

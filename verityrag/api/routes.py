@@ -24,6 +24,7 @@ from starlette.concurrency import run_in_threadpool
 
 from verityrag import __version__
 from verityrag.api import streaming
+from verityrag.api.collection_routes import collection_endpoints, delete_collection
 from verityrag.api.deps import (
     HolderDep,
     MetricsDep,
@@ -69,6 +70,7 @@ from verityrag.api.streaming import EXAMPLE as STREAM_EXAMPLE
 from verityrag.api.streaming import MEDIA_TYPE as STREAM_MEDIA_TYPE
 from verityrag.api.streaming import query_events, sse_event
 from verityrag.errors import InvalidInputError
+from verityrag.index.collections import scoped_filter
 from verityrag.index.filters import MetadataFilter
 from verityrag.ingest.parsers import FORMATS, ParsedFile, parse_file
 from verityrag.pipeline import VerityRAGPipeline
@@ -85,6 +87,7 @@ endpoints = RouteTable()
 def add_routes(app: FastAPI) -> None:
     """Register every endpoint of the API on ``app``."""
     endpoints.add_to(app)
+    collection_endpoints.add_to(app)
 
 
 @endpoints.get_with_head(
@@ -359,7 +362,8 @@ async def run_query(
     }
     settings = p.settings.replace(**changes) if changes else None
     started = time.perf_counter()
-    flt = MetadataFilter.from_dict(body.filter)  # checked here: a bad filter is a 422, not a stream
+    # checked here: a bad filter or collection is a 422, not a stream
+    flt = scoped_filter(body.collection, MetadataFilter.from_dict(body.filter), p.writer.metadata_index)
     result = await run_in_threadpool(p.query, body.question, body.k, settings, on_stage, flt)
     elapsed = time.perf_counter() - started
     api_metrics.record_query(elapsed, result.abstain_reason.value if result.abstain_reason else None)
@@ -374,7 +378,8 @@ async def query(body: QueryIn, p: PipelineDep, api_metrics: MetricsDep) -> Query
 
     `verify`, `strictness` and `min_sources` override the pipeline's settings for this request
     only; `filter` keeps the evidence to documents whose metadata matches (applied inside
-    retrieval; none matching abstains with `no_evidence`). Each citation names its document's
+    retrieval; none matching abstains with `no_evidence`); `collection` chooses which documents
+    (default: yours when there are any, the bundled demo only when nothing else is there). Each citation names its document's
     declared `source` and when it was ingested.
     """
     return _query_out(await run_query(body, p, api_metrics))
@@ -573,5 +578,5 @@ def _query_out(result: QueryResult) -> QueryOut:
 
 #: What AuthMiddleware asks of each endpoint (verityrag.api.auth): writes need the write key,
 #: /health nothing, every other route (and an unmatched path) the read key when there is one.
-WRITE_ENDPOINTS: frozenset[object] = frozenset({ingest, ingest_files, delete_document})
+WRITE_ENDPOINTS: frozenset[object] = frozenset({ingest, ingest_files, delete_document, delete_collection})
 OPEN_ENDPOINTS: frozenset[object] = frozenset({health})

@@ -1,7 +1,9 @@
-"""Metadata filters: ``{"key": value, "other": {"$in": [v1, v2]}}`` on documents' top-level metadata.
+"""Metadata filters: ``{"key": value, "other": {"$in": [v1, v2]}, "third": {"$nin": [v3]}}`` on
+documents' top-level metadata.
 
-A :class:`MetadataFilter` holds the conditions (all must hold: exact match on a key, or one of
-``$in``'s values); a value is a string, a number or a boolean. A document whose metadata
+A :class:`MetadataFilter` holds the conditions (all must hold: exact match on a key, one of
+``$in``'s values, or none of ``$nin``'s, which a document without the key passes, as in
+MongoDB); a value is a string, a number or a boolean. A document whose metadata
 holds a list under the key matches when any element does (as an Elasticsearch ``terms``
 filter on an array field). :class:`MetadataIndex` maps each (key, value) of the documents
 it is given to their ids, so a filter resolves to its documents by set operations, not a
@@ -50,18 +52,20 @@ def _typed(value: object) -> _Key | None:
 
 @dataclass(frozen=True)
 class MetadataFilter:
-    """Conditions on metadata keys, all of which must hold. Build with :meth:`from_dict`."""
+    """Conditions on metadata keys, all of which must hold. Build with :meth:`from_dict`.
+
+    ``conditions``: a key holds one of these values; ``excluded``: it holds none of them."""
 
     conditions: tuple[tuple[str, tuple[Scalar, ...]], ...]
+    excluded: tuple[tuple[str, tuple[Scalar, ...]], ...] = ()
 
     def __post_init__(self) -> None:
-        if not self.conditions:
+        named = len(self.conditions) + len(self.excluded)
+        if not named:
             raise InvalidInputError("filter", "needs at least one key (no filter: None)")
-        if len(self.conditions) > MAX_FILTER_KEYS:
-            raise InvalidInputError(
-                "filter", f"names {len(self.conditions)} keys; the limit is {MAX_FILTER_KEYS}"
-            )
-        for key, values in self.conditions:
+        if named > MAX_FILTER_KEYS:
+            raise InvalidInputError("filter", f"names {named} keys; the limit is {MAX_FILTER_KEYS}")
+        for key, values in (*self.conditions, *self.excluded):
             if not isinstance(key, str) or not key:
                 raise InvalidInputError("filter", "keys must be non-empty strings")
             if not values:
@@ -85,33 +89,38 @@ class MetadataFilter:
         if not isinstance(spec, Mapping):
             raise InvalidInputError("filter", "must be an object of metadata keys")
         conditions: list[tuple[str, tuple[Scalar, ...]]] = []
+        excluded: list[tuple[str, tuple[Scalar, ...]]] = []
         for key, cond in spec.items():
             if isinstance(cond, Mapping):
-                if set(cond) != {"$in"}:
+                if len(cond) != 1 or next(iter(cond)) not in ("$in", "$nin"):
                     raise InvalidInputError(
-                        f"filter.{key}", f"operators: only $in is supported, got {', '.join(map(str, cond))}"
+                        f"filter.{key}",
+                        f"operators: one of $in or $nin is supported, got {', '.join(map(str, cond)) or 'none'}",
                     )
-                values = cond["$in"]
+                operator, values = next(iter(cond.items()))
                 if not isinstance(values, list | tuple):
-                    raise InvalidInputError(f"filter.{key}", "$in must be a list of values")
-                conditions.append((key, tuple(values)))
+                    raise InvalidInputError(f"filter.{key}", f"{operator} must be a list of values")
+                (conditions if operator == "$in" else excluded).append((key, tuple(values)))
             else:
                 conditions.append((key, (cond,)))
-        return cls(tuple(conditions))
+        return cls(tuple(conditions), tuple(excluded))
 
     def to_dict(self) -> dict[str, Any]:
         return {
             key: values[0] if len(values) == 1 else {"$in": list(values)} for key, values in self.conditions
-        }
+        } | {key: {"$nin": list(values)} for key, values in self.excluded}
 
     def matches(self, metadata: Mapping[str, Any]) -> bool:
         """Whether a document with ``metadata`` passes (the reference :class:`MetadataIndex` agrees with)."""
+
+        def held(key: str) -> set[_Key | None]:
+            value = metadata.get(key)
+            return {_typed(v) for v in value} if isinstance(value, list) else {_typed(value)}
+
         for key, values in self.conditions:
-            held = metadata.get(key)
-            found = {_typed(v) for v in held} if isinstance(held, list) else {_typed(held)}
-            if found.isdisjoint(_typed(v) for v in values):
+            if held(key).isdisjoint(_typed(v) for v in values):
                 return False
-        return True
+        return all(held(key).isdisjoint(_typed(v) for v in values) for key, values in self.excluded)
 
 
 #: What the pipeline's ``filter`` arguments take: a filter, its dict form, or None (no filter).
@@ -183,17 +192,30 @@ class MetadataIndex:
         with self._lock:
             return list(self._pairs)
 
+    def value_counts(self, key: str) -> dict[Scalar, int]:
+        """How many documents hold each value under ``key`` (a list counts once per element)."""
+        with self._lock:
+            return {typed[1]: len(ids) for (k, typed), ids in self._postings.items() if k == key}
+
     def matching(self, flt: MetadataFilter) -> set[str]:
         """The ids of the documents ``flt`` passes."""
         with self._lock:
             result: set[str] | None = None
             for key, values in flt.conditions:
-                found: set[str] = set()
-                for value in values:
-                    typed = _typed(value)
-                    if typed is not None:
-                        found |= self._postings.get((key, typed), set())
+                found = self._holding(key, values)
                 result = found if result is None else result & found
                 if not result:
                     return set()
+            if flt.excluded:
+                result = set(self._pairs) if result is None else result
+                for key, values in flt.excluded:
+                    result -= self._holding(key, values)
             return set(result or ())
+
+    def _holding(self, key: str, values: Iterable[Scalar]) -> set[str]:
+        found: set[str] = set()
+        for value in values:
+            typed = _typed(value)
+            if typed is not None:
+                found |= self._postings.get((key, typed), set())
+        return found

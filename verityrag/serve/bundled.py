@@ -1,5 +1,10 @@
 """The bundled corpus as a ready pipeline: the one setup the terminal app, the API, the
 Streamlit demo and the MCP server share, so they all answer the same way.
+
+The bundled documents go into the ``demo`` collection on a first start (an empty index never
+given them before), so a question asks the user's own documents once there are any
+(:mod:`verityrag.index.collections`). The calibration is fitted on the bundled corpus alone and
+applied to whatever the index holds: a user's documents beside it, or instead of it.
 """
 
 from __future__ import annotations
@@ -14,13 +19,17 @@ from pathlib import Path
 
 from verityrag.errors import VerityRAGError
 from verityrag.eval.dataset import DEFAULT_DATA_DIR, load_corpus, load_questions
-from verityrag.pipeline import CALIBRATION_FORMAT, VerityRAGPipeline
+from verityrag.index.collections import COLLECTION_KEY
+from verityrag.pipeline import CALIBRATION_FORMAT, IN_MEMORY, VerityRAGPipeline
 from verityrag.types import Document
 
 logger = logging.getLogger(__name__)
 
 CORPUS_FILE = "corpus.jsonl"
 CALIBRATION_FILE = Path("questions") / "calibration.jsonl"
+#: Written into a persistent index's folder once the demo collection is loaded: a restart, or
+#: an index whose demo the user removed, is not given it again.
+DEMO_LOADED_MARKER = "demo-collection-loaded"
 
 
 def bundled_documents(data_dir: Path = DEFAULT_DATA_DIR, exclude_prefix: str | None = None) -> list[Document]:
@@ -36,23 +45,32 @@ def load_bundled_corpus(
     max_docs: int | None = None,
     data_dir: Path = DEFAULT_DATA_DIR,
     exclude_prefix: str | None = None,
+    collection: str | None = None,
 ) -> int:
-    """Ingest the bundled corpus (its first ``max_docs`` documents) if the index is empty."""
-    if pipeline.index.n_documents > 0:
+    """Ingest the bundled corpus (its first ``max_docs`` documents) if the index is empty; with
+    ``collection``, each document's metadata names it, and a persistent index gets the corpus
+    once: never again after its first start (the user may have removed it)."""
+    marker = Path(pipeline.data_dir) / DEMO_LOADED_MARKER if pipeline.data_dir and collection else None
+    if pipeline.index.n_documents > 0 or (marker is not None and marker.exists()):
         logger.info("index holds %d documents: bundled corpus not loaded", pipeline.index.n_documents)
         return 0
     started = time.perf_counter()
     docs = bundled_documents(data_dir, exclude_prefix)
     if max_docs is not None:
         docs = docs[:max_docs]
+    if collection:
+        docs = [Document(d.doc_id, d.title, d.text, {**d.metadata, COLLECTION_KEY: collection}) for d in docs]
     n = pipeline.ingest_documents(docs, progress=False)
+    if marker is not None:
+        marker.write_text(f"{collection}: {n} documents\n", encoding="utf-8")
     logger.info("ingested %d bundled documents in %.2fs", n, time.perf_counter() - started)
     return n
 
 
 def calibration_key(pipeline: VerityRAGPipeline, data_dir: Path) -> str:
-    """What a saved calibration depends on: the chunks indexed and the questions, the settings, the
-    analyzer, the embedder and every shipped model file (its size and time), and this version."""
+    """What a calibration on the bundled corpus depends on: the corpus and the questions, the
+    settings (chunking among them), the analyzer, the embedder and every shipped model file (its
+    size and time), and this version; not what else ``pipeline``'s index holds."""
     import dataclasses
 
     import verityrag
@@ -64,7 +82,6 @@ def calibration_key(pipeline: VerityRAGPipeline, data_dir: Path) -> str:
         json.dumps(dataclasses.asdict(pipeline.settings), sort_keys=True, default=str),
         pipeline.analyzer.fingerprint(),
         pipeline.embedder.fingerprint(),
-        "\n".join(sorted(c.chunk_id for c in pipeline.index.live_chunks(pipeline.index.snapshot()))),
     ):
         digest.update(part.encode("utf-8"))
     for path in (data_dir / CORPUS_FILE, data_dir / CALIBRATION_FILE):  # the texts behind the ids
@@ -91,19 +108,28 @@ def calibrate_on_bundled(
         fit_on_bundled(pipeline, data_dir)
         return
     path = calibration_path(pipeline, data_dir)
-    if path.is_file():
-        try:
-            pipeline.load_calibration_state(json.loads(path.read_text(encoding="utf-8")))
-            logger.info("calibration restored from %s", path)
-            return
-        except (ValueError, KeyError, VerityRAGError) as exc:  # a damaged or older file: fit again
-            logger.warning("saved calibration %s unusable (%s): fitting again", path, exc)
+    if restore_calibration(pipeline, path):
+        return
     fit_on_bundled(pipeline, data_dir)
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(".partial")
     partial.write_text(json.dumps(pipeline.calibration_state()), encoding="utf-8")
     partial.replace(path)
     logger.info("calibration saved to %s", path)
+
+
+def restore_calibration(pipeline: VerityRAGPipeline, path: Path) -> bool:
+    """Load the calibration saved at ``path`` into ``pipeline``; False when there is none, or it
+    is damaged or of an older format (then it is fitted again and saved over)."""
+    if not path.is_file():
+        return False
+    try:
+        pipeline.load_calibration_state(json.loads(path.read_text(encoding="utf-8")))
+    except (ValueError, KeyError, VerityRAGError) as exc:
+        logger.warning("saved calibration %s unusable (%s): fitting again", path, exc)
+        return False
+    logger.info("calibration restored from %s", path)
+    return True
 
 
 def fit_on_bundled(pipeline: VerityRAGPipeline, data_dir: Path = DEFAULT_DATA_DIR) -> None:
@@ -125,6 +151,24 @@ def holds_bundled_corpus(pipeline: VerityRAGPipeline, docs: Sequence[Document]) 
     return index.n_documents == len(docs) and all(index.has_document(d.doc_id) for d in docs)
 
 
+def apply_bundled_calibration(pipeline: VerityRAGPipeline, data_dir: Path = DEFAULT_DATA_DIR) -> None:
+    """Give ``pipeline``, whatever its index holds, the calibration fitted on the bundled corpus
+    alone (saved, else fitted once on an in-memory copy of it and saved): the bundled questions
+    are about the bundled corpus, and fitted against other documents the gate refused everything.
+    Learned checks keep the thresholds of their folders or settings then."""
+    if restore_calibration(pipeline, calibration_path(pipeline, data_dir)):
+        return
+    alone = VerityRAGPipeline(pipeline.embedder, IN_MEMORY, pipeline.settings, pipeline.analyzer)
+    for stage, check in pipeline.checks().items():
+        alone.attach_check(stage, check, pipeline.check_threshold_sources.get(stage) == "settings")
+    load_bundled_corpus(alone, data_dir=data_dir)
+    calibrate_on_bundled(alone, data_dir)
+    pipeline.load_calibration_state(alone.calibration_state())
+    logger.info(
+        "calibrated on the bundled corpus alone (the index holds %d documents)", pipeline.index.n_documents
+    )
+
+
 def bundled_pipeline(
     data_dir: Path = DEFAULT_DATA_DIR,
     *,
@@ -132,25 +176,23 @@ def bundled_pipeline(
     exclude_prefix: str | None = None,
     calibrate: bool = True,
     factory: Callable[[], VerityRAGPipeline] | None = None,
+    collection: str | None = None,
 ) -> VerityRAGPipeline:
     """A pipeline over the bundled corpus, calibrated unless ``calibrate=False``.
 
     ``store_dir`` persists it (None: ``VERITYRAG_DATA_DIR`` when set; ``IN_MEMORY``: never);
     ``exclude_prefix`` holds documents back (the streaming demo streams them in later);
-    ``factory`` builds the empty pipeline (default: from settings). A store that already holds
-    other documents keeps them, unloaded and uncalibrated: the bundled questions are about the
-    bundled corpus, and a gate fitted on them against other documents would refuse everything.
+    ``factory`` builds the empty pipeline (default: from settings); ``collection`` (e.g.
+    ``demo``) names the bundled documents' collection, loaded on a persistent index's first start
+    only. An index that holds more, or other, documents is given the calibration fitted on the
+    bundled corpus alone (:func:`apply_bundled_calibration`).
     """
     pipeline = factory() if factory is not None else VerityRAGPipeline(data_dir=store_dir)
-    load_bundled_corpus(pipeline, data_dir=data_dir, exclude_prefix=exclude_prefix)
+    load_bundled_corpus(pipeline, data_dir=data_dir, exclude_prefix=exclude_prefix, collection=collection)
     if not calibrate:
         return pipeline
     if holds_bundled_corpus(pipeline, bundled_documents(data_dir, exclude_prefix)):
         calibrate_on_bundled(pipeline, data_dir)
     else:
-        logger.warning(
-            "the index holds %d documents that are not the bundled corpus: not calibrated on the bundled "
-            "questions (the shipped gate stands; calibrate on questions about your documents)",
-            pipeline.index.n_documents,
-        )
+        apply_bundled_calibration(pipeline, data_dir)
     return pipeline

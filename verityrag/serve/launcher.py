@@ -1,9 +1,12 @@
-"""``python -m verityrag.serve`` (``make run``): the REST API and the Streamlit app on the bundled corpus.
+"""``python -m verityrag.serve`` (``make run``): the REST API and the Streamlit app on one index.
 
 Starts ``uvicorn verityrag.api:app`` (with ``VERITYRAG_LOAD_BUNDLED=1``: the bundled
-corpus ingested, the reranker trained and the gate calibrated) and ``streamlit run
-app.py -- --api-url URL`` with the API's address, so the app asks and adds
-documents through the API: one index behind both (docs/decisions/0054-one-index.md). It
+corpus as the ``demo`` collection on the index's first start, the reranker trained and the
+gate calibrated on it) and ``streamlit run app.py -- --api-url URL`` with the API's address,
+so the app asks and adds documents through the API: one index behind both
+(docs/decisions/0054-one-index.md). The index is kept in ``var/`` (``--data-dir``,
+``VERITYRAG_DATA_DIR``; ``--in-memory`` keeps nothing), so a restart brings back every
+document added. It
 prints each one's URL as soon as it answers its health check, and runs until Ctrl-C or
 until either stops (then it stops the other and exits non-zero).
 ``--check`` asks the API one question, then shuts both down: a smoke test of the run
@@ -16,6 +19,7 @@ import argparse
 import contextlib
 import errno
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -35,6 +39,8 @@ from verityrag.errors import VerityRAGError
 
 ROOT = Path(__file__).resolve().parents[2]
 APP_FILE = ROOT / "app.py"
+#: Where ``make run`` keeps its index unless told otherwise (git-ignored).
+DEFAULT_DATA_DIR = ROOT / "var"
 CHECK_QUESTION = "Who did Tesla work for in New York in 1884?"
 
 
@@ -150,6 +156,7 @@ def running_services(
     """
     started = time.monotonic() if since is None else since
     env = {**os.environ, "VERITYRAG_LOAD_BUNDLED": "1"}
+    env.pop("VERITYRAG_DATA_DIR", None)  # None: memory only, whatever the environment says
     if data_dir is not None:
         env["VERITYRAG_DATA_DIR"] = str(data_dir)
     api_port = api_port or free_port(host)
@@ -299,19 +306,28 @@ def prepare_bundled() -> None:
     API restores it in a second (:func:`verityrag.serve.bundled.calibrate_on_bundled` saves
     it); say how long it took. With a saved one this costs a fraction of a second: the
     corpus is chunked to find the calibration's key, and no model is loaded."""
-    from verityrag.pipeline import IN_MEMORY
-    from verityrag.serve.bundled import bundled_pipeline, calibrate_on_bundled, calibration_path
+    from verityrag.pipeline import IN_MEMORY, VerityRAGPipeline
+    from verityrag.serve.bundled import calibrate_on_bundled, calibration_path, load_bundled_corpus
 
     started = time.perf_counter()
-    pipeline = bundled_pipeline(store_dir=IN_MEMORY, calibrate=False)
+    pipeline = VerityRAGPipeline(data_dir=IN_MEMORY)
     if pipeline.checks() or calibration_path(pipeline).is_file():
         return  # saved (or learned checks are on: the API fits them, as it must every start)
     print(
         "Preparing the bundled corpus (calibrated once, then cached: the first time about a minute)...",
         flush=True,
     )
+    load_bundled_corpus(pipeline)
     calibrate_on_bundled(pipeline)
     print(f"Bundled corpus ready in {time.perf_counter() - started:.1f} s.", flush=True)
+
+
+def data_dir_to_use(given: Path | None) -> Path:
+    """``--data-dir``, else ``VERITYRAG_DATA_DIR``, else ``var/`` in the checkout; absolute."""
+    chosen = given or (
+        Path(os.environ["VERITYRAG_DATA_DIR"]) if os.environ.get("VERITYRAG_DATA_DIR") else None
+    )
+    return (chosen or DEFAULT_DATA_DIR).expanduser().resolve()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -323,12 +339,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--ui-port", type=port_number, default=8501, help="the app's port (default 8501; 0 picks a free one)"
     )
-    parser.add_argument("--data-dir", type=Path, default=None, help="persist the API's index here")
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help=f"keep the index here (default: $VERITYRAG_DATA_DIR, else {DEFAULT_DATA_DIR.relative_to(ROOT)}/)",
+    )
+    parser.add_argument(
+        "--in-memory", action="store_true", help="keep nothing: the index lives in memory only"
+    )
     parser.add_argument("--startup-timeout", type=float, default=180.0, metavar="S")
     parser.add_argument("--check", action="store_true", help="ask one question, then stop both")
     args = parser.parse_args(argv)
     if args.startup_timeout <= 0:
         parser.error("--startup-timeout must be > 0 seconds")
+    if args.in_memory and args.data_dir is not None:
+        parser.error("--in-memory and --data-dir: give one of them")
+    data_dir = None if args.in_memory else data_dir_to_use(args.data_dir)
+    if data_dir is not None and data_dir.exists() and not data_dir.is_dir():
+        parser.error(f"--data-dir {data_dir}: is a file, not a folder")
     try:
         socket.getaddrinfo(args.host, None)
     except socket.gaierror as exc:
@@ -360,14 +389,26 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     wait = f"fitting the learned checks ({checks}) adds up to ~20 s" if checks else "a few seconds"
-    print(f"Starting the API and the Streamlit app on one index, the bundled corpus ({wait})...", flush=True)
+    print(f"Starting the API and the Streamlit app on one index ({wait})...", flush=True)
+    if data_dir is None:
+        print("Index: in memory only (--in-memory): what you add is gone when this stops.", flush=True)
+    else:
+        print(f"Index: kept in {data_dir} (a restart brings back what you add; --in-memory keeps nothing).")
     try:
         with running_services(
-            args.host, args.api_port, args.ui_port, args.data_dir, args.startup_timeout, announce, started
+            args.host, args.api_port, args.ui_port, data_dir, args.startup_timeout, announce, started
         ) as services:
             api = services[0]
             print("Both ready: a document added in the app or through the API is answered in both.")
-            print(f"MCP server on this index: python -m verityrag.mcp_server --api-url {api.url}")
+            print(
+                "Questions ask your documents once you add some; the bundled ones are the 'demo' "
+                "collection (removable in the app)."
+            )
+            print(
+                "MCP server on this index (the command for your MCP client): "
+                f"{shlex.quote(sys.executable)} -m verityrag.mcp_server --api-url {api.url}"
+            )
+            print(f"Questions in the terminal, on this index: make ask API_URL={api.url}")
             if args.check:
                 return check_query(api.url) or check_mcp(api.url)
             print("Ctrl-C stops both.", flush=True)

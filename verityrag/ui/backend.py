@@ -22,6 +22,7 @@ import httpx
 
 from verityrag.config import Settings
 from verityrag.errors import BackendUnavailableError, InvalidInputError
+from verityrag.index.collections import collection_sizes, remove_collection, scoped_filter
 from verityrag.pipeline import VerityRAGPipeline
 from verityrag.text.chunking import chunk_spans
 from verityrag.types import (
@@ -65,7 +66,11 @@ class Backend(Protocol):
 
     def stats(self) -> dict[str, Any]: ...
 
-    def query(self, question: str, k: int, strictness: str) -> QueryResult: ...
+    def query(self, question: str, k: int, strictness: str, collection: str | None = None) -> QueryResult: ...
+
+    def collections(self) -> dict[str, int]: ...
+
+    def remove_collection(self, name: str) -> int: ...
 
     def add_document(
         self, doc_id: str, title: str, text: str, metadata: dict[str, Any] | None = None
@@ -98,10 +103,17 @@ class LocalBackend:
     def stats(self) -> dict[str, Any]:
         return self.pipeline.stats()
 
-    def query(self, question: str, k: int, strictness: str) -> QueryResult:
+    def query(self, question: str, k: int, strictness: str, collection: str | None = None) -> QueryResult:
+        scoped = scoped_filter(collection, None, self.pipeline.writer.metadata_index)
         return self.pipeline.query(
-            question, k=k, settings=self.pipeline.settings.replace(strictness=strictness)
+            question, k=k, settings=self.pipeline.settings.replace(strictness=strictness), filter=scoped
         )
+
+    def collections(self) -> dict[str, int]:
+        return collection_sizes(self.pipeline.writer.metadata_index)
+
+    def remove_collection(self, name: str) -> int:
+        return remove_collection(self.pipeline, name)
 
     def add_document(
         self, doc_id: str, title: str, text: str, metadata: dict[str, Any] | None = None
@@ -177,9 +189,18 @@ class ApiBackend:
         stats: dict[str, Any] = self.call("GET", "/stats")
         return stats
 
-    def query(self, question: str, k: int, strictness: str) -> QueryResult:
-        body = self.call("POST", "/query", json={"question": question, "k": k, "strictness": strictness})
-        return self._result(body)
+    def query(self, question: str, k: int, strictness: str, collection: str | None = None) -> QueryResult:
+        request: dict[str, Any] = {"question": question, "k": k, "strictness": strictness}
+        if collection is not None:
+            request["collection"] = collection
+        return self._result(self.call("POST", "/query", json=request))
+
+    def collections(self) -> dict[str, int]:
+        return {c["name"]: c["documents"] for c in self.call("GET", "/collections")["collections"]}
+
+    def remove_collection(self, name: str) -> int:
+        reply = self.call("DELETE", f"/collections/{quote(name, safe='')}", none_if_missing=True)
+        return 0 if reply is None else int(reply["deleted_documents"])
 
     def add_document(
         self, doc_id: str, title: str, text: str, metadata: dict[str, Any] | None = None

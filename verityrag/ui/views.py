@@ -250,9 +250,11 @@ THRESHOLD_FROM_TEXT = {
     "attached": "set in code",
 }
 CHECKS_OFF_TEXT = (
-    "Learned checks: none are switched on. The three optional models (answerability: does any "
-    "passage answer this question; guard: is the drafted answer supported; reader: does the answer "
-    "say what the reader finds) can be switched on in the settings; the README says how."
+    "Optional learned checks: none are switched on. Three more models (a learned gate: does any "
+    "passage answer this question; a support check: is the drafted answer supported; a reader "
+    "check: does an LLM's answer say what the reader finds) can be switched on in the settings; "
+    "the README says how. The reader that finds the answer's words is always on: its refusals say "
+    "'the documents do not say'."
 )
 # How every answer is checked, whatever the settings: the About section of the app.
 ABOUT_TEXT = (

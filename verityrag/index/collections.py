@@ -1,0 +1,85 @@
+"""Collections: a ``collection`` metadata key (decision 0055), and which one a question asks.
+
+The served app starts with the bundled corpus in the ``demo`` collection, so it answers at once;
+a user's own documents (any other collection, or none) must not be answered from it. A question
+therefore asks, by default, the user's documents when there are any and the demo only when there
+is nothing else; ``all`` asks everything, a name asks that collection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from verityrag.errors import InvalidInputError
+from verityrag.index.filters import MetadataFilter, MetadataIndex, Scalar
+
+COLLECTION_KEY = "collection"
+#: The bundled corpus's collection in the served app.
+DEMO_COLLECTION = "demo"
+#: The collection choice that asks every document.
+ALL_COLLECTIONS = "all"
+#: The default choice: your documents when there are any, else the demo.
+YOURS_FIRST = "auto"
+
+
+def collection_sizes(index: MetadataIndex) -> dict[str, int]:
+    """Documents per collection name; documents without one are counted under ``""``."""
+    named = {str(v): n for v, n in index.value_counts(COLLECTION_KEY).items() if isinstance(v, str)}
+    return (
+        {**named, "": max(0, len(index) - sum(named.values()))} if len(index) > sum(named.values()) else named
+    )
+
+
+def scoped_filter(
+    collection: str | None, flt: MetadataFilter | None, index: MetadataIndex
+) -> MetadataFilter | None:
+    """``flt`` narrowed to the chosen ``collection``: None or ``auto``: everything but the demo
+    when anything else is there; ``all``: no narrowing; a name: that collection only. A filter
+    that names ``collection`` itself is taken as it is (with ``auto``) or refused (with a name)."""
+    choice = YOURS_FIRST if collection is None else collection.strip()
+    if not choice:
+        raise InvalidInputError("collection", f"must be a name, {ALL_COLLECTIONS!r} or {YOURS_FIRST!r}")
+    names = {key for key, _ in (*flt.conditions, *flt.excluded)} if flt is not None else set()
+    if choice == ALL_COLLECTIONS or (choice == YOURS_FIRST and COLLECTION_KEY in names):
+        return flt
+    if COLLECTION_KEY in names:
+        raise InvalidInputError("collection", "give the collection either here or in the filter, not both")
+    condition: tuple[tuple[str, tuple[Scalar, ...]], ...] = ()
+    excluded: tuple[tuple[str, tuple[Scalar, ...]], ...] = ()
+    if choice == YOURS_FIRST:
+        demo = index.value_counts(COLLECTION_KEY).get(DEMO_COLLECTION, 0)
+        if demo == 0 or demo >= len(index):
+            return flt
+        excluded = ((COLLECTION_KEY, (DEMO_COLLECTION,)),)
+    else:
+        condition = ((COLLECTION_KEY, (choice,)),)
+    if flt is None:
+        return MetadataFilter(condition, excluded)
+    return MetadataFilter((*flt.conditions, *condition), (*flt.excluded, *excluded))
+
+
+class _Listed(Protocol):
+    @property
+    def doc_id(self) -> str: ...
+
+
+class DocumentCollection(Protocol):
+    """What removing a collection needs: a pipeline's listing and delete."""
+
+    def list_documents(
+        self, filter: Mapping[str, Any], offset: int = 0, limit: int = 50
+    ) -> tuple[int, Sequence[_Listed]]: ...
+
+    def delete_document(self, doc_id: str) -> bool: ...
+
+
+def remove_collection(documents: DocumentCollection, name: str, page: int = 500) -> int:
+    """Delete every document of the collection ``name``; how many were deleted."""
+    deleted = 0
+    while True:  # pages from the start: each deleted document leaves the listing
+        _, listed = documents.list_documents({COLLECTION_KEY: name}, 0, page)
+        removed = sum(documents.delete_document(doc.doc_id) for doc in listed)
+        if not removed:  # nothing left (or deleted meanwhile by someone else)
+            return deleted
+        deleted += removed
