@@ -18,14 +18,20 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from verityrag.agent.calibration import check_reranker, fit_reader_threshold, fit_sufficiency_gate
+from verityrag.agent.calibration import (
+    check_reranker,
+    fit_confidence,
+    fit_reader_threshold,
+    fit_sufficiency_gate,
+)
+from verityrag.agent.confidence import ConfidenceModel
 from verityrag.agent.controller import AgentController
 from verityrag.agent.protocols import AnswerabilityModel, AnswerGuard, ReaderAgreementCheck
 from verityrag.agent.questions import check_labelled, check_question
 from verityrag.agent.reformulation import Reformulator, SalientTermExpansion, TitleAnchoredRewrite
 from verityrag.agent.sufficiency import SufficiencyGate
 from verityrag.checks.registry import CHECK_ATTRIBUTES, load_check, requested_checks
-from verityrag.checks.thresholds import PairedSufficiency, ScoredCheck, fit_thresholds
+from verityrag.checks.thresholds import PairedSufficiency, ScoredCheck, fit_attached_checks
 from verityrag.config import Settings
 from verityrag.embed.base import Embedder
 from verityrag.embed.hashing import HashingEmbedder
@@ -61,7 +67,7 @@ from verityrag.verify.sources import SourceReview
 logger = logging.getLogger(__name__)
 
 #: The format of :meth:`VerityRAGPipeline.calibration_state`; a saved state of another is refused.
-CALIBRATION_FORMAT = "verityrag-calibration/1"
+CALIBRATION_FORMAT = "verityrag-calibration/2"
 
 __all__ = [
     "DATA_DIR_ENV",
@@ -133,6 +139,7 @@ class VerityRAGPipeline:
         # The extractive reader: files checked now (a missing model stops the start), model loaded later.
         self.reader = EvidenceReader.open(self.settings.reader_model) if self.settings.reader else None
         self.fitted_reader_threshold: float | None = None  # calibrate()'s, on the answer logit
+        self.confidence_model: ConfidenceModel | None = None  # calibrate()'s: P(a reply is right)
         self.writer = DocumentWriter(
             self.index, self.embedder, analyzer, self.settings, resolve_data_dir(data_dir)
         )
@@ -250,7 +257,7 @@ class VerityRAGPipeline:
                 "threshold_from": self.check_threshold_sources.get(stage, "attached"),
                 "model_dir": str(model_dir) if model_dir is not None else None,
             }
-            paired = self._paired_threshold() if stage == "answerability" else None
+            paired = self.paired_threshold() if stage == "answerability" else None
             if paired is not None:
                 out[stage]["sufficiency_threshold"] = paired
         return out
@@ -274,10 +281,12 @@ class VerityRAGPipeline:
     def sufficiency_threshold(self) -> float:
         """The sufficiency gate's threshold the agent applies now: the one ``calibrate`` fitted together
         with the answerability check while that check is attached, else the gate's own."""
-        paired = self._paired_threshold()
+        paired = self.paired_threshold()
         return self.gate.threshold_ if paired is None else paired
 
-    def _paired_threshold(self) -> float | None:
+    def paired_threshold(self) -> float | None:
+        """The sufficiency threshold fitted together with the answerability check, while that
+        check is attached; else None (the gate's own applies)."""
         paired = self.paired_sufficiency
         if paired is None or self.answerability is None or paired.check is not self.answerability:
             return None
@@ -345,13 +354,14 @@ class VerityRAGPipeline:
             reader_threshold=self.reader_threshold if reader_threshold is None else reader_threshold,
             reader_subjects=settings.reader_subjects,
             report_conflicts=settings.report_conflicts,
+            confidence=self.confidence_model,
         )
 
     def new_controller(self, settings: Settings | None = None) -> AgentController:
         """A new agent over the pipeline's parts as they are now (not the one :meth:`query` reuses):
         one to change without changing the pipeline's."""
         return self._build_controller(
-            settings or self.settings, self.gate, self.checks(), self._paired_threshold()
+            settings or self.settings, self.gate, self.checks(), self.paired_threshold()
         )
 
     def controller(self, settings: Settings | None = None) -> AgentController:
@@ -360,7 +370,7 @@ class VerityRAGPipeline:
         s = settings or self.settings
         gate = self.gate
         checks = self.checks()
-        paired = self._paired_threshold()
+        paired = self.paired_threshold()
         key = (
             s,
             id(gate),
@@ -373,6 +383,7 @@ class VerityRAGPipeline:
             id(self.generator),
             id(self.reader),
             self.reader_threshold,
+            id(self.confidence_model),
         )
         with self._controller_lock:
             cached = self._controller_cache
@@ -403,7 +414,7 @@ class VerityRAGPipeline:
         """``query`` with the reader refusing nothing for want of confidence (a span of the wrong kind
         still is): one pass gives every reader threshold's outcome, as the reader only ever turns
         an answer into an abstention."""
-        checks, paired = self.checks(), self._paired_threshold()
+        checks, paired = self.checks(), self.paired_threshold()
         return lambda question: self.query_with(question, checks, paired, reader_threshold=-math.inf)
 
     def train_reranker(self, n_queries: int = 800, seed: int = 0) -> VerityRAGPipeline:
@@ -446,6 +457,10 @@ class VerityRAGPipeline:
         through the whole agent once per check. Not with an LLM answer strategy (that would
         call the LLM once per question and check): those keep the thresholds their model
         folders recorded (the guard's and the reader's were fitted on LLM answers).
+
+        Last, every labelled question is asked of the agent so fitted, and a reply's
+        ``confidence`` becomes the probability that it is right, fitted on those replies
+        (:mod:`verityrag.agent.confidence`; not with an LLM answer strategy).
         """
         labelled = list(questions)
         for_reader = list(reader_questions)
@@ -498,8 +513,11 @@ class VerityRAGPipeline:
                 for stage in unfixed
             }
         elif unfixed:
-            summary["learned_checks"] = self._fit_check_thresholds(labelled, unfixed)
+            summary["learned_checks"] = fit_attached_checks(self, labelled, unfixed)
             logger.info("learned check thresholds: %s", summary["learned_checks"])
+        self.confidence_model = None  # the replies below are the agent's without it
+        if self.answer_strategy is None:  # with an LLM it would be called once per question
+            self.confidence_model, summary["confidence"] = fit_confidence(self.query, labelled + for_reader)
         return summary
 
     def _fit_reader_threshold(self, labelled: Sequence[tuple[str, Sequence[str]]]) -> dict[str, Any]:
@@ -508,36 +526,6 @@ class VerityRAGPipeline:
         self.fitted_reader_threshold = logit(probability)
         logger.info("reader threshold: %s", fit)
         return fit
-
-    def _fit_check_thresholds(
-        self, labelled: Sequence[tuple[str, Sequence[str]]], stages: Sequence[str]
-    ) -> dict[str, dict[str, Any]]:
-        """Fit ``stages``' thresholds (:func:`~verityrag.checks.thresholds.fit_thresholds`) and set them."""
-        gate = self.gate
-        # The joint rule emulates the pair from one pass, which holds only with one attempt per
-        # question: the gate's out-of-fold probabilities only without reformulation.
-        one_attempt = not self.reformulate or self.settings.max_reformulations == 0
-        checks = self.checks()
-        fit = fit_thresholds(
-            self.query_with,
-            checks,
-            labelled,
-            stages,
-            sufficiency_oof=[float(p) for p in gate.oof_probabilities_] if one_attempt else None,
-            sufficiency_reference=float(gate.threshold_),
-            abstention_target=self.settings.abstention_target,
-            paired_sufficiency=self._paired_threshold(),
-        )
-        for stage, threshold in fit.thresholds.items():
-            checks[stage].threshold = threshold
-            if fit.report[stage]["fitted"]:
-                self.check_threshold_sources[stage] = "calibration"
-        if "answerability" in fit.thresholds:
-            paired = fit.paired_sufficiency
-            self.paired_sufficiency = (
-                PairedSufficiency(checks["answerability"], paired) if paired is not None else None
-            )
-        return fit.report
 
     def calibration_state(self) -> dict[str, Any]:
         """What ``train_reranker`` and ``calibrate`` fitted, as JSON, to restore with
@@ -550,6 +538,7 @@ class VerityRAGPipeline:
             "use_reranker": self.use_reranker,
             "reformulate": self.reformulate,
             "reader_threshold": self.fitted_reader_threshold,
+            "confidence": self.confidence_model.to_dict() if self.confidence_model is not None else None,
         }
 
     def load_calibration_state(self, state: Mapping[str, Any]) -> VerityRAGPipeline:
@@ -565,6 +554,8 @@ class VerityRAGPipeline:
         self.use_reranker = bool(state["use_reranker"])
         self.reformulate = bool(state["reformulate"])
         self.fitted_reader_threshold = state["reader_threshold"]
+        confidence = state["confidence"]
+        self.confidence_model = ConfidenceModel.from_dict(confidence) if confidence else None
         self.paired_sufficiency = None
         return self
 

@@ -181,6 +181,30 @@ def test_calibrate_refits_the_reader_threshold_only_given_reader_questions(
     assert pipeline.fitted_reader_threshold is None
 
 
+def test_calibrate_fits_what_confidence_means_and_the_state_keeps_it(
+    pipeline: VerityRAGPipeline, corpus_slice: list[dict[str, Any]], test_questions: list[dict[str, Any]]
+) -> None:
+    in_slice = {d["doc_id"] for d in corpus_slice}
+    answerable = [
+        (q["question"], q["answers"])
+        for q in test_questions
+        if q["answers"] and q["source_doc_id"] in in_slice
+    ]
+    held_out = [(q["question"], []) for q in test_questions if q["kind"] == "held_out"]
+    summary = pipeline.calibrate(answerable[:20] + held_out[:10])
+    fit = summary["confidence"]
+    assert fit["questions"] == 30
+    assert pipeline.confidence_model is not None
+    refusal = pipeline.query(held_out[10][0])
+    assert refusal.abstained
+    # P(the refusal is right), fitted on the replies: most refusals of held-out questions are right
+    assert refusal.confidence > 0.5
+    state = pipeline.calibration_state()
+    restored = VerityRAGPipeline(settings=pipeline.settings).load_calibration_state(state)
+    assert restored.confidence_model is not None
+    assert restored.confidence_model.to_dict() == pipeline.confidence_model.to_dict()
+
+
 def test_the_reader_sweep_names_where_its_threshold_comes_from() -> None:
     from verityrag.config import Settings
     from verityrag.eval.reader_sweep import _rule

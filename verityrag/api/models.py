@@ -460,7 +460,14 @@ class QueryOut(BaseModel):
     explanation: str | None = Field(
         default=None, description="Why it abstained, in words a user can be shown."
     )
-    confidence: float
+    confidence: float = Field(
+        ge=0.0,
+        le=1.0,
+        description="The probability that this reply is right: for an answer, that it holds the "
+        "answer; for an abstention, that the documents do not answer the question. Fitted on "
+        "labelled questions when the server calibrated (make run does, on the bundled questions); "
+        "uncalibrated, it is the sufficiency gate's probability that the evidence holds an answer.",
+    )
     grounding: GroundingOut
     unsupported_claims: list[str] = Field(
         description="Sentences of an LLM answer its verifier did not support: dropped from `answer` at "

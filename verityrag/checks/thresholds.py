@@ -58,6 +58,7 @@ from verityrag.checks.registry import CHECK_ATTRIBUTES
 from verityrag.text.answers import contains_gold
 
 if TYPE_CHECKING:
+    from verityrag.pipeline import VerityRAGPipeline
     from verityrag.types import QueryResult
 
 
@@ -386,3 +387,35 @@ def _fit_jointly(
         "coverage": paired["coverage"],
         "abstention": paired["correct_abstention"],
     }, (choice.sufficiency if choice.met else None)
+
+
+def fit_attached_checks(
+    pipeline: VerityRAGPipeline, labelled: Sequence[tuple[str, Sequence[str]]], stages: Sequence[str]
+) -> dict[str, dict[str, Any]]:
+    """Fit the thresholds of ``pipeline``'s learned checks at ``stages`` (:func:`fit_thresholds`,
+    with its gate as fitted) and set them; the report of the fit."""
+    gate = pipeline.gate
+    # The joint rule emulates the pair from one pass, which holds only with one attempt per
+    # question: the gate's out-of-fold probabilities only without reformulation.
+    one_attempt = not pipeline.reformulate or pipeline.settings.max_reformulations == 0
+    checks = pipeline.checks()
+    fit = fit_thresholds(
+        pipeline.query_with,
+        checks,
+        labelled,
+        stages,
+        sufficiency_oof=[float(p) for p in gate.oof_probabilities_] if one_attempt else None,
+        sufficiency_reference=float(gate.threshold_),
+        abstention_target=pipeline.settings.abstention_target,
+        paired_sufficiency=pipeline.paired_threshold(),
+    )
+    for stage, threshold in fit.thresholds.items():
+        checks[stage].threshold = threshold
+        if fit.report[stage]["fitted"]:
+            pipeline.check_threshold_sources[stage] = "calibration"
+    if "answerability" in fit.thresholds:
+        paired = fit.paired_sufficiency
+        pipeline.paired_sufficiency = (
+            PairedSufficiency(checks["answerability"], paired) if paired is not None else None
+        )
+    return fit.report
