@@ -151,17 +151,31 @@ def test_the_reader_threshold_weighs_right_answers_against_wrong_ones() -> None:
     assert choose_reader_threshold(outcomes, wrong_cost=3.0) == 0.9
 
 
-def test_calibrate_refits_the_reader_threshold_only_given_reader_questions(
-    pipeline: VerityRAGPipeline, corpus_slice: list[dict[str, Any]], test_questions: list[dict[str, Any]]
-) -> None:
+Labelled = list[tuple[str, list[str]]]
+
+
+@pytest.fixture
+def labelled_kinds(
+    corpus_slice: list[dict[str, Any]], test_questions: list[dict[str, Any]]
+) -> tuple[Labelled, Labelled, Labelled]:
+    """Answerable questions about the slice, held-out ones, and on-topic ones it does not answer."""
     in_slice = {d["doc_id"] for d in corpus_slice}
     answerable = [
         (q["question"], q["answers"])
         for q in test_questions
         if q["answers"] and q["source_doc_id"] in in_slice
     ]
-    held_out = [(q["question"], []) for q in test_questions if q["kind"] == "held_out"]
-    on_topic = [(q["question"], []) for q in test_questions if q["kind"] == "unanswerable_in_domain"]
+    held_out: Labelled = [(q["question"], []) for q in test_questions if q["kind"] == "held_out"]
+    on_topic: Labelled = [
+        (q["question"], []) for q in test_questions if q["kind"] == "unanswerable_in_domain"
+    ]
+    return answerable, held_out, on_topic
+
+
+def test_calibrate_refits_the_reader_threshold_only_given_reader_questions(
+    pipeline: VerityRAGPipeline, labelled_kinds: tuple[Labelled, Labelled, Labelled]
+) -> None:
+    answerable, held_out, on_topic = labelled_kinds
     labelled = answerable[:20] + held_out[:10]
     assert pipeline.reader is not None
     models_own = logit(float(pipeline.reader.model.metadata.threshold))
@@ -182,15 +196,9 @@ def test_calibrate_refits_the_reader_threshold_only_given_reader_questions(
 
 
 def test_calibrate_fits_what_confidence_means_and_the_state_keeps_it(
-    pipeline: VerityRAGPipeline, corpus_slice: list[dict[str, Any]], test_questions: list[dict[str, Any]]
+    pipeline: VerityRAGPipeline, labelled_kinds: tuple[Labelled, Labelled, Labelled]
 ) -> None:
-    in_slice = {d["doc_id"] for d in corpus_slice}
-    answerable = [
-        (q["question"], q["answers"])
-        for q in test_questions
-        if q["answers"] and q["source_doc_id"] in in_slice
-    ]
-    held_out = [(q["question"], []) for q in test_questions if q["kind"] == "held_out"]
+    answerable, held_out, _ = labelled_kinds
     summary = pipeline.calibrate(answerable[:20] + held_out[:10])
     fit = summary["confidence"]
     assert fit["questions"] == 30
