@@ -35,9 +35,14 @@ class ApiError(Exception):
 def error_response(
     status: int, field: str | None, message: str, headers: Mapping[str, str] | None = None
 ) -> JSONResponse:
-    return JSONResponse(
-        {"error": {"field": field, "message": message}}, status_code=status, headers=dict(headers or {})
-    )
+    body = {"field": _encodable(field) if field is not None else None, "message": _encodable(message)}
+    return JSONResponse({"error": body}, status_code=status, headers=dict(headers or {}))
+
+
+def _encodable(text: str) -> str:
+    """``text`` with what UTF-8 cannot carry (a lone surrogate echoed from the input) escaped as
+    ``\\udXXX``: the response is written as UTF-8, and such a character made the 422 a 500."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _field_path(loc: Sequence[int | str]) -> str | None:

@@ -193,6 +193,8 @@ def _form_metadata(raw: str | None) -> dict[str, Any]:
         value = json.loads(raw)
     except ValueError as exc:
         raise ApiError(422, "metadata", f"metadata: is not valid JSON ({exc})") from exc
+    except RecursionError as exc:  # nested deeper than Python's parser goes
+        raise ApiError(422, "metadata", "metadata: nests too deep to read") from exc
     if not isinstance(value, dict):
         raise ApiError(422, "metadata", "metadata: must be a JSON object")
     return value
@@ -292,6 +294,8 @@ def _query_filter(raw: str | None) -> MetadataFilter | None:
         spec = json.loads(raw)
     except ValueError as exc:
         raise ApiError(422, "filter", f"filter: is not valid JSON ({exc})") from exc
+    except RecursionError as exc:  # nested deeper than Python's parser goes
+        raise ApiError(422, "filter", "filter: nests too deep to read") from exc
     if not isinstance(spec, dict):
         raise ApiError(422, "filter", 'filter: must be a JSON object such as {"source": "x"}')
     return MetadataFilter.from_dict(spec)

@@ -43,11 +43,23 @@ _Key = tuple[str, str | float | bool]
 def _typed(value: object) -> _Key | None:
     if isinstance(value, bool):
         return ("b", value)
-    if isinstance(value, int | float) and math.isfinite(value):
-        return ("n", float(value))
+    if isinstance(value, int | float):
+        try:
+            number = float(value)
+        except OverflowError:  # an integer past the float range: no filter matches it
+            return None
+        return ("n", number) if math.isfinite(number) else None
     if isinstance(value, str):
         return ("s", value)
     return None
+
+
+def _is_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate, which JSON can carry and UTF-8 cannot
+        return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -68,6 +80,8 @@ class MetadataFilter:
         for key, values in (*self.conditions, *self.excluded):
             if not isinstance(key, str) or not key:
                 raise InvalidInputError("filter", "keys must be non-empty strings")
+            if not _is_unicode(key) or not all(_is_unicode(v) for v in values if isinstance(v, str)):
+                raise InvalidInputError("filter", "keys and values must be valid Unicode text")
             if not values:
                 raise InvalidInputError(f"filter.{key}", "$in needs at least one value")
             if len(values) > MAX_IN_VALUES:
@@ -149,22 +163,28 @@ class MetadataIndex:
         return len(self._pairs)
 
     def put(self, doc_id: str, metadata: Mapping[str, Any]) -> None:
+        self.put_many([(doc_id, metadata)])
+
+    @staticmethod
+    def _pairs_of(metadata: Mapping[str, Any]) -> list[tuple[str, _Key]]:
         pairs: list[tuple[str, _Key]] = []
         for key, value in metadata.items():
             for item in value if isinstance(value, list) else (value,):
                 typed = _typed(item)
                 if typed is not None:
                     pairs.append((key, typed))
-        with self._lock:
-            self._remove(doc_id)
-            self._pairs[doc_id] = pairs
-            for pair in pairs:
-                self._postings.setdefault(pair, set()).add(doc_id)
-            self.version += 1
+        return pairs
 
     def put_many(self, items: Iterable[tuple[str, Mapping[str, Any]]]) -> None:
-        for doc_id, metadata in items:
-            self.put(doc_id, metadata)
+        """Put every item in one step: a reader sees all of them or none."""
+        pairs = [(doc_id, self._pairs_of(metadata)) for doc_id, metadata in items]
+        with self._lock:
+            for doc_id, doc_pairs in pairs:
+                self._remove(doc_id)
+                self._pairs[doc_id] = doc_pairs
+                for pair in doc_pairs:
+                    self._postings.setdefault(pair, set()).add(doc_id)
+            self.version += 1
 
     def add_missing(self, doc_ids: Iterable[str]) -> None:
         """Know ``doc_ids`` (without metadata) where not known yet: documents an index held

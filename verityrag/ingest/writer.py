@@ -17,6 +17,7 @@ import dataclasses
 import json
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -73,6 +74,7 @@ class MetadataLimits:
 
 
 METADATA_LIMITS = MetadataLimits()
+_LARGEST_FLOAT = int(sys.float_info.max)
 
 
 def check_metadata_shape(metadata: object, limits: MetadataLimits = METADATA_LIMITS) -> None:
@@ -88,6 +90,10 @@ def check_metadata_shape(metadata: object, limits: MetadataLimits = METADATA_LIM
         elif isinstance(value, list | tuple):
             children = value
         else:
+            if isinstance(value, int) and not isinstance(value, bool) and abs(value) > _LARGEST_FLOAT:
+                # A JSON number past the float range: stored, it was unreadable by every filter
+                # and listing, and stopped the next start (OverflowError) until removed by hand.
+                raise InvalidInputError("metadata", "holds an integer beyond the range of a number (1.8e308)")
             continue
         if depth > limits.depth:
             raise InvalidInputError(
@@ -266,8 +272,8 @@ class DocumentWriter:
                         self._metadata[doc.doc_id] = dict(doc.metadata)
                     self._ingested_at[doc.doc_id] = now
             self.index.apply(upserts, term_counts=counts)
-            for doc, *_ in prepared:
-                self.metadata_index.put(doc.doc_id, doc.metadata)
+            # in one step: a listing or filter never sees part of a batch
+            self.metadata_index.put_many((doc.doc_id, doc.metadata) for doc, *_ in prepared)
 
     def write_one(self, doc: Document) -> IngestResult:
         """Add or replace one document. Searchable (and persisted) when this returns."""
