@@ -51,6 +51,7 @@ from verityrag.config import STRICTNESS_LEVELS
 from verityrag.errors import InvalidInputError, VerityRAGError
 from verityrag.index.collections import DEMO_COLLECTION, scoped_filter
 from verityrag.index.filters import MetadataFilter
+from verityrag.mcp_stdio import run_stdio
 from verityrag.pipeline import VerityRAGPipeline
 from verityrag.serve.bundled import bundled_pipeline, load_bundled_corpus
 from verityrag.types import Chunk, Citation, CitedSentence, QueryResult
@@ -70,6 +71,10 @@ CITATION_FIELDS = ("chunk_id", "doc_id", "title", "start", "end")
 
 # ------------------------------------------------------------------ tool bodies
 # Plain functions over a pipeline, so they can be tested without the protocol.
+
+
+def _encodable(text: str) -> str:
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _check_unicode(field: str, text: str) -> None:
@@ -301,9 +306,10 @@ def build_server(source: VerityRAGPipeline | ToolSource) -> MCPServer[Any]:
 
     def tool_error(exc: VerityRAGError) -> ToolError:
         # Anything but a ToolError reaches the client as a bare "Error executing tool <name>".
+        # Escaped: a lone surrogate echoed from the input could not be written, and the reply was lost.
         if isinstance(exc, InvalidInputError):
-            return ToolError(f"invalid input: {exc.field}: {exc.problem}")
-        return ToolError(f"{type(exc).__name__}: {exc}")
+            return ToolError(_encodable(f"invalid input: {exc.field}: {exc.problem}"))
+        return ToolError(_encodable(f"{type(exc).__name__}: {exc}"))
 
     @server.tool(
         description="Answer a question from the indexed documents with citations, or abstain with a "
@@ -427,7 +433,7 @@ def main(argv: list[str] | None = None) -> int:
         except VerityRAGError as exc:
             parser.error(f"--api-url {args.api_url}: {exc}")
         logger.info("VerityRAG MCP server ready on stdio, serving the API at %s: %s", args.api_url, health)
-        build_server(tools).run("stdio")
+        run_stdio(build_server(tools))
         return 0
     try:  # a bad setting, data folder or store: one line on stderr (stdout is the protocol)
         max_docs = args.max_docs if args.max_docs is not None else _max_docs_from_env()
@@ -437,7 +443,7 @@ def main(argv: list[str] | None = None) -> int:
     except VerityRAGError as exc:
         parser.error(str(exc))
     logger.info("VerityRAG MCP server ready on stdio: %s", pipeline.stats())
-    build_server(pipeline).run("stdio")
+    run_stdio(build_server(pipeline))
     return 0
 
 
