@@ -136,6 +136,11 @@ class Settings:
     # Refuse with AbstainReason.CONFLICT, naming both answers and their documents, when another
     # document gives a different answer of the kind asked for that the reader supports as well.
     report_conflicts: bool = False
+    # The sufficiency gate refuses only when the index holds at least this many chunks: its
+    # features (BM25 scores, IDF coverage, distinct documents) were learned on a corpus of ~600
+    # articles and mean something else in a handful of documents, where the reader decides alone.
+    # 0: the gate decides at every corpus size.
+    gate_min_chunks: int = 0
     # Independent documents (different declared sources, not near copies) among the evidence
     # that must say the answer for it to stand; fewer: AbstainReason.CORROBORATION. 1: none
     # asked for (verityrag.verify.sources; docs/decisions/0041-provenance-and-corroboration.md).
@@ -176,7 +181,7 @@ class Settings:
         ):
             if getattr(self, name) < 1:
                 raise InvalidInputError(name, f"must be >= 1, got {getattr(self, name)!r}")
-        for name in ("chunk_overlap_sentences", "max_reformulations"):
+        for name in ("chunk_overlap_sentences", "max_reformulations", "gate_min_chunks"):
             if getattr(self, name) < 0:
                 raise InvalidInputError(name, f"must be >= 0, got {getattr(self, name)!r}")
         for name in ("abstention_target", "dense_weight"):

@@ -219,6 +219,7 @@ class AgentController:
         reader_subjects: bool = True,
         confidence: ConfidenceModel | None = None,
         report_conflicts: bool = False,
+        gate_min_chunks: int = 0,
     ) -> None:
         if max_reformulations < 0:
             raise ValueError("max_reformulations must be >= 0")
@@ -260,6 +261,8 @@ class AgentController:
         # Refuse, naming both, when another document gives a different answer of the same kind
         # that the reader supports as well as it must support an answer (AbstainReason.CONFLICT).
         self.report_conflicts = report_conflicts
+        # Below this many chunks in the index the gate scores but does not refuse: the reader decides.
+        self.gate_min_chunks = gate_min_chunks
 
     def attempt(
         self,
@@ -363,7 +366,8 @@ class AgentController:
         base = {"snapshot_version": snap.version, "threshold": threshold, "attempts": len(attempts)}
         if not best.hits:
             return self._abstain(question, AbstainReason.NO_EVIDENCE, best, trace, base)
-        if best.probability < threshold:
+        gated = self.reader is None or snap.n_live >= self.gate_min_chunks
+        if best.probability < threshold and gated:
             return self._abstain(question, AbstainReason.SUFFICIENCY, best, trace, base)
 
         short_answer: ShortAnswer | None = None
