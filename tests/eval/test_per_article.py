@@ -14,6 +14,7 @@ from verityrag.eval.per_article import (
     Article,
     ArticleQuestion,
     Outcome,
+    article_titles,
     load_articles,
     run_per_article,
     summarise,
@@ -60,12 +61,24 @@ def test_one_article_asked_of_a_fresh_pipeline(require_dataset: Callable[[str], 
     assert report["settings"]["calibrated"] is False
 
 
+@pytest.mark.integration
+def test_the_validation_articles_are_the_readers_and_never_split_b(
+    require_dataset: Callable[[str], Path],
+) -> None:
+    require_dataset(datasets.SQUAD_V2_DEV)
+    require_dataset(datasets.SQUAD_V2_SPLIT)
+    validation = article_titles("validation")
+    assert validation == ["Force", "French_and_Indian_War"]
+    assert not set(validation) & set(article_titles("test"))
+
+
 @pytest.mark.unit
 def test_the_cli_refuses_options_it_would_ignore(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     with pytest.raises(SystemExit):
         main(["--per-article", "--max-test-questions", "5", "--out", str(tmp_path / "r.json")])
     assert "--per-article asks every question" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        main(["--max-articles", "2"])
-    assert "only applies with --per-article" in capsys.readouterr().err
+    for options in (["--max-articles", "2"], ["--articles", "validation"]):
+        with pytest.raises(SystemExit):
+            main(options)
+        assert "only apply with --per-article" in capsys.readouterr().err
     assert not (tmp_path / "r.json").exists()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -89,6 +90,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-articles", type=int, default=None, metavar="N", help="with --per-article: the first N"
     )
     p.add_argument(
+        "--articles",
+        choices=("test", "validation"),
+        default="test",
+        help="with --per-article: split_b (test, the default) or the reader's two validation articles "
+        "(where a setting may be chosen)",
+    )
+    p.add_argument(
         "--ragtruth",
         action="store_true",
         help="score verifiers on RAGTruth-QA and HaluEval-QA instead "
@@ -123,8 +131,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--max-test-questions must be >= 1")
     if args.verifier and not args.ragtruth:
         parser.error("--verifier only applies with --ragtruth")
-    if args.max_articles is not None and not args.per_article:
-        parser.error("--max-articles only applies with --per-article")
+    if (args.max_articles is not None or args.articles != "test") and not args.per_article:
+        parser.error("--max-articles and --articles only apply with --per-article")
     if args.per_article and (args.ragtruth or args.real_llm or args.questions or args.max_test_questions):
         parser.error(
             "--per-article asks every question of each article (--max-articles to ask fewer): "
@@ -202,8 +210,13 @@ def _per_article(args: argparse.Namespace) -> int:
     from verityrag.config import Settings
     from verityrag.eval.per_article import DEFAULT_OUT, run_per_article
 
-    settings = Settings.profile(args.profile).replace(reader=not args.without_reader)
-    report = run_per_article(settings, args.max_articles, progress=not args.no_progress)
+    # What VerityRAGPipeline() gives a user: the profile with the VERITYRAG_* settings on top.
+    settings = Settings.from_env({**os.environ, "VERITYRAG_PROFILE": args.profile}).replace(
+        reader=not args.without_reader
+    )
+    report = run_per_article(
+        settings, args.max_articles, progress=not args.no_progress, article_set=args.articles
+    )
     out = Path(DEFAULT_OUT) if str(args.out) == "eval_report.json" else args.out
     write_json(report, out)
     m = report["metrics"]

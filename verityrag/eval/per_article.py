@@ -20,6 +20,7 @@ setting (``verityrag.train.reader_data`` asserts it for the reader).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from collections import Counter
@@ -56,12 +57,27 @@ class Article:
         return [Document(f"{stem}-{i:03d}", readable, text) for i, text in enumerate(self.paragraphs)]
 
 
-def load_articles(max_articles: int | None = None) -> list[Article]:
-    """SQuAD 2.0 dev's ``split_b`` articles from the datasets root, in the split's order."""
-    split = datasets.load_json(datasets.SQUAD_V2_SPLIT)
+#: Which articles: ``test`` (split_b, never used to choose anything) or ``validation`` (the reader's
+#: two validation articles of split_a: where a setting may be chosen).
+ARTICLE_SETS = ("test", "validation")
+
+
+def article_titles(article_set: str = "test") -> list[str]:
+    """The titles of ``article_set`` (see :data:`ARTICLE_SETS`), in order."""
+    if article_set == "validation":
+        from verityrag.train.reader_data import VALIDATION_TITLES
+
+        return list(VALIDATION_TITLES)
+    if article_set != "test":
+        raise ValueError(f"article_set must be one of {ARTICLE_SETS}, got {article_set!r}")
+    return list(datasets.load_json(datasets.SQUAD_V2_SPLIT)["split_b_titles"])
+
+
+def load_articles(max_articles: int | None = None, article_set: str = "test") -> list[Article]:
+    """SQuAD 2.0 dev's articles of ``article_set`` from the datasets root, in the split's order."""
     dev = {a["title"]: a for a in datasets.load_json(datasets.SQUAD_V2_DEV)["data"]}
     articles = []
-    for title in split["split_b_titles"][:max_articles]:
+    for title in article_titles(article_set)[:max_articles]:
         article = dev[title]
         questions = [
             ArticleQuestion(
@@ -131,12 +147,13 @@ def run_per_article(
     max_articles: int | None = None,
     max_questions: int | None = None,
     progress: bool = True,
+    article_set: str = "test",
 ) -> dict[str, Any]:
     """The report: pooled figures, per-article figures and latency (see the module docstring)."""
     from tqdm.auto import tqdm
 
     started = time.perf_counter()
-    articles = load_articles(max_articles)
+    articles = load_articles(max_articles, article_set)
     pooled: list[Outcome] = []
     per_article: dict[str, Any] = {}
     for article in tqdm(articles, desc="per-article eval", unit="article", disable=not progress):
@@ -149,8 +166,10 @@ def run_per_article(
         }
     return {
         "kind": "per_article",
-        "data": f"SQuAD 2.0 dev split_b ({len(articles)} articles), each article a corpus of its own",
-        "settings": {"profile_name": settings.profile_name, "reader": settings.reader, "calibrated": False},
+        "data": f"SQuAD 2.0 dev {'split_b' if article_set == 'test' else 'validation'} ({len(articles)} "
+        "articles), each article a corpus of its own",
+        "article_set": article_set,
+        "settings": {**dataclasses.asdict(settings), "calibrated": False},
         "metrics": summarise(pooled),
         "latency_ms": percentiles([o.latency_ms for o in pooled]),
         "articles": per_article,
