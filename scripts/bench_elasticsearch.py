@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from verityrag import Document, VerityRAGPipeline
+from verityrag.datasets import bundled as bundled_corpus
 from verityrag.embed.hashing import HashingEmbedder
-from verityrag.eval import dataset as eval_dataset
 from verityrag.eval.benchmarks import SyntheticDocs, timed_stream_ingest
 from verityrag.index.elastic import EMULATOR_NAME, ElasticsearchConfig, ElasticsearchIndex
 from verityrag.index.elastic.emulator import ElasticsearchEmulator
@@ -234,8 +234,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 0
 
-    corpus = eval_dataset.load_corpus(ROOT / "data" / "built" / "corpus.jsonl")
-    questions = [q.question for f in QUESTION_FILES for q in eval_dataset.load_questions(f)]
+    corpus = bundled_corpus.load_corpus(ROOT / "data" / "built" / "corpus.jsonl")
+    questions = [q.question for f in QUESTION_FILES for q in bundled_corpus.load_questions(f)]
     sizes = args.sizes or ([847] if args.quick else [847, 2500, 5000])
     emulator = None
     url = os.environ.get("ELASTICSEARCH_URL", "")

@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 
 from verityrag import Document, Settings, VerityRAGPipeline
+from verityrag.datasets import bundled as bundled_corpus
 from verityrag.embed.base import Embedder
-from verityrag.eval import dataset as eval_dataset
 from verityrag.eval.benchmarks import SyntheticDocs, grow_to, index_table, peak_rss_mb, timed_stream_ingest
 from verityrag.pipeline import IN_MEMORY
 
@@ -39,11 +39,11 @@ OUT = ROOT / "scripts" / "results" / "bench_index.json"
 
 
 def load_corpus() -> list[Document]:
-    return eval_dataset.load_corpus(CORPUS)
+    return bundled_corpus.load_corpus(CORPUS)
 
 
 def load_questions() -> list[str]:
-    return [q.question for q in eval_dataset.load_questions(QUESTIONS)]
+    return [q.question for q in bundled_corpus.load_questions(QUESTIONS)]
 
 
 def timed(fn: Callable[[], Any], repeat: int) -> list[float]:

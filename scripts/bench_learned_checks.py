@@ -36,8 +36,8 @@ import numpy as np
 
 from verityrag import Settings, VerityRAGPipeline
 from verityrag.checks.registry import CHECK_ATTRIBUTES
+from verityrag.datasets.bundled import DEFAULT_DATA_DIR, EvalQuestion, load_questions
 from verityrag.eval.benchmarks import learned_checks_table
-from verityrag.eval.dataset import DEFAULT_DATA_DIR, EvalQuestion, load_questions
 from verityrag.pipeline import IN_MEMORY
 from verityrag.serve.bundled import bundled_pipeline
 

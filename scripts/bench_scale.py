@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from verityrag import Settings, VerityRAGPipeline
-from verityrag.eval import dataset as eval_dataset
+from verityrag.datasets import bundled as bundled_corpus
 from verityrag.eval.benchmarks import (
     SyntheticDocs,
     grow_to,
@@ -63,7 +63,7 @@ FULL_QUERIES = 200  # pipeline.query is timed on the first 200 questions
 
 
 def questions() -> list[str]:
-    return [q.question for q in eval_dataset.load_questions(QUESTIONS)]
+    return [q.question for q in bundled_corpus.load_questions(QUESTIONS)]
 
 
 def timed(fn: Any, items: list[Any]) -> dict[str, float]:
@@ -91,7 +91,7 @@ def top10_fingerprint(pipeline: VerityRAGPipeline, qs: list[str]) -> str:
 
 
 def worker_index(scale: int, chunks_out: Path | None, ann: bool) -> dict[str, Any]:
-    corpus = eval_dataset.load_corpus(CORPUS)
+    corpus = bundled_corpus.load_corpus(CORPUS)
     qs = questions()
     docs = SyntheticDocs(corpus, seed=7)
     pipeline = VerityRAGPipeline(settings=Settings(reader=False), data_dir=IN_MEMORY)
@@ -180,7 +180,7 @@ def ann_recall(pipeline: VerityRAGPipeline, question_vectors: np.ndarray) -> dic
 
 
 def worker_durable(scale: int, store: Path) -> dict[str, Any]:
-    corpus = eval_dataset.load_corpus(CORPUS)
+    corpus = bundled_corpus.load_corpus(CORPUS)
     pipeline = VerityRAGPipeline(settings=Settings(reader=False), data_dir=store)
     build_s = grow_to(pipeline, SyntheticDocs(corpus, seed=7), scale)
     out = {"chunks": len(pipeline.index), "bulk_write_s": build_s, "peak_rss_mb": peak_rss_mb()}
@@ -190,7 +190,7 @@ def worker_durable(scale: int, store: Path) -> dict[str, Any]:
 
 
 def worker_restore(store: Path) -> dict[str, Any]:
-    corpus = eval_dataset.load_corpus(CORPUS)
+    corpus = bundled_corpus.load_corpus(CORPUS)
     t0 = time.perf_counter()
     pipeline = VerityRAGPipeline(settings=Settings(reader=False), data_dir=store)
     restore_s = time.perf_counter() - t0
@@ -210,7 +210,7 @@ def worker_restore(store: Path) -> dict[str, Any]:
 
 
 def worker_small() -> dict[str, Any]:
-    corpus = eval_dataset.load_corpus(CORPUS)
+    corpus = bundled_corpus.load_corpus(CORPUS)
     docs = SyntheticDocs(corpus, seed=7)
     pipeline = VerityRAGPipeline(settings=Settings(reader=False), data_dir=IN_MEMORY)
     grow_to(pipeline, docs, 1000)

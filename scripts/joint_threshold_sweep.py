@@ -33,7 +33,7 @@ from verityrag.checks.thresholds import (
     joint_outcomes,
     sweep_row,
 )
-from verityrag.eval.dataset import EvalQuestion, load_corpus, load_questions
+from verityrag.datasets.bundled import EvalQuestion, load_corpus, load_questions
 from verityrag.eval.runner import EvalOptions, build_pipeline
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,5 +1,5 @@
 """The MCP server answers every line on stdin: a malformed one gets its JSON-RPC error reply
-(verityrag.mcp_stdio), where the ``mcp`` package's transport dropped it and the client hung."""
+(verityrag.serve.mcp_stdio), where the ``mcp`` package's transport dropped it and the client hung."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from verityrag.mcp_stdio import refusal
+from verityrag.serve.mcp_stdio import refusal
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEEP = '{"a": ' * 1000 + "1" + "}" * 1000

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import httpx
 
+from verityrag.datasets.bundled import DEFAULT_DATA_DIR
 from verityrag.errors import InvalidInputError, VerityRAGError
-from verityrag.eval.dataset import DEFAULT_DATA_DIR
 from verityrag.pipeline import IN_MEMORY
 from verityrag.serve.bundled import bundled_pipeline
 from verityrag.types import QueryResult

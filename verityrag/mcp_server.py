@@ -51,9 +51,9 @@ from verityrag.config import STRICTNESS_LEVELS
 from verityrag.errors import InvalidInputError, VerityRAGError
 from verityrag.index.collections import DEMO_COLLECTION, scoped_filter
 from verityrag.index.filters import MetadataFilter
-from verityrag.mcp_stdio import run_stdio
 from verityrag.pipeline import VerityRAGPipeline
 from verityrag.serve.bundled import bundled_pipeline, load_bundled_corpus
+from verityrag.serve.mcp_stdio import run_stdio
 from verityrag.types import Chunk, Citation, CitedSentence, QueryResult
 from verityrag.ui.backend import API_KEY_ENV, ApiBackend, document_path
 from verityrag.verify.grounding import GroundingChecker

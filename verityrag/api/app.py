@@ -69,7 +69,7 @@ def pipeline_from_env() -> VerityRAGPipeline:
     the first question."""
     if os.environ.get(LOAD_BUNDLED_ENV, "").strip().lower() in {"1", "true", "yes", "on"}:
         from verityrag.index.collections import DEMO_COLLECTION
-        from verityrag.serve.bundled import bundled_pipeline  # imports the eval dataset reader
+        from verityrag.serve.bundled import bundled_pipeline
 
         return bundled_pipeline(collection=DEMO_COLLECTION).warm_up()
     return VerityRAGPipeline().warm_up()

@@ -58,7 +58,7 @@ from verityrag.checks.registry import CHECK_ATTRIBUTES
 from verityrag.text.answers import contains_gold
 
 if TYPE_CHECKING:
-    from verityrag.pipeline import VerityRAGPipeline
+    from verityrag.config import Settings
     from verityrag.types import QueryResult
 
 
@@ -389,8 +389,28 @@ def _fit_jointly(
     }, (choice.sufficiency if choice.met else None)
 
 
+class ChecksOwner(Protocol):
+    """What :func:`fit_attached_checks` reads and sets on a pipeline (``VerityRAGPipeline``)."""
+
+    settings: Settings
+    reformulate: bool
+    check_threshold_sources: dict[str, str]
+    paired_sufficiency: PairedSufficiency | None
+
+    @property
+    def gate(self) -> Any: ...
+
+    def checks(self) -> dict[str, Any]: ...
+
+    def paired_threshold(self) -> float | None: ...
+
+    def query_with(
+        self, question: str, checks: Mapping[str, ScoredCheck], sufficiency_threshold: float | None
+    ) -> QueryResult: ...
+
+
 def fit_attached_checks(
-    pipeline: VerityRAGPipeline, labelled: Sequence[tuple[str, Sequence[str]]], stages: Sequence[str]
+    pipeline: ChecksOwner, labelled: Sequence[tuple[str, Sequence[str]]], stages: Sequence[str]
 ) -> dict[str, dict[str, Any]]:
     """Fit the thresholds of ``pipeline``'s learned checks at ``stages`` (:func:`fit_thresholds`,
     with its gate as fitted) and set them; the report of the fit."""

@@ -32,6 +32,8 @@ SQUAD_V1_TRAIN = "squad_v1.0/train-v1.0.reconstructed.json.gz"
 SQUAD_V2_DEV = "squad_v2.0/dev-v2.0.reconstructed.json"
 SQUAD_V2_TRAIN_PREFIX = "squad_v2.0/train-v2.0.first11articles.json"
 SQUAD_V2_SPLIT = "squad_v2.0/answerability_split.json"
+#: split_a articles the reader is not trained on, to validate it (and choose settings) on.
+READER_VALIDATION_TITLES = ("Force", "French_and_Indian_War")
 HALUEVAL_QA = "halueval/qa_data.json.gz"
 RAGTRUTH_QA = "ragtruth/ragtruth_qa_test_subset.qcnli.jsonl"
 NLI_SNLI = "nli/snli_dev_test.jsonl.gz"

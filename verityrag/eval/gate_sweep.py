@@ -34,7 +34,7 @@ from verityrag.checks.thresholds import (
     gate_outcomes,
     sweep_row,
 )
-from verityrag.eval.dataset import EvalQuestion
+from verityrag.datasets.bundled import EvalQuestion
 from verityrag.pipeline import VerityRAGPipeline
 
 __all__ = [

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from verityrag.agent.controller import GROUNDING_THRESHOLDS
 from verityrag.checks.registry import load_check, requested_checks
-from verityrag.eval.dataset import EvalQuestion, load_corpus, load_questions, stratified_sample
+from verityrag.datasets.bundled import EvalQuestion, load_corpus, load_questions
 from verityrag.eval.metrics import contains_gold, percentiles, rate
 from verityrag.eval.runner import (
     REPORT_SCHEMA_VERSION,
@@ -45,6 +45,7 @@ from verityrag.eval.runner import (
     build_pipeline,
     summarise,
 )
+from verityrag.eval.sampling import stratified_sample
 from verityrag.generation.llm import LLMGenerator, PromptStyle
 from verityrag.generation.verified import AnswerStrategy, BestOfN, RejectAndRetry
 from verityrag.llm import LOCAL_PROVIDERS, PROVIDERS, CompleteFn, complete_fn_for

@@ -65,9 +65,7 @@ ARTICLE_SETS = ("test", "validation")
 def article_titles(article_set: str = "test") -> list[str]:
     """The titles of ``article_set`` (see :data:`ARTICLE_SETS`), in order."""
     if article_set == "validation":
-        from verityrag.train.reader_data import VALIDATION_TITLES
-
-        return list(VALIDATION_TITLES)
+        return list(datasets.READER_VALIDATION_TITLES)
     if article_set != "test":
         raise ValueError(f"article_set must be one of {ARTICLE_SETS}, got {article_set!r}")
     return list(datasets.load_json(datasets.SQUAD_V2_SPLIT)["split_b_titles"])

@@ -15,7 +15,7 @@ from typing import Any
 
 from verityrag.agent.calibration import WRONG_ANSWER_COST, reader_thresholds
 from verityrag.checks.thresholds import GateOutcome, gate_outcomes, sweep_row
-from verityrag.eval.dataset import EvalQuestion
+from verityrag.datasets.bundled import EvalQuestion
 from verityrag.generation.reading import probability
 from verityrag.pipeline import VerityRAGPipeline
 

@@ -13,15 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from verityrag.config import Settings
+from verityrag.datasets.bundled import DEFAULT_DATA_DIR, EvalQuestion, load_corpus, load_questions
 from verityrag.embed.base import Embedder
 from verityrag.errors import InvalidInputError
-from verityrag.eval.dataset import (
-    DEFAULT_DATA_DIR,
-    EvalQuestion,
-    load_corpus,
-    load_questions,
-    stratified_sample,
-)
 from verityrag.eval.metrics import (
     contains_gold,
     exact_match,
@@ -31,6 +25,7 @@ from verityrag.eval.metrics import (
     reliability,
     risk_coverage_curve,
 )
+from verityrag.eval.sampling import stratified_sample
 from verityrag.pipeline import IN_MEMORY, VerityRAGPipeline
 from verityrag.types import QueryResult
 from verityrag.verify.calibration import wilson_interval

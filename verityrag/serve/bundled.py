@@ -17,8 +17,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from verityrag.datasets.bundled import DEFAULT_DATA_DIR, load_corpus, load_questions
 from verityrag.errors import VerityRAGError
-from verityrag.eval.dataset import DEFAULT_DATA_DIR, load_corpus, load_questions
 from verityrag.index.collections import COLLECTION_KEY
 from verityrag.pipeline import CALIBRATION_FORMAT, IN_MEMORY, VerityRAGPipeline
 from verityrag.types import Document

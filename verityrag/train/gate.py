@@ -20,7 +20,7 @@ from pathlib import Path
 
 from verityrag import VerityRAGPipeline
 from verityrag.config import Settings
-from verityrag.eval.dataset import DEFAULT_DATA_DIR, load_corpus, load_questions
+from verityrag.datasets.bundled import DEFAULT_DATA_DIR, load_corpus, load_questions
 from verityrag.pipeline import IN_MEMORY
 from verityrag.train._common import recipe_parser
 

@@ -38,7 +38,7 @@ from verityrag.text.sentences import sentence_spans
 from verityrag.train.unanswerable import ParagraphRanker, Pool, entity_pool, synthetic_unanswerable
 
 #: split_a articles kept out of training to validate on.
-VALIDATION_TITLES = ("Force", "French_and_Indian_War")
+VALIDATION_TITLES = datasets.READER_VALIDATION_TITLES
 
 Example = dict[str, Any]
 

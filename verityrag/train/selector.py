@@ -43,7 +43,7 @@ from verityrag import (
     datasets,
 )
 from verityrag.crossenc.build import add_squad_arguments, read_json
-from verityrag.eval.dataset import load_corpus, load_questions
+from verityrag.datasets.bundled import load_corpus, load_questions
 from verityrag.eval.metrics import contains_gold
 from verityrag.generation.extractive import CoverageRanker
 from verityrag.generation.sentence_selector import (

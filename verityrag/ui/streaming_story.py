@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from verityrag.eval.dataset import DEFAULT_DATA_DIR
+from verityrag.datasets.bundled import DEFAULT_DATA_DIR
 from verityrag.ingest.stream import LiveDocumentStream
 from verityrag.pipeline import IN_MEMORY, VerityRAGPipeline
 from verityrag.serve.bundled import bundled_documents

@@ -1,11 +1,14 @@
-"""Loading the bundled eval corpus and question files (built by ``make data``: data/build_corpus.py)."""
+"""The bundled corpus and its labelled questions, as ``make data`` builds them (data/build_corpus.py).
+
+The product's demo collection, its calibration questions and the evaluation's splits: the app,
+the API and the MCP server read the corpus and calibrate on the questions; the evaluation asks
+the test split.
+"""
 
 from __future__ import annotations
 
 import json
-import math
-import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -98,30 +101,3 @@ def load_questions(path: Path) -> list[EvalQuestion]:
         except InvalidInputError as exc:
             raise InvalidInputError("questions", f"{path}:{lineno}: {exc}") from exc
     return out
-
-
-def stratified_sample(questions: Sequence[EvalQuestion], n: int, seed: int) -> list[EvalQuestion]:
-    """``n`` questions keeping each kind's share (at least one of each kind), chosen by ``seed``.
-
-    Shares are apportioned by largest remainder (ties to the kind seen first), so exactly
-    ``n`` questions come back unless ``n`` is below the number of kinds. Rounding each share
-    on its own gave 11 for n = 10 and 99 for n = 100 on the bundled test split.
-    """
-    if n >= len(questions):
-        return list(questions)
-    rng = random.Random(seed)
-    by_kind: dict[str, list[EvalQuestion]] = {}
-    for q in questions:
-        by_kind.setdefault(q.kind, []).append(q)
-    groups = list(by_kind.values())
-    quotas = [n * len(items) / len(questions) for items in groups]
-    shares = [max(1, math.floor(q)) for q in quotas]
-    kinds = range(len(groups))
-    while sum(shares) < n:  # the kind furthest below its quota (max() keeps the first of a tie)
-        shares[max(kinds, key=lambda i: quotas[i] - shares[i])] += 1
-    while sum(shares) > n and max(shares) > 1:  # a kind raised to one: take from the furthest above
-        shares[max((i for i in kinds if shares[i] > 1), key=lambda i: shares[i] - quotas[i])] -= 1
-    picked: list[EvalQuestion] = []
-    for items, share in zip(groups, shares, strict=True):
-        picked.extend(rng.sample(items, min(share, len(items))))
-    return picked
