@@ -201,5 +201,7 @@ class ReaderTrainer(ResumableTrainer[ReaderTrainingConfig]):
         """The trained weights (``torch/``) and the tokenizer, in a model folder."""
         folder.mkdir(parents=True, exist_ok=True)
         self.model_.save_pretrained(str(folder / TORCH_DIR))
-        shutil.copyfile(self._base() / TOKENIZER_FILE, folder / TOKENIZER_FILE)
+        tokenizer = self._base() / TOKENIZER_FILE
+        if tokenizer.resolve() != (folder / TOKENIZER_FILE).resolve():  # continued in place: it is there
+            shutil.copyfile(tokenizer, folder / TOKENIZER_FILE)
         return folder
