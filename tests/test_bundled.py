@@ -13,20 +13,20 @@ from verityrag.serve.bundled import bundled_pipeline
 pytestmark = pytest.mark.unit
 
 
-def test_a_store_of_other_documents_is_neither_filled_nor_calibrated_on_the_bundled_questions(
+def test_a_store_of_other_documents_is_not_filled_and_gets_the_calibration_of_the_bundled_corpus_alone(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    # Fitted on the bundled questions against these documents, the gate refused everything.
+    # Fitted on the bundled questions against these documents, the gate refused everything: the
+    # calibration comes from the bundled corpus alone (an in-memory copy, or the saved fit).
     own = VerityRAGPipeline(data_dir=tmp_path)
     own.ingest_document("q3", "Quarterly report", "Our Q3 revenue was 4 million dollars, up from 3 million.")
-    shipped_threshold = own.gate.threshold_
     assert own.store is not None
     own.store.close()
 
+    alone = bundled_pipeline(store_dir=IN_MEMORY)
     pipeline = bundled_pipeline(store_dir=tmp_path)
     assert pipeline.index.n_documents == 1
-    assert pipeline.gate.threshold_ == shipped_threshold
-    assert "not the bundled corpus" in caplog.text
+    assert pipeline.gate.threshold_ == alone.gate.threshold_
     assert pipeline.query("What was our Q3 revenue?").abstained is False
 
 

@@ -100,15 +100,7 @@ REFUSE = {
 
 DISAGREEMENTS = [
     ("How long is the MV Lissa Wren?", ("64", "70")),
-    pytest.param(
-        "Who built the tide mill at Wexcombe?",
-        ("Ashby", "Penrose"),
-        # Missed: the leaflet's "the museum leaflet says ... was built by the Penrose family" is no
-        # alternative the reader supports as well as "the Ashby family" (0.99); Ashby is answered.
-        marks=pytest.mark.xfail(
-            strict=True, reason="a reported disagreement needs the reader to support both"
-        ),
-    ),
+    ("Who built the tide mill at Wexcombe?", ("Ashby", "Penrose")),
 ]
 
 
@@ -163,6 +155,11 @@ def test_documents_that_disagree_are_reported(
     ferry: VerityRAGPipeline, question: str, values: tuple[str, str]
 ) -> None:
     # Reported with report_conflicts on (off by default: it is not yet measured on calibration).
+    if question.startswith("Who built") and ferry.index.n_documents == len(DOCUMENTS):
+        # Missed alone (beside the bundled corpus it is reported): the leaflet's "the museum
+        # leaflet says ... built by the Penrose family" is no alternative the reader supports as
+        # well as "the Ashby family" (0.99), which is answered.
+        pytest.xfail("alone, the leaflet's answer is not one the reader supports as well")
     result = ferry.query(question, settings=ferry.settings.replace(report_conflicts=True))
     assert result.abstain_reason == AbstainReason.CONFLICT, result.answer
     assert all(v in (result.explanation or "") for v in values), result.explanation

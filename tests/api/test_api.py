@@ -552,6 +552,8 @@ def test_openapi_lists_every_path_with_examples(anonymous: httpx.Client) -> None
         "/chat/stream",
         "/stats",
         "/metrics",
+        "/collections",
+        "/collections/{name}",
     }
     schemas = spec["components"]["schemas"]
     for name in (
@@ -564,6 +566,8 @@ def test_openapi_lists_every_path_with_examples(anonymous: httpx.Client) -> None
         "QueryIn",
         "QueryOut",
         "ErrorOut",
+        "CollectionsOut",
+        "DeletedCollectionOut",
     ):
         assert schemas[name].get("examples"), name
     assert spec["paths"]["/query"]["post"]["responses"]["422"]

@@ -232,7 +232,7 @@ def test_query_filter_limits_evidence_and_bad_filters_are_422(client: httpx.Clie
     for bad, field in [
         ({"lang": {"$in": []}}, "filter.lang"),
         ({"lang": None}, "filter.lang"),
-        ({"lang": {"$nin": ["x"]}}, "filter.lang"),
+        ({"lang": {"$gt": 1}}, "filter.lang"),
         ({"": "x"}, "filter"),
     ]:
         error = _error(client.post("/query", json={"question": question, "filter": bad}), 422)
