@@ -26,9 +26,9 @@ YOURS_FIRST = "auto"
 def collection_sizes(index: MetadataIndex) -> dict[str, int]:
     """Documents per collection name; documents without one are counted under ``""``."""
     named = {str(v): n for v, n in index.value_counts(COLLECTION_KEY).items() if isinstance(v, str)}
-    return (
-        {**named, "": max(0, len(index) - sum(named.values()))} if len(index) > sum(named.values()) else named
-    )
+    # exact where a document lists several collections: the ones in none of them
+    rest = len(index.matching(MetadataFilter((), ((COLLECTION_KEY, tuple(named)),)))) if named else len(index)
+    return {**named, "": rest} if rest else named
 
 
 def scoped_filter(
@@ -48,7 +48,7 @@ def scoped_filter(
     condition: tuple[tuple[str, tuple[Scalar, ...]], ...] = ()
     excluded: tuple[tuple[str, tuple[Scalar, ...]], ...] = ()
     if choice == YOURS_FIRST:
-        demo = index.value_counts(COLLECTION_KEY).get(DEMO_COLLECTION, 0)
+        demo = index.count(COLLECTION_KEY, DEMO_COLLECTION)
         if demo == 0 or demo >= len(index):
             return flt
         excluded = ((COLLECTION_KEY, (DEMO_COLLECTION,)),)

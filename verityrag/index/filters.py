@@ -212,6 +212,12 @@ class MetadataIndex:
         with self._lock:
             return list(self._pairs)
 
+    def count(self, key: str, value: Scalar) -> int:
+        """How many documents hold ``value`` under ``key``: one lookup, for a question's hot path."""
+        typed = _typed(value)
+        with self._lock:
+            return len(self._postings.get((key, typed), ())) if typed is not None else 0
+
     def value_counts(self, key: str) -> dict[Scalar, int]:
         """How many documents hold each value under ``key`` (a list counts once per element)."""
         with self._lock:
