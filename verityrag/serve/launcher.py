@@ -36,6 +36,7 @@ import httpx
 from verityrag.checks.registry import requested_checks
 from verityrag.config import Settings
 from verityrag.errors import VerityRAGError
+from verityrag.ingest.writer import resolve_data_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 APP_FILE = ROOT / "app.py"
@@ -324,10 +325,7 @@ def prepare_bundled() -> None:
 
 def data_dir_to_use(given: Path | None) -> Path:
     """``--data-dir``, else ``VERITYRAG_DATA_DIR``, else ``var/`` in the checkout; absolute."""
-    chosen = given or (
-        Path(os.environ["VERITYRAG_DATA_DIR"]) if os.environ.get("VERITYRAG_DATA_DIR") else None
-    )
-    return (chosen or DEFAULT_DATA_DIR).expanduser().resolve()
+    return (resolve_data_dir(given) or DEFAULT_DATA_DIR).expanduser().resolve()
 
 
 def main(argv: list[str] | None = None) -> int:
