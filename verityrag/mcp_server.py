@@ -54,6 +54,7 @@ from verityrag.index.filters import MetadataFilter
 from verityrag.pipeline import VerityRAGPipeline
 from verityrag.serve.bundled import bundled_pipeline, load_bundled_corpus
 from verityrag.serve.mcp_stdio import run_stdio
+from verityrag.text.unicode import utf8_safe
 from verityrag.types import Chunk, Citation, CitedSentence, QueryResult
 from verityrag.ui.backend import API_KEY_ENV, ApiBackend, document_path
 from verityrag.verify.grounding import GroundingChecker
@@ -71,10 +72,6 @@ CITATION_FIELDS = ("chunk_id", "doc_id", "title", "start", "end")
 
 # ------------------------------------------------------------------ tool bodies
 # Plain functions over a pipeline, so they can be tested without the protocol.
-
-
-def _encodable(text: str) -> str:
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _check_unicode(field: str, text: str) -> None:
@@ -308,8 +305,8 @@ def build_server(source: VerityRAGPipeline | ToolSource) -> MCPServer[Any]:
         # Anything but a ToolError reaches the client as a bare "Error executing tool <name>".
         # Escaped: a lone surrogate echoed from the input could not be written, and the reply was lost.
         if isinstance(exc, InvalidInputError):
-            return ToolError(_encodable(f"invalid input: {exc.field}: {exc.problem}"))
-        return ToolError(_encodable(f"{type(exc).__name__}: {exc}"))
+            return ToolError(utf8_safe(f"invalid input: {exc.field}: {exc.problem}"))
+        return ToolError(utf8_safe(f"{type(exc).__name__}: {exc}"))
 
     @server.tool(
         description="Answer a question from the indexed documents with citations, or abstain with a "

@@ -16,6 +16,7 @@ from starlette.routing import Match
 from verityrag.api.models import PATTERN_RULES, UNION_TAGS
 from verityrag.errors import InvalidInputError, VerityRAGError
 from verityrag.ingest.writer import METADATA_LIMITS
+from verityrag.text.unicode import utf8_safe
 
 __all__ = ["ApiError", "error_response", "install_error_handlers"]
 
@@ -35,14 +36,9 @@ class ApiError(Exception):
 def error_response(
     status: int, field: str | None, message: str, headers: Mapping[str, str] | None = None
 ) -> JSONResponse:
-    body = {"field": _encodable(field) if field is not None else None, "message": _encodable(message)}
+    # UTF-8-safe: a lone surrogate echoed from the input made the 422 a 500
+    body = {"field": utf8_safe(field) if field is not None else None, "message": utf8_safe(message)}
     return JSONResponse({"error": body}, status_code=status, headers=dict(headers or {}))
-
-
-def _encodable(text: str) -> str:
-    """``text`` with what UTF-8 cannot carry (a lone surrogate echoed from the input) escaped as
-    ``\\udXXX``: the response is written as UTF-8, and such a character made the 422 a 500."""
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _field_path(loc: Sequence[int | str]) -> str | None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from verityrag.errors import InvalidInputError
+from verityrag.text.unicode import is_utf8
 
 __all__ = [
     "MAX_FILTER_KEYS",
@@ -54,14 +55,6 @@ def _typed(value: object) -> _Key | None:
     return None
 
 
-def _is_unicode(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate, which JSON can carry and UTF-8 cannot
-        return False
-    return True
-
-
 @dataclass(frozen=True)
 class MetadataFilter:
     """Conditions on metadata keys, all of which must hold. Build with :meth:`from_dict`.
@@ -80,7 +73,7 @@ class MetadataFilter:
         for key, values in (*self.conditions, *self.excluded):
             if not isinstance(key, str) or not key:
                 raise InvalidInputError("filter", "keys must be non-empty strings")
-            if not _is_unicode(key) or not all(_is_unicode(v) for v in values if isinstance(v, str)):
+            if not is_utf8(key) or not all(is_utf8(v) for v in values if isinstance(v, str)):
                 raise InvalidInputError("filter", "keys and values must be valid Unicode text")
             if not values:
                 raise InvalidInputError(f"filter.{key}", "$in needs at least one value")

@@ -26,6 +26,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
+from verityrag.text.unicode import utf8_safe
+
 logger = logging.getLogger(__name__)
 
 #: Refusals waiting for the writer (lines arrive faster than replies are written only in bursts).
@@ -70,8 +72,8 @@ def _not_a_message(value: object, request_id: str | int | None) -> str | None:
 
 
 def _error(request_id: str | int | None, code: int, message: str) -> types.JSONRPCError:
-    safe = message.encode("utf-8", "backslashreplace").decode("utf-8")
-    return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=safe))
+    error = types.ErrorData(code=code, message=utf8_safe(message))
+    return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error)
 
 
 def _short(exc: BaseException) -> str:
