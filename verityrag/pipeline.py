@@ -24,7 +24,7 @@ from verityrag.agent.calibration import (
     fit_reader_threshold,
     fit_sufficiency_gate,
 )
-from verityrag.agent.confidence import ConfidenceModel
+from verityrag.agent.confidence import ConfidenceModel, shipped_confidence
 from verityrag.agent.controller import AgentController
 from verityrag.agent.protocols import AnswerabilityModel, AnswerGuard, ReaderAgreementCheck
 from verityrag.agent.questions import check_labelled, check_question
@@ -139,7 +139,9 @@ class VerityRAGPipeline:
         # The extractive reader: files checked now (a missing model stops the start), model loaded later.
         self.reader = EvidenceReader.open(self.settings.reader_model) if self.settings.reader else None
         self.fitted_reader_threshold: float | None = None  # calibrate()'s, on the answer logit
-        self.confidence_model: ConfidenceModel | None = None  # calibrate()'s: P(a reply is right)
+        # P(a reply is right): calibrate()'s; until then the one fitted for the shipped gate and reader.
+        shipped_parts = self.reader is not None and not self.settings.reader_model and not llm_answers
+        self.confidence_model: ConfidenceModel | None = shipped_confidence() if shipped_parts else None
         self.writer = DocumentWriter(
             self.index, self.embedder, analyzer, self.settings, resolve_data_dir(data_dir)
         )

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+import verityrag
 from verityrag import VerityRAGPipeline
 from verityrag.agent.calibration import choose_reader_threshold
 from verityrag.checks.thresholds import GateOutcome
@@ -211,6 +213,54 @@ def test_calibrate_fits_what_confidence_means_and_the_state_keeps_it(
     restored = VerityRAGPipeline(settings=pipeline.settings).load_calibration_state(state)
     assert restored.confidence_model is not None
     assert restored.confidence_model.to_dict() == pipeline.confidence_model.to_dict()
+
+
+def test_a_fresh_pipeline_states_the_shipped_confidence_and_only_for_the_shipped_parts(
+    pipeline: VerityRAGPipeline, labelled_kinds: tuple[Labelled, Labelled, Labelled]
+) -> None:
+    from verityrag.agent.confidence import shipped_confidence
+    from verityrag.config import Settings
+
+    shipped = shipped_confidence()
+    assert shipped is not None
+    assert pipeline.confidence_model is shipped
+    _, held_out, _ = labelled_kinds
+    refusal = pipeline.query(held_out[0][0])
+    assert refusal.abstained
+    # P(the refusal is right): an off-topic question refused is right, and the model says so (the
+    # gate's own probability, which this replaced, said "the evidence holds an answer": low)
+    assert refusal.confidence > 0.8
+    assert VerityRAGPipeline(settings=Settings(reader=False)).confidence_model is None
+    # fitted for the shipped reader's logits: a reader named in the settings may mean others
+    folder = Path(verityrag.__file__).parent / "resources" / "reader"
+    assert VerityRAGPipeline(settings=Settings(reader_model=str(folder))).confidence_model is None
+
+
+def test_calibrating_on_a_split_fits_confidence_on_every_kind_and_keeps_the_readers_threshold(
+    corpus_slice: list[dict[str, Any]], labelled_kinds: tuple[Labelled, Labelled, Labelled]
+) -> None:
+    from verityrag.datasets.bundled import EvalQuestion
+    from verityrag.serve.bundled import calibrate_on_split
+
+    answerable, held_out, on_topic = labelled_kinds
+    kinds = (
+        ("answerable", answerable[:20]),
+        ("held_out", held_out[:10]),
+        ("unanswerable_in_domain", on_topic[:10]),
+    )
+    split = [
+        EvalQuestion(f"{kind}-{i}", question, tuple(answers), kind)
+        for kind, labelled in kinds
+        for i, (question, answers) in enumerate(labelled)
+    ]
+    pipeline = VerityRAGPipeline()
+    pipeline.ingest_documents(corpus_slice, progress=False)
+    models_own = pipeline.reader_threshold
+    summary = calibrate_on_split(pipeline, split)
+    assert summary["confidence"]["questions"] == 40  # every kind
+    assert summary["examples"] == 30  # the gate: answerable and held out only
+    assert pipeline.reader_threshold == pytest.approx(models_own)
+    assert "reader" not in summary  # fixed in the settings: not refitted on the on-topic ones
 
 
 def test_the_reader_sweep_names_where_its_threshold_comes_from() -> None:

@@ -24,12 +24,14 @@ from verityrag.eval.per_article import (
 @pytest.mark.unit
 def test_the_figures_count_right_answers_and_right_refusals() -> None:
     outcomes = [
-        Outcome(answerable=True, answered=True, correct=True, reason=None, latency_ms=1.0),
-        Outcome(answerable=True, answered=True, correct=False, reason=None, latency_ms=1.0),
-        Outcome(answerable=True, answered=False, correct=False, reason="sufficiency", latency_ms=1.0),
-        Outcome(answerable=False, answered=False, correct=False, reason="answerability", latency_ms=1.0),
-        Outcome(answerable=False, answered=True, correct=False, reason=None, latency_ms=1.0),
+        Outcome(answerable=True, answered=True, correct=True, reason=None, latency_ms=1.0, confidence=0.9),
+        Outcome(answerable=True, answered=True, correct=False, reason=None, latency_ms=1.0, confidence=0.6),
+        Outcome(True, answered=False, correct=False, reason="sufficiency", latency_ms=1.0, confidence=0.5),
+        Outcome(False, answered=False, correct=False, reason="answerability", latency_ms=1.0, confidence=0.7),
+        Outcome(answerable=False, answered=True, correct=False, reason=None, latency_ms=1.0, confidence=0.2),
     ]
+    # right: the right answer and the refusal of the unanswerable question
+    assert [o.right for o in outcomes] == [True, False, False, True, False]
     m = summarise(outcomes)
     assert m["coverage"] == pytest.approx(2 / 3)
     assert m["answered_and_correct"] == pytest.approx(1 / 3)
@@ -59,6 +61,7 @@ def test_one_article_asked_of_a_fresh_pipeline(require_dataset: Callable[[str], 
     assert report["metrics"]["questions"] == 12
     assert list(report["articles"]) == [article.title]
     assert report["settings"]["calibrated"] is False
+    assert sum(b["n"] for b in report["confidence_calibration"]["bins"]) == 12
 
 
 @pytest.mark.integration

@@ -14,9 +14,12 @@ inputs), fitted on the replies to labelled questions. A decision with fewer than
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,6 +27,10 @@ import numpy as np
 from verityrag.generation.reading import logit, probability
 from verityrag.text.answers import contains_gold
 from verityrag.types import QueryResult
+
+#: The model a fresh pipeline with the shipped gate and reader starts with (python -m verityrag.train
+#: confidence), fitted on their replies to the bundled calibration questions.
+SHIPPED_PATH = Path(__file__).resolve().parent.parent / "resources" / "confidence.json"
 
 #: Fewest replies of one decision for a regression (else its smoothed share right).
 MIN_ROWS = 20
@@ -136,3 +143,11 @@ def reply_row(result: QueryResult, answers: Sequence[str]) -> ReplyRow:
     gate, logit = reply_scores(result)
     holds = answered and bool(answers) and contains_gold(result.answer or "", answers)
     return ReplyRow(answered, gate, logit, reply_right(answered, holds, bool(answers)))
+
+
+@functools.cache
+def shipped_confidence() -> ConfidenceModel | None:
+    """The shipped model (:data:`SHIPPED_PATH`), read once; None where the file is missing."""
+    if not SHIPPED_PATH.is_file():
+        return None
+    return ConfidenceModel.from_dict(json.loads(SHIPPED_PATH.read_text(encoding="utf-8")))

@@ -466,7 +466,9 @@ class QueryOut(BaseModel):
         description="The probability that this reply is right: for an answer, that it holds the "
         "answer; for an abstention, that the documents do not answer the question. Fitted on "
         "labelled questions when the server calibrated (make run does, on the bundled questions); "
-        "uncalibrated, it is the sufficiency gate's probability that the evidence holds an answer.",
+        "uncalibrated, the model shipped for the default gate and reader (fitted the same way on the "
+        "bundled corpus); with an LLM answer uncalibrated, or another reader, the sufficiency gate's "
+        "probability that the evidence holds an answer.",
     )
     grounding: GroundingOut
     unsupported_claims: list[str] = Field(

@@ -224,6 +224,8 @@ def _per_article(args: argparse.Namespace) -> int:
         f"{len(report['articles'])} articles, {m['questions']} questions: coverage {m['coverage']:.1%}, "
         f"answered and correct {m['answered_and_correct']:.1%}, unanswerable abstention "
         f"{m['unanswerable_abstention']:.1%}, accuracy of all answers {m['accuracy_of_all_answers']:.1%}, "
+        f"ECE of confidence {report['confidence_calibration']['ece']:.3f}, decision AUROC "
+        f"{report['decision_auroc'] or float('nan'):.3f}, "
         f"p50 / p95 {report['latency_ms']['p50']:.1f} / {report['latency_ms']['p95']:.1f} ms"
     )
     print(f"written: {out}")

@@ -30,7 +30,8 @@ from typing import Any
 
 from verityrag import datasets
 from verityrag.config import Settings
-from verityrag.eval.metrics import contains_gold, percentiles, rate
+from verityrag.crossenc.metrics import auroc
+from verityrag.eval.metrics import contains_gold, percentiles, rate, reliability
 from verityrag.types import Document
 
 #: Where ``--per-article`` writes its report unless ``--out`` is given.
@@ -96,6 +97,18 @@ class Outcome:
     correct: bool  # an answer holding a gold answer (never, for an unanswerable question)
     reason: str | None
     latency_ms: float
+    confidence: float  # the reply's: P(it is right)
+
+    @property
+    def right(self) -> bool:
+        """A right answer, or a refusal of a question the article does not answer."""
+        return self.correct if self.answered else not self.answerable
+
+    @property
+    def answer_due(self) -> float:
+        """The final decision's score that an answer is due: an answer's confidence, one less a
+        refusal's (P(refusing was wrong))."""
+        return self.confidence if self.answered else 1.0 - self.confidence
 
 
 def ask_article(
@@ -116,7 +129,7 @@ def ask_article(
         answered = not result.abstained
         correct = answered and bool(q.answers) and contains_gold(result.answer or "", q.answers)
         reason = result.abstain_reason.value if result.abstain_reason else None
-        outcomes.append(Outcome(bool(q.answers), answered, correct, reason, latency))
+        outcomes.append(Outcome(bool(q.answers), answered, correct, reason, latency, result.confidence))
     return outcomes, ingest_s
 
 
@@ -138,6 +151,11 @@ def summarise(outcomes: Sequence[Outcome]) -> dict[str, Any]:
             "unanswerable": dict(Counter(o.reason for o in unanswerable if o.reason)),
         },
     }
+
+
+def _decision_auroc(outcomes: Sequence[Outcome]) -> float | None:
+    labels = [int(o.answerable) for o in outcomes]
+    return auroc([o.answer_due for o in outcomes], labels) if 0 < sum(labels) < len(labels) else None
 
 
 def run_per_article(
@@ -169,6 +187,10 @@ def run_per_article(
         "article_set": article_set,
         "settings": {**dataclasses.asdict(settings), "calibrated": False},
         "metrics": summarise(pooled),
+        # `confidence` of a fresh pipeline: the shipped confidence model's (agent.confidence)
+        "confidence_calibration": reliability([o.confidence for o in pooled], [o.right for o in pooled]),
+        # Answerable vs not, by the final answer-or-refuse score (reader, gate and decision together)
+        "decision_auroc": _decision_auroc(pooled),
         "latency_ms": percentiles([o.latency_ms for o in pooled]),
         "articles": per_article,
         "seconds": round(time.perf_counter() - started, 1),

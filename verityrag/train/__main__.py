@@ -4,6 +4,7 @@ Names (``python -m verityrag.train NAME --help`` for a recipe's options):
 
   reader              the extractive reader (verityrag.train.reader)
   gate                the default sufficiency gate (verityrag.train.gate)
+  confidence          the confidence model of an uncalibrated pipeline (verityrag.train.confidence)
   selector            the learned sentence selector (verityrag.train.selector)
   answerability-data  the answerability gate's SQuAD 2.0 pairs (verityrag.train.answerability_data)
   answerability       the answerability gate, or its span model with --span (verityrag.train.answerability)
@@ -32,6 +33,7 @@ from collections.abc import Callable
 #: (imported only when the recipe runs: most pull in torch).
 RECIPE_MODULES = {
     "gate": "gate",
+    "confidence": "confidence",
     "selector": "selector",
     "answerability-data": "answerability_data",
     "answerability": "answerability",
