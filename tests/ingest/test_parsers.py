@@ -67,6 +67,28 @@ def test_parse_docx_tables_are_read_row_by_row() -> None:
     assert parse_file("t.docx", out.getvalue()).text == "Engine Year\n\nWatt 1776"
 
 
+def test_parse_docx_reads_a_nested_table_with_its_outer_row_and_keeps_tabs_and_breaks() -> None:
+    import docx
+
+    document = docx.Document()
+    document.add_paragraph("Before the table.")
+    table = document.add_table(rows=1, cols=2)
+    table.cell(0, 0).text = "Outer"
+    inner = table.cell(0, 1).add_table(rows=1, cols=2)
+    inner.cell(0, 0).text = "Inner A"
+    inner.cell(0, 1).text = "Inner B"
+    run = document.add_paragraph("After").add_run()
+    run.add_tab()
+    run.add_text("the")
+    run.add_break()
+    run.add_text("table.")
+    out = io.BytesIO()
+    document.save(out)
+    text = parse_file("nested.docx", out.getvalue()).text
+    # The inner cells line by line within the outer row (python-docx's cell text left them out)
+    assert text.split("\n\n") == ["Before the table.", "Outer\nInner A\nInner B", "After the\ntable."]
+
+
 def test_parse_docx_zip_without_document_is_refused() -> None:
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w") as z:
@@ -184,3 +206,41 @@ def test_html_with_tags_that_never_close_is_read_as_text_at_once() -> None:
     # The standard parser took 12 s for 4,000 of these and grew faster than quadratically.
     parsed = parse_file("a.html", b"<p>Intro</p>" + b"<a " * 20_000)
     assert parsed.text.startswith("Intro\n\n<a <a")
+
+
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [
+        ("long.html", b"<html><body>" + b"<p>word and more</p>" * 200 + b"</body></html>"),
+        ("long.txt", b"plain words here " * 200),
+        ("long.md", b"# Title\n\n" + b"Some *words* here.\n\n" * 200),
+    ],
+)
+def test_a_file_whose_text_outgrows_one_document_is_refused_as_it_is_read(name: str, data: bytes) -> None:
+    with pytest.raises(InvalidInputError, match=r"more than 1,000 characters of text.*max_document_chars"):
+        parse_file(name, data, max_chars=1_000)
+    assert len(parse_file(name, data).text) > 1_000  # without a limit, all of it
+
+
+def test_the_text_limit_counts_text_not_the_whitespace_normalising_removes() -> None:
+    html = (
+        b"<html><body>"
+        + b"\n"
+        + b" " * 5_000
+        + b"<p>Nine hundred characters of text.</p>"
+        + b"</body></html>"
+    )
+    assert parse_file("indented.html", html, max_chars=1_000).text == "Nine hundred characters of text."
+
+
+def test_html_read_in_pieces_gives_the_text_read_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from verityrag.ingest import parsers
+
+    # Over a megabyte: the parser is fed in pieces, whose ends fall inside tags and entities.
+    rows = [f"<tr><td>Engine &amp; {i}</td><td>{1700 + i % 300}</td></tr>" for i in range(25_000)]
+    html = ("<html><body><table>" + "".join(rows) + "</table></body></html>").encode()
+    assert len(html) > 1 << 20
+    in_pieces = parse_file("table.html", html).text
+    assert [line for line in in_pieces.splitlines() if line][-1] == "Engine & 24999 1799"
+    monkeypatch.setattr(parsers, "_FEED_CHARS", len(html))
+    assert parse_file("table.html", html).text == in_pieces

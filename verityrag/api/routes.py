@@ -207,7 +207,7 @@ def _ingest_files(
     docs: list[Document] = []
     for i, (filename, content_type, data) in enumerate(uploads):
         try:
-            one = parse_file(filename, data, content_type)
+            one = parse_file(filename, data, content_type, p.settings.max_document_chars)
             meta = {**extra, "source": one.source, "title": one.title, "format": one.format}
             docs.append(p.validate_document(Document(doc_id_for_file(filename), one.title, one.text, meta)))
         except InvalidInputError as exc:

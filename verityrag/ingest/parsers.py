@@ -6,14 +6,16 @@ extension, then the content type, and returns a :class:`ParsedFile`. A file that
 parsed (a claimed format it is not, an encrypted or scanned PDF, binary data, no text at
 all) raises :class:`~verityrag.errors.InvalidInputError` naming the file and why.
 
-Parsers (decision 0053): pypdf for PDF, python-docx for DOCX, the standard library's
-``html.parser`` for HTML, markdown-it-py (CommonMark, tables) for Markdown, rendered to
-HTML and read by the same HTML reader. Paragraphs, headings, list items and table rows end
-in a line break; blocks are separated by a blank line.
+Parsers (decision 0053): pypdf for PDF, lxml for DOCX (``word/document.xml`` streamed) and
+HTML (libxml2's HTML parser, as events), markdown-it-py (CommonMark, tables) for Markdown,
+rendered to HTML and read by the same HTML reader. Paragraphs, headings, list items and table
+rows end in a line break; blocks are separated by a blank line. Given ``max_chars``, a file is
+refused the moment its text is over it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import re
@@ -21,7 +23,6 @@ import struct
 import zipfile
 import zlib
 from dataclasses import dataclass
-from html.parser import HTMLParser
 from pathlib import PurePath
 from typing import Any, Literal, get_args
 
@@ -116,8 +117,14 @@ def detect_format(filename: str, data: bytes, content_type: str | None = None) -
     return "text"
 
 
-def parse_file(filename: str, data: bytes, content_type: str | None = None) -> ParsedFile:
+def parse_file(
+    filename: str, data: bytes, content_type: str | None = None, max_chars: int | None = None
+) -> ParsedFile:
     """Parse an uploaded file into its plain text and a title (the file's stem when it names none).
+
+    ``max_chars`` (``Settings.max_document_chars``): a file whose text outgrows it is refused as
+    soon as the parse sees so, not after reading all of it (a 30 MB one-line HTML file took
+    seconds and half a gigabyte to be refused by the document limit afterwards).
 
     Raises :class:`InvalidInputError` (field ``file``) naming the file and why it cannot be read.
     """
@@ -125,16 +132,21 @@ def parse_file(filename: str, data: bytes, content_type: str | None = None) -> P
     if not data:
         raise _fail(name, "is empty")
     fmt = detect_format(name, data, content_type)
+    budget = _TextBudget(name, max_chars)
     if fmt == "pdf":
-        text, title = _parse_pdf(name, data)
+        text, title = _parse_pdf(name, data, budget)
     elif fmt == "docx":
-        text, title = _parse_docx(name, data)
+        text, title = _parse_docx(name, data, budget)
     elif fmt == "html":
-        text, title = _read_html(_decode(name, data))
+        text, title = _read_html(_decode(name, data), budget)
     elif fmt == "markdown":
-        text, title = _parse_markdown(_decode(name, data))
+        text, title = _parse_markdown(_decode(name, data), budget)
     else:
-        text, title = _normalise(_decode(name, data)), ""
+        decoded = _decode(name, data)
+        budget.take(decoded)  # before normalising: its regular expressions hold a piece per word
+        budget.finish()
+        text, title = _normalise(decoded), ""
+    budget.finish()
     if not re.search(r"[^\W_]", text):
         raise _fail(name, f"has no text to index (read as {fmt})")
     title = _clean_title(title) or PurePath(name).stem or name
@@ -182,6 +194,56 @@ def _clean_title(title: str) -> str:
     return title[: MAX_TITLE_CHARS - 1] + "…" if len(title) > MAX_TITLE_CHARS else title
 
 
+_WHITESPACE_RUNS = re.compile(r"\s+")
+#: Characters of text counted at a time.
+_COUNT_CHARS = 1 << 16
+
+
+class _TextBudget:
+    """The characters a parse may yield before its file is refused as more than one document.
+
+    Counted without whitespace, which normalising may remove, so a file refused here would have
+    been refused whole by the document limit; in batches of :data:`_COUNT_CHARS` (a DOCX of a
+    million one-letter paragraphs is a million pieces), the last batch left to that limit.
+    ``slack`` allows for markup still in the text (a Markdown source counts its ``#`` and links)."""
+
+    def __init__(self, filename: str, limit: int | None) -> None:
+        self.filename = filename
+        self.limit = limit
+        self.used = 0
+        self._pending: list[str] = []
+        self._pending_chars = 0
+
+    def take(self, text: str, slack: int = 1) -> None:
+        if self.limit is None:
+            return
+        self._pending.append(text)
+        self._pending_chars += len(text)
+        if self._pending_chars >= _COUNT_CHARS or slack != 1:
+            self.finish(slack)
+
+    def finish(self, slack: int = 1) -> None:
+        """Count what was taken and not counted yet."""
+        if self.limit is None or not self._pending:
+            return
+        batch = "".join(self._pending)
+        self._pending.clear()
+        self._pending_chars = 0
+        self.used += len(batch) - sum(len(run) for run in _WHITESPACE_RUNS.findall(batch))
+        if self.used > self.limit * slack:
+            raise _fail(
+                self.filename,
+                f"holds more than {self.limit:,} characters of text, the limit of one document "
+                "(max_document_chars): split it",
+            )
+
+    def restart(self) -> None:
+        """Count from nothing again (the same file read another way)."""
+        self.used = 0
+        self._pending.clear()
+        self._pending_chars = 0
+
+
 # ------------------------------------------------------------------ HTML
 
 # Elements that end a line of text; blocks get a blank line around them.
@@ -195,21 +257,23 @@ _CELLS = frozenset({"td", "th"})
 _HIDDEN = frozenset({"script", "style", "noscript", "template", "title"})
 
 
-class _TextReader(HTMLParser):
-    """Text of an HTML document with line breaks where blocks end; the <title> and first <h1> kept."""
+class _TextTarget:
+    """lxml parser target: the text of an HTML document with line breaks where blocks end; the
+    <title> and first <h1> kept apart. Events come from libxml2's HTML parser, fed in pieces."""
 
     def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
         self.parts: list[str] = []
         self.title_parts: list[str] = []
         self.h1_parts: list[str] = []
-        self._hidden: list[str] = []
+        self._hidden = 0
+        self._in_title = False
         self._in_h1 = False
         self._h1_done = False
 
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+    def start(self, tag: str, attrib: object) -> None:
         if tag in _HIDDEN:
-            self._hidden.append(tag)
+            self._hidden += 1
+            self._in_title = self._in_title or tag == "title"
         elif tag in _BLOCKS:
             self.parts.append("\n\n")
             if tag == "h1" and not self._h1_done:
@@ -219,15 +283,11 @@ class _TextReader(HTMLParser):
         elif tag in _CELLS:
             self.parts.append(" ")
 
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag in _LINES or tag in _BLOCKS:
-            self.parts.append("\n")
-
-    def handle_endtag(self, tag: str) -> None:
+    def end(self, tag: str) -> None:
         if tag in _HIDDEN:
-            if tag in self._hidden:  # a stray end tag closes nothing
-                while self._hidden.pop() != tag:
-                    pass
+            self._hidden -= 1
+            if tag == "title":
+                self._in_title = False
         elif tag in _BLOCKS:
             self.parts.append("\n\n")
             if tag == "h1" and self._in_h1:
@@ -235,48 +295,67 @@ class _TextReader(HTMLParser):
         elif tag == "tr":
             self.parts.append("\n")
 
-    def handle_data(self, data: str) -> None:
+    def data(self, data: str) -> None:
         if self._hidden:
-            if self._hidden[-1] == "title":
+            if self._in_title:
                 self.title_parts.append(data)
             return
         self.parts.append(data)
         if self._in_h1:
             self.h1_parts.append(data)
 
+    def comment(self, text: str) -> None:
+        pass
 
-# Declarations and marked sections (``<!DOCTYPE ...>``, ``<![CDATA[...]]>``), comments kept.
-_DECLARATIONS = re.compile(r"<!(?!--)[^>]*>?")
+    def close(self) -> None:
+        pass
 
 
-def _read_html(html: str) -> tuple[str, str]:
-    # A "<" with no ">" after it anywhere is text: the standard parser retried each such tag from
-    # every later position to the end, quadratic ("<a " x 10,000, 30 KB: 14.6 s of CPU).
+#: The parser is fed this many characters at a time; what it read is then joined into one
+#: string (a piece per tag and text run held 30 MB of ``<p>`` elements in ~500 MB) and counted.
+_FEED_CHARS = 1 << 20
+
+
+def _read_html(html: str, budget: _TextBudget | None = None) -> tuple[str, str]:
+    # A "<" with no ">" after it anywhere is text (a parser would take it for a tag to the end).
     last_close = html.rfind(">")
     if html.find("<", last_close + 1) != -1:
         html = html[: last_close + 1] + html[last_close + 1 :].replace("<", "&lt;")
-    reader = _TextReader()
-    try:
-        reader.feed(html)
-        reader.close()
-    except AssertionError:
-        # The standard library's parser gives up on some malformed declarations ("unknown
-        # status keyword 'x' in marked section", an unexpected '[' in a DOCTYPE): read again
-        # without any declaration; they hold no text.
-        reader = _TextReader()
-        reader.feed(_DECLARATIONS.sub(" ", html))
-        reader.close()
+    budget = budget or _TextBudget("", None)
+    from lxml import etree
+
+    reader = _TextTarget()
+    # libxml2's HTML parser (recovering as browsers do), streaming events to the target: no tree
+    # is built, and 30 MB of markup reads in under a second (the standard library's took 5 s).
+    parser = etree.HTMLParser(target=reader, recover=True, huge_tree=True, no_network=True)
+    blocks: list[str] = []
+
+    def collect() -> None:
+        block = "".join(reader.parts)
+        reader.parts.clear()
+        budget.take(block)
+        blocks.append(block)
+
+    for start in range(0, len(html), _FEED_CHARS):
+        parser.feed(html[start : start + _FEED_CHARS])
+        collect()
+    with contextlib.suppress(etree.XMLSyntaxError):  # "Document is empty": no text, said below
+        parser.close()
+    collect()
     title = "".join(reader.title_parts).strip() or "".join(reader.h1_parts).strip()
-    return _normalise("".join(reader.parts)), title
+    return _normalise("".join(blocks)), title
 
 
 # -------------------------------------------------------------- Markdown
 
+#: A Markdown source's characters per character of its text, at most, before it is refused
+#: unrendered: the markup (``#``, ``*``, ``|``, link targets) is not text.
+_MARKDOWN_SLACK = 4
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.DOTALL)
 _FRONT_TITLE = re.compile(r"^title:[ \t]*(.+?)[ \t]*$", re.MULTILINE)
 
 
-def _parse_markdown(source: str) -> tuple[str, str]:
+def _parse_markdown(source: str, budget: _TextBudget | None = None) -> tuple[str, str]:
     from markdown_it import MarkdownIt
 
     front_title = ""
@@ -285,15 +364,18 @@ def _parse_markdown(source: str) -> tuple[str, str]:
         found = _FRONT_TITLE.search(front.group(1))
         front_title = found.group(1).strip("\"'") if found else ""
         source = source[front.end() :]
+    if budget is not None:  # before rendering, which holds the whole source and its HTML
+        budget.take(source, slack=_MARKDOWN_SLACK)
+        budget.restart()  # the rendered text is counted again, as text
     html = MarkdownIt("commonmark").enable("table").render(source)
-    text, h1 = _read_html(html)
+    text, h1 = _read_html(html, budget)
     return text, front_title or h1
 
 
 # ------------------------------------------------------------------- PDF
 
 
-def _parse_pdf(filename: str, data: bytes) -> tuple[str, str]:
+def _parse_pdf(filename: str, data: bytes, budget: _TextBudget) -> tuple[str, str]:
     from pypdf import PdfReader
     from pypdf.errors import PdfReadError
 
@@ -301,7 +383,10 @@ def _parse_pdf(filename: str, data: bytes) -> tuple[str, str]:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not reader.decrypt(""):
             raise _fail(filename, "is an encrypted PDF: save it without a password and upload it again")
-        pages = [page.extract_text() or "" for page in reader.pages]
+        pages = []
+        for page in reader.pages:
+            pages.append(page.extract_text() or "")
+            budget.take(pages[-1])
         info: Any = reader.metadata
         title = str(info.title or "") if info is not None else ""
     except InvalidInputError:
@@ -382,28 +467,81 @@ def _inflated_size(data: bytes, info: zipfile.ZipInfo, limit: int) -> int | None
     return size if size <= limit else None
 
 
-def _parse_docx(filename: str, data: bytes) -> tuple[str, str]:
-    import docx
-    from docx.table import Table
-    from docx.text.paragraph import Paragraph
+_W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+_DC_TITLE = "{http://purl.org/dc/elements/1.1/}title"
+# What a paragraph's text is made of, in document order (python-docx reads runs the same way).
+_RUN_TEXT = {f"{_W}t": None, f"{_W}tab": "\t", f"{_W}br": "\n", f"{_W}cr": "\n"}
+_RUN_TEXT_TAGS = tuple(_RUN_TEXT)
+_W_P, _W_TR, _W_TC, _W_PPR = f"{_W}p", f"{_W}tr", f"{_W}tc", f"{_W}pPr"
+
+
+def _parse_docx(filename: str, data: bytes, budget: _TextBudget | None = None) -> tuple[str, str]:
+    """Paragraphs and table rows of ``word/document.xml`` in order, streamed: each paragraph is
+    read and dropped as it ends (python-docx built the whole tree first: 60 MB of XML in a 0.2
+    MB file took 20 s and 800 MB). Title: the core properties', else the first Title/Heading 1."""
+    from lxml import etree
 
     _check_unpacked_size(filename, data)
+    budget = budget or _TextBudget(filename, None)
+    blocks: list[str] = []
+    heading = ""
     try:
-        document = docx.Document(io.BytesIO(data))
-        blocks: list[str] = []
-        heading = ""
-        for item in document.iter_inner_content():
-            if isinstance(item, Paragraph):
-                blocks.append(item.text)
-                # The raw style id, not ``item.style``: resolving the style object scans every
-                # style of the document per paragraph (2 s for 800 paragraphs, measured).
-                if not heading and item._p.style in _DOCX_TITLE_STYLES and item.text.strip():
-                    heading = item.text
-            elif isinstance(item, Table):
-                for row in item.rows:
-                    blocks.append(" ".join(cell.text for cell in row.cells))
-        title = document.core_properties.title or heading
-    except Exception as exc:  # python-docx and lxml raise many kinds on a damaged file
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            title = _docx_core_title(z)
+            with z.open(_DOCX_PART) as part:
+                for _, element in etree.iterparse(part, ("end",), tag=(_W_P, _W_TR), huge_tree=True):
+                    parent = element.getparent()
+                    if element.tag == _W_P:
+                        if parent is not None and parent.tag == _W_TC:
+                            continue  # a cell's paragraph: read with its row
+                        text = _docx_text(element)
+                        if (
+                            text
+                            and not heading
+                            and text.strip()
+                            and _docx_style(element) in _DOCX_TITLE_STYLES
+                        ):
+                            heading = text
+                    else:
+                        outer = parent.getparent() if parent is not None else None
+                        if outer is not None and outer.tag == _W_TC:
+                            continue  # a nested table's row: read with the outer cell
+                        cells = element.iterchildren(_W_TC)
+                        text = " ".join("\n".join(_docx_text(p) for p in c.iter(_W_P)) for c in cells)
+                    if text:
+                        budget.take(text)
+                        blocks.append(text)
+                    element.clear()  # read: drop it and what came before it
+                    parent = element.getparent()
+                    while parent is not None and element.getprevious() is not None:
+                        del parent[0]
+    except InvalidInputError:
+        raise
+    except Exception as exc:  # lxml and zipfile raise many kinds on a damaged file
         logger.info("DOCX %r failed to parse", filename, exc_info=exc)
         raise _fail(filename, f"is not a readable DOCX ({type(exc).__name__}: {exc})") from exc
-    return _normalise("\n\n".join(blocks)), title
+    return _normalise("\n\n".join(blocks)), title or heading
+
+
+def _docx_text(paragraph: Any) -> str:
+    parts = []
+    for node in paragraph.iter(_RUN_TEXT_TAGS):
+        fixed = _RUN_TEXT[node.tag]
+        parts.append(node.text or "" if fixed is None else fixed)
+    return "".join(parts)
+
+
+def _docx_style(paragraph: Any) -> str | None:
+    if not len(paragraph) or paragraph[0].tag != _W_PPR:  # properties come first when there are any
+        return None
+    style = paragraph[0].find(f"{_W}pStyle")
+    return None if style is None else style.get(f"{_W}val")
+
+
+def _docx_core_title(z: zipfile.ZipFile) -> str:
+    from lxml import etree
+
+    if "docProps/core.xml" not in z.namelist():
+        return ""
+    found = etree.fromstring(z.read("docProps/core.xml")).find(_DC_TITLE)
+    return (found.text or "") if found is not None else ""

@@ -129,7 +129,7 @@ class LocalBackend:
         from verityrag.api.routes import doc_id_for_file  # the API's rule, so both name a file alike
         from verityrag.ingest.parsers import parse_file
 
-        parsed = parse_file(filename, data, content_type)
+        parsed = parse_file(filename, data, content_type, self.pipeline.settings.max_document_chars)
         meta = {"source": parsed.source, "title": parsed.title, "format": parsed.format}
         return self.add_document(doc_id_for_file(filename), parsed.title, parsed.text, meta)
 
