@@ -373,13 +373,13 @@ class _TwoLengths:
         return out
 
 
-def _conflict(pipeline: VerityRAGPipeline) -> QueryResult:
+def _conflict(pipeline: VerityRAGPipeline, other_title: str = "Ferry facts") -> QueryResult:
     # Two documents give the ship different lengths, both read as answers (report_conflicts on).
     p = VerityRAGPipeline(settings=Settings(report_conflicts=True))
     p.ingest_document(
         "wren", "MV Lissa Wren", "The MV Lissa Wren is 64 metres long. She sails from Hollin Isle."
     )
-    p.ingest_document("facts", "Ferry facts", "The MV Lissa Wren is 88 metres long, says the harbour office.")
+    p.ingest_document("facts", other_title, "The MV Lissa Wren is 88 metres long, says the harbour office.")
     p.reader = EvidenceReader(_TwoLengths())
     p.fitted_reader_threshold = 0.0
     p.gate.set_threshold(0.0)
@@ -422,6 +422,13 @@ def test_a_conflict_names_both_answers_and_their_documents(pipeline: VerityRAGPi
     assert "'64 metres' (MV Lissa Wren)" in result.explanation
     assert "'88 metres' (Ferry facts)" in result.explanation
     assert [c["answer"] for c in result.trace[-1].details["conflict"]] == ["64 metres", "88 metres"]
+
+
+def test_documents_of_one_title_are_one_source_and_do_not_conflict(pipeline: VerityRAGPipeline) -> None:
+    # An article's paragraphs: two right answers to a question that has several, not a dispute.
+    result = _conflict(pipeline, other_title="MV Lissa Wren")
+    assert not result.abstained
+    assert result.short_answer is not None and result.short_answer.text == "64 metres"
 
 
 def test_abstain_no_evidence_records_empty_attempt() -> None:

@@ -261,6 +261,9 @@ def test_calibrating_on_a_split_fits_confidence_on_every_kind_and_keeps_the_read
     assert summary["examples"] == 30  # the gate: answerable and held out only
     assert pipeline.reader_threshold == pytest.approx(models_own)
     assert "reader" not in summary  # fixed in the settings: not refitted on the on-topic ones
+    from verityrag.eval.reader_sweep import _rule
+
+    assert _rule(pipeline).endswith("(kept in the settings)")
 
 
 def test_the_reader_sweep_names_where_its_threshold_comes_from() -> None:

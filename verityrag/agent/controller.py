@@ -98,6 +98,14 @@ def _title_of(reading: Reading, chunk_id: str) -> str:
     return chunk_id
 
 
+def _unnamed_subjects(reading: Reading | None) -> str | None:
+    """Why nothing answers when the question names what no passage holding a span names."""
+    if reading is None or reading.short_answer is not None or not reading.missing_subjects:
+        return None
+    names = " or ".join(repr(name) for name in reading.missing_subjects)
+    return f"the documents do not say: no passage found that answers it names {names}"
+
+
 class _ObservedTrace(list[TraceStep]):
     """A trace that reports each step as it is appended (live SSE stages), in order."""
 
@@ -368,7 +376,10 @@ class AgentController:
             return self._abstain(question, AbstainReason.NO_EVIDENCE, best, trace, base)
         gated = self.reader is None or snap.n_live >= self.gate_min_chunks
         if best.probability < threshold and gated:
-            return self._abstain(question, AbstainReason.SUFFICIENCY, best, trace, base)
+            # Said in the reader's words when what the question names is in no passage it read.
+            unnamed = _unnamed_subjects(best.reading)
+            details = base if unnamed is None else {**base, "explanation": unnamed}
+            return self._abstain(question, AbstainReason.SUFFICIENCY, best, trace, details)
 
         short_answer: ShortAnswer | None = None
         if best.reading is not None:
@@ -508,10 +519,9 @@ class AgentController:
             "score": reading.answer_probability,
             "threshold": probability(threshold),
         }
-        explanation = None
-        if reading.short_answer is None and reading.missing_subjects:
-            names = " or ".join(repr(name) for name in reading.missing_subjects)
-            explanation = f"the documents do not say: no passage found that answers it names {names}"
+        explanation = _unnamed_subjects(reading)
+        if explanation is not None:
+            pass
         elif reading.short_answer is None or reading.answer_logit < threshold:
             explanation = "the documents do not say: no passage answers the question"
         elif not reading.type_ok:

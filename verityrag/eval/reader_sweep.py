@@ -54,12 +54,19 @@ def sweep_reader(
 
 def _rule(pipeline: VerityRAGPipeline) -> str:
     """How the threshold in use was chosen, in words."""
-    if pipeline.settings.reader_answer_threshold is not None:
-        return "set in the settings"
+    metadata = getattr(pipeline.reader.model, "metadata", None) if pipeline.reader is not None else None
+    models_own = (
+        "the model's own: its best SQuAD 2.0 F1 on its validation articles, chosen when it was trained"
+    )
+    fixed = pipeline.settings.reader_answer_threshold
+    if fixed is not None:
+        # calibrate_on_split keeps the model's own by fixing it in the settings
+        kept = metadata is not None and abs(fixed - float(metadata.threshold)) < 1e-9
+        return f"{models_own} (kept in the settings)" if kept else "set in the settings"
     if pipeline.fitted_reader_threshold is not None:
         return f"most right answers less {WRONG_ANSWER_COST:g} x wrong ones on the calibration questions"
-    if pipeline.reader is not None and getattr(pipeline.reader.model, "metadata", None) is not None:
-        return "the model's own: its best SQuAD 2.0 F1 on its validation articles, chosen when it was trained"
+    if metadata is not None:
+        return models_own
     return "an answer preferred to none (the reader records no threshold)"
 
 
