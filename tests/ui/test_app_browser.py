@@ -10,6 +10,7 @@ the run instead of hiding it).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -231,5 +232,61 @@ def test_app_and_api_share_one_index(served: tuple[str, str]) -> None:
             page.screenshot(path=str(ARTIFACTS / "streamlit_one_index_failure.png"), full_page=True)
             print("page text at failure:\n" + page.inner_text("body"))
             raise
+        finally:
+            browser.close()
+
+
+KEPT_NAME = "wexcombe-mill.md"
+KEPT_TEXT = (
+    "# Wexcombe tide mill\n\nThe tide mill at Wexcombe was built by the Ashby family in 1790. "
+    "It ground corn until 1921 and is now a museum.\n"
+)
+KEPT_QUESTION = "Who built the tide mill at Wexcombe?"
+
+
+def test_a_document_added_in_the_app_is_listed_and_answered_after_a_restart(tmp_path: Path) -> None:
+    """``make run``'s promise: what a user adds is there after a restart (same data folder)."""
+    from playwright.sync_api import expect, sync_playwright
+
+    _require_browser()
+    data_dir = tmp_path / "var"
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            with running_services(HOST, 0, 0, data_dir, 200) as (_, ui):
+                page = browser.new_page(viewport={"width": 1280, "height": 1400})
+                page.goto(ui.url, wait_until="domcontentloaded")
+                page.get_by_role("button", name="Ask", exact=True).wait_for(timeout=60_000)
+                page.get_by_role("tab", name="Add documents").click()
+                page.locator("input[type=file]").set_input_files(
+                    files=[{"name": KEPT_NAME, "mimeType": "text/markdown", "buffer": KEPT_TEXT.encode()}]
+                )
+                page.get_by_role("button", name="Add these files").click()
+                expect(page.get_by_text(re.compile(r"“Wexcombe tide mill” added"))).to_be_visible(
+                    timeout=30_000
+                )
+            restarted = time.monotonic()
+            with running_services(HOST, 0, 0, data_dir, 200, since=restarted) as (api, ui):
+                kept = httpx.get(f"{api.url}/documents/{KEPT_NAME}", timeout=30, trust_env=False)
+                assert kept.status_code == 200, kept.text
+                assert kept.json()["title"] == "Wexcombe tide mill"
+                yours = {"collection": {"$nin": ["demo"]}}  # listed among the user's own
+                listed = httpx.get(
+                    f"{api.url}/documents", params={"filter": json.dumps(yours)}, timeout=30, trust_env=False
+                )
+                assert [d["doc_id"] for d in listed.json()["documents"]] == [KEPT_NAME], listed.text
+                page = browser.new_page(viewport={"width": 1280, "height": 1400})
+                page.goto(ui.url, wait_until="domcontentloaded")
+                page.get_by_role("button", name="Ask", exact=True).wait_for(timeout=60_000)
+                _ask(page, KEPT_QUESTION)
+                answer = page.get_by_test_id("stAlertContentSuccess").filter(has_text="Ashby")
+                expect(answer).to_be_visible(timeout=30_000)
+                print(
+                    f"restart -> the kept document answered in the app in {time.monotonic() - restarted:.1f} s"
+                )
+                expect(page.get_by_text("[1] Wexcombe tide mill")).to_be_visible()
+                _settled(page)
+                page.screenshot(path=str(ARTIFACTS / "streamlit_kept_after_restart.png"), full_page=True)
         finally:
             browser.close()
