@@ -9,6 +9,7 @@ controller from it and never change the shared pipeline.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -428,7 +429,57 @@ def test_documents_of_one_title_are_one_source_and_do_not_conflict(pipeline: Ver
     # An article's paragraphs: two right answers to a question that has several, not a dispute.
     result = _conflict(pipeline, other_title="MV Lissa Wren")
     assert not result.abstained
-    assert result.short_answer is not None and result.short_answer.text == "64 metres"
+    assert result.short_answer is not None
+    assert result.short_answer.text == "64 metres"
+
+
+class _Everywhere:
+    """A stand-in reader model: one span at each occurrence of ``answer`` in the evidence."""
+
+    def __init__(self, answer: str, score: float) -> None:
+        self.answer, self.score = answer, score
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def read_batch(self, pairs: Sequence[tuple[str, str]], k: int = 1) -> list[ReaderResult]:
+        out = []
+        for _, evidence in pairs:
+            at = [m.start() for m in re.finditer(re.escape(self.answer), evidence)]
+            out.append(
+                ReaderResult(
+                    [ReaderSpan(self.answer, i, i + len(self.answer), self.score, 0.5) for i in at], 0.0
+                )
+            )
+        return out
+
+
+def test_an_answer_another_source_gives_too_counts_for_it() -> None:
+    def ask(*docs: tuple[str, str, str]) -> QueryResult:
+        p = VerityRAGPipeline(settings=Settings())
+        for doc_id, title, text in docs:
+            p.ingest_document(doc_id, title, text)
+        p.reader = EvidenceReader(_Everywhere("Ewan Tolley", -0.5))  # probability 0.38 per span
+        p.fitted_reader_threshold = 0.0  # answer at 0.5 and above
+        p.gate.set_threshold(0.0)
+        return p.query("Who is the captain of the MV Corran Bell?")
+
+    bell = ("bell", "MV Corran Bell", "The MV Corran Bell's captain is Ewan Tolley.")
+    crew = ("crew", "Crew list", "On the MV Corran Bell the captain is Ewan Tolley, since 2019.")
+    alone = ask(bell)
+    assert alone.abstained
+    assert alone.abstain_reason is AbstainReason.ANSWERABILITY  # the reader found no answer
+    both = ask(bell, crew)
+    assert not both.abstained
+    assert both.short_answer is not None
+    assert both.short_answer.text == "Ewan Tolley"
+    decision = next(s.details for s in both.trace if s.stage == "reader_decision")
+    assert [c["title"] for c in decision["corroborations"]] in (["Crew list"], ["MV Corran Bell"])
+    p = 1 / (1 + np.exp(0.5))
+    assert decision["score"] == pytest.approx(1 - (1 - p) ** 2)  # either source right: 0.62
+    # The same title twice is one source (an article's paragraphs): no corroboration.
+    same = ask(bell, ("bell-2", "MV Corran Bell", "Her captain, Ewan Tolley, joined in 2019."))
+    assert same.abstained
 
 
 def test_abstain_no_evidence_records_empty_attempt() -> None:

@@ -17,10 +17,13 @@ per question, and reads the best answer span and the reader's no-answer score:
   best span whose passage does is the answer, and when no span's passage does, the reading says
   which subjects were not found (the agent refuses). The length of the other ship is no answer
   to "How long is the MV Lissa Wren?";
-- the **alternatives**: the reader's other spans in *other documents* whose passages name the
-  subjects too, of the kind the question asks for, that say something else (no word in
-  common with the answer): where documents disagree (two prices, two years). The agent
-  decides which are well enough supported to report.
+- the **alternatives**: the reader's other spans in *other sources* (documents of another
+  title) whose passages name the subjects too, of the kind the question asks for, that say
+  something else (no word in common with the answer): where documents disagree (two prices,
+  two years). The agent decides which are well enough supported to report;
+- the **corroborations**: other sources' spans that give the same answer; they count for it
+  (a noisy-or of the reader's probabilities), so an answer two documents give is surer than
+  one either gives alone.
 """
 
 from __future__ import annotations
@@ -134,6 +137,9 @@ class Reading:
     missing_subjects: tuple[str, ...] = ()
     #: Other documents' answers that disagree with ``short_answer``, best first, one per document.
     alternatives: tuple[Alternative, ...] = ()
+    #: Other sources' spans that give ``short_answer`` too, one per source: they count for it
+    #: (``answer_logit`` is their combined support, see :func:`corroborated_logit`).
+    corroborations: tuple[Alternative, ...] = ()
 
     @property
     def answer_probability(self) -> float:
@@ -143,6 +149,7 @@ class Reading:
         return {
             "missing_subjects": list(self.missing_subjects),
             "alternatives": [a.trace_details() for a in self.alternatives],
+            "corroborations": [a.trace_details() for a in self.corroborations],
             "answer_logit": round(self.answer_logit, 4),
             "answer_probability": round(self.answer_probability, 4),
             "short_answer": self.short_answer.text if self.short_answer else None,
@@ -315,11 +322,13 @@ class EvidenceReader:
         start = passage.start + span.start - passage.offset
         end = min(passage.end, passage.start + span.end - passage.offset)
         span_text = passage.chunk.text[start:end].strip()
-        logit = _clip(span.score - result.null_score if rank else result.answer_logit)
+        own = _clip(span.score - result.null_score if rank else result.answer_logit)
+        agreeing = _corroborations(result, passages, passage.chunk, span_text, missing_in)
+        logit = corroborated_logit(own, [a.answer_logit for a in agreeing])
         short = ShortAnswer(span_text, passage.chunk.chunk_id, start, end, probability(logit))
         sentences = answer_sentences(passage.chunk, start, end, ranked)
         others = _alternatives(result, passages, passage.chunk, span_text, missing_in, kind)
-        return Reading(short, logit, sentences, kind, matches(span_text, kind), used, (), others)
+        return Reading(short, logit, sentences, kind, matches(span_text, kind), used, (), others, agreeing)
 
 
 def _alternatives(
@@ -340,8 +349,7 @@ def _alternatives(
         passage = _passage_of(passages, span.start)
         chunk = passage.chunk
         text = span.text.strip()
-        same_source = chunk.doc_id == chosen.doc_id or (bool(chunk.title) and chunk.title == chosen.title)
-        if same_source or chunk.doc_id in best or not text:
+        if _same_source(chunk, chosen) or chunk.doc_id in best or not text:
             continue
         if (kind is not AnswerType.ANY and not matches(text, kind)) or missing_in(chunk):
             continue
@@ -350,6 +358,57 @@ def _alternatives(
         logit = _clip(span.score - result.null_score)
         best[chunk.doc_id] = Alternative(text, chunk.chunk_id, chunk.doc_id, chunk.title, logit)
     return tuple(sorted(best.values(), key=lambda a: -a.answer_logit))
+
+
+def _same_source(chunk: Chunk, chosen: Chunk) -> bool:
+    """One document, or documents of one title (an article's paragraphs): not independent."""
+    return chunk.doc_id == chosen.doc_id or (bool(chunk.title) and chunk.title == chosen.title)
+
+
+def _corroborations(
+    result: ReadResult,
+    passages: Sequence[_Passage],
+    chosen: Chunk,
+    answer: str,
+    missing_in: Callable[[Chunk], tuple[str, ...]],
+) -> tuple[Alternative, ...]:
+    """The best span of each other source that gives ``answer`` (:func:`same_answer`) in a
+    passage that names the question's subjects."""
+    best: dict[str, Alternative] = {}
+    for span in result.spans:
+        chunk = _passage_of(passages, span.start).chunk
+        text = span.text.strip()
+        source = chunk.title or chunk.doc_id
+        if (
+            _same_source(chunk, chosen)
+            or source in best
+            or not same_answer(answer, text)
+            or missing_in(chunk)
+        ):
+            continue
+        logit = _clip(span.score - result.null_score)
+        best[source] = Alternative(text, chunk.chunk_id, chunk.doc_id, chunk.title, logit)
+    return tuple(sorted(best.values(), key=lambda a: -a.answer_logit))
+
+
+def corroborated_logit(own: float, others: Sequence[float]) -> float:
+    """The answer's support when independent sources give it too: the chance that at least one of
+    them is right (a noisy-or of their probabilities), as a logit; ``own`` alone without others.
+    Only sources the reader reads as answers add much: one at probability 0.5 beside an answer at
+    0.9 makes it 0.95."""
+    if not others:
+        return own
+    wrong = 1.0 - probability(own)
+    for other in others:
+        wrong *= 1.0 - probability(other)
+    return _clip(logit(1.0 - wrong) if wrong > 0.0 else LOGIT_CLIP)
+
+
+def same_answer(a: str, b: str) -> bool:
+    """Two spans give one answer: the same content words (and numbers), case and punctuation
+    aside ("Ewan Tolley", "ewan tolley,"); "Ewan" alone is not "Ewan Tolley"."""
+    words_a = set(answer_tokens(a)) - ENGLISH_STOPWORDS
+    return bool(words_a) and words_a == set(answer_tokens(b)) - ENGLISH_STOPWORDS
 
 
 def disagree(a: str, b: str) -> bool:
