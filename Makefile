@@ -64,7 +64,7 @@ bench: setup
 PEERS_VENV := guard_work/bench_peers_venv
 $(PEERS_VENV)/.installed:
 	test -x $(PEERS_VENV)/bin/python || $(PYTHON) -m venv $(PEERS_VENV)
-	$(PEERS_VENV)/bin/pip install -q bm25s rank-bm25 haystack-ai PyStemmer numpy scipy
+	$(PEERS_VENV)/bin/pip install -q bm25s numba rank-bm25 haystack-ai PyStemmer numpy scipy
 	$(PEERS_VENV)/bin/pip install -q tantivy || echo "tantivy did not install: its row will say so"
 	touch $@
 

@@ -322,6 +322,11 @@ def scale_table(r: dict[str, Any]) -> str:
         ("tantivy", "tantivy"),
     ):
         cells = []
+        configs = {
+            p["config"] for s in scales if isinstance(p := _get(peers, s, engine), dict) and "config" in p
+        }
+        if configs:  # how it was set up and called: each peer its fastest documented way
+            label = f"{label} ({'; '.join(sorted(configs))})"
         for s, c in zip(scales, cols, strict=True):
             peer = _get(peers, s, engine) or {}
             ours = _get(c, "index", "bm25_top10", "p50_ms")
