@@ -23,9 +23,9 @@ import streamlit as st
 
 from verityrag.config import STRICTNESS_LEVELS
 from verityrag.errors import InvalidInputError, LLMError, VerityRAGError
-from verityrag.generation.completion import CompleteFn
 from verityrag.index.collections import ALL_COLLECTIONS, DEMO_COLLECTION, YOURS_FIRST
-from verityrag.llm_providers import PROVIDERS, complete_fn_for
+from verityrag.llm import PROVIDERS, complete_fn_for
+from verityrag.llm.completion import CompleteFn
 from verityrag.pipeline import IN_MEMORY, VerityRAGPipeline
 from verityrag.serve.bundled import bundled_pipeline
 from verityrag.types import QueryResult

@@ -45,16 +45,14 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "ui",
         "mcp_server",
         "__main__",
-        # the public re-export modules, and the package's own __init__
-        "guard",
-        "llm_providers",
+        # the second Elasticsearch client (to join index/elastic/), and the package's own __init__
         "elasticsearch_index",
         "__init__",
     ),
 )
 LAYER_OF = {unit: level for level, units in enumerate(LAYERS) for unit in units}
 # Kept importable for users; the package's own modules import the owners instead.
-PUBLIC_REEXPORTS = ("guard", "llm_providers", "elasticsearch_index")
+PUBLIC_REEXPORTS = ("elasticsearch_index",)
 
 MAX_MODULE_LINES = 600
 ROOT_MODULES = {
@@ -65,9 +63,7 @@ ROOT_MODULES = {
     "types",
     "pipeline",
     "mcp_server",  # the entry point `python -m verityrag.mcp_server`
-    # public re-exports users already import
-    "guard",
-    "llm_providers",
+    # a public module users already import
     "elasticsearch_index",
 }
 

@@ -20,7 +20,7 @@ from sse_frames import sse_events
 from verityrag import Settings, VerityRAGPipeline
 from verityrag.api import create_app
 from verityrag.generation import LLMGenerator
-from verityrag.llm_providers import RetryPolicy, openai_compatible_complete_fn
+from verityrag.llm import RetryPolicy, openai_compatible_complete_fn
 
 pytestmark = pytest.mark.integration
 

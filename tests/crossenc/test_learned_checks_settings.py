@@ -21,8 +21,8 @@ from verityrag.checks.guard import THRESHOLDS_BY_SOURCE_KEY
 from verityrag.checks.registry import LLM_ANSWER_SOURCE
 from verityrag.checks.thresholds import MAX_COVERAGE_LOSS, SWEEP_THRESHOLDS, fit_thresholds
 from verityrag.crossenc import ModelFilesMissingError, ModelMetadata
-from verityrag.generation.completion import Completion
 from verityrag.generation.llm import LLMGenerator
+from verityrag.llm.completion import Completion
 
 pytestmark = pytest.mark.integration
 

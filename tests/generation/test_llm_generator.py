@@ -9,8 +9,8 @@ import pytest
 
 from verityrag.errors import InvalidInputError
 from verityrag.generation import LLMGenerator
-from verityrag.generation.completion import Completion
 from verityrag.generation.llm import REFUSAL, parse_cited_sentences
+from verityrag.llm.completion import Completion
 from verityrag.types import Chunk, Hit
 
 pytestmark = pytest.mark.unit

@@ -10,9 +10,9 @@ import pytest
 
 from verityrag import Settings, VerityRAGPipeline
 from verityrag.errors import InvalidInputError
-from verityrag.generation.completion import Completion
 from verityrag.generation.llm import REFUSAL, LLMGenerator
 from verityrag.generation.verified import BestOfN, RejectAndRetry
+from verityrag.llm.completion import Completion
 from verityrag.types import AbstainReason
 from verityrag.verify.protocols import VerificationResult
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from verityrag.errors import InvalidInputError, LLMRateLimitError
-from verityrag.generation.completion import Completion
 from verityrag.generation.llm import REFUSAL, LLMGenerator
 from verityrag.generation.verified import BestOfN, RejectAndRetry
+from verityrag.llm.completion import Completion
 from verityrag.types import Chunk, Hit
 from verityrag.verify.grounding_verifier import GroundingVerifier
 from verityrag.verify.llm_judge import LLMJudgeVerifier

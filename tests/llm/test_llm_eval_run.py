@@ -12,7 +12,7 @@ import pytest
 from verityrag.config import Settings
 from verityrag.eval.llm_eval import LLMEvalOptions, headline, run_llm_eval, write_answers
 from verityrag.eval.runner import EvalOptions
-from verityrag.generation.completion import Completion
+from verityrag.llm.completion import Completion
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "built"
 

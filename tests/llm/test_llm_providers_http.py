@@ -15,7 +15,7 @@ import pytest
 from llm_http_server import Reply, ScriptedServer
 
 from verityrag.errors import LLMConfigError, LLMRateLimitError, LLMResponseError, LLMTimeoutError
-from verityrag.llm_providers import (
+from verityrag.llm import (
     HTTPCompleteFn,
     RetryPolicy,
     anthropic_complete_fn,

@@ -93,8 +93,8 @@ def test_guard_ragtruth_missing_folder_is_named(tmp_path: Path) -> None:
     assert f"--folder {folder}: no such folder" in line
 
 
-def test_a_moved_script_runs_its_recipe() -> None:
-    done = run("requantize.py", "--help")
+def test_a_recipe_runs_by_its_name() -> None:
+    done = run_recipe("requantize", "--help")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("usage: python -m verityrag.train requantize")
 

@@ -11,9 +11,9 @@ import pytest
 
 from verityrag import Settings, VerityRAGPipeline
 from verityrag.errors import LLMTimeoutError
-from verityrag.generation.completion import Completion
 from verityrag.generation.llm import LLMGenerator
 from verityrag.generation.verified import RejectAndRetry
+from verityrag.llm.completion import Completion
 from verityrag.types import AbstainReason
 from verityrag.verify.llm_judge import FailurePolicy, LLMJudgeVerifier
 

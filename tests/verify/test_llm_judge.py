@@ -12,8 +12,8 @@ import pytest
 from llm.llm_http_server import Reply, ScriptedServer
 
 from verityrag.errors import InvalidInputError
-from verityrag.generation.completion import Completion
-from verityrag.llm_providers import HTTPCompleteFn, RetryPolicy, openai_compatible_complete_fn
+from verityrag.llm import HTTPCompleteFn, RetryPolicy, openai_compatible_complete_fn
+from verityrag.llm.completion import Completion
 from verityrag.verify.llm_judge import (
     JudgeVerdict,
     LLMJudgeVerifier,
