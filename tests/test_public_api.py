@@ -64,6 +64,23 @@ def test_all_lists_every_public_top_level_class() -> None:
 
 
 @pytest.mark.unit
+def test_the_import_paths_design_md_lists_give_the_owners_objects() -> None:
+    # "Also importable by these paths": kept for users; the project's own code imports the owners.
+    import verityrag.checks.guard
+    import verityrag.guard
+    import verityrag.llm
+    import verityrag.llm_providers
+    from verityrag.elasticsearch_index import ElasticsearchLexicalIndex
+    from verityrag.generation import LLMGenerator
+
+    assert verityrag.guard.LearnedGuard is verityrag.checks.guard.LearnedGuard
+    for name in ("gemini_complete_fn", "anthropic_complete_fn", *verityrag.llm_providers.__all__):
+        assert getattr(verityrag.llm_providers, name) is getattr(verityrag.llm, name), name
+    assert inspect.isclass(ElasticsearchLexicalIndex)
+    assert inspect.isclass(LLMGenerator)
+
+
+@pytest.mark.unit
 def test_pipeline_importable_by_module_path() -> None:
     from verityrag.pipeline import VerityRAGPipeline
 
