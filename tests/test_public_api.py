@@ -121,3 +121,23 @@ def test_import_in_fresh_process_loads_no_heavy_model_library(
     out = subprocess.run([python_exe, "-c", code], env=child_env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.integration
+def test_answering_with_the_learned_checks_loads_no_training_code(
+    child_env: dict[str, str], python_exe: str
+) -> None:
+    # The product serves trained models; the trainer and the export are the recipes' (train/).
+    code = (
+        "import sys\n"
+        "from verityrag import VerityRAGPipeline\n"
+        "import verityrag.checks.guard, verityrag.checks.answerability\n"
+        "p = VerityRAGPipeline()\n"
+        "p.ingest_document('a', 'Engines', 'The engine was built in 1776 by James Watt.')\n"
+        "p.query('Who built the engine?')\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('verityrag.train', 'verityrag.eval',"
+        " 'verityrag.crossenc.trainer', 'verityrag.crossenc.export', 'verityrag.crossenc.build'))))\n"
+    )
+    out = subprocess.run([python_exe, "-c", code], env=child_env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "[]"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from _tiny_bert import TINY_TRAINING, colour_pairs, write_tiny_metadata
 
-from verityrag.crossenc import export_onnx
+from verityrag.crossenc.export import export_onnx
 from verityrag.crossenc.model_folder import TOKENIZER_FILE
 from verityrag.crossenc.span import SpanAnswerabilityModel, SpanAnswerabilityTrainer, export_reader
 

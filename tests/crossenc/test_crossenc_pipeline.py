@@ -15,18 +15,17 @@ from _tiny_bert import TINY_BERT, TINY_TRAINING, write_tiny_metadata
 
 from verityrag.checks import LearnedAnswerability
 from verityrag.crossenc import (
-    CrossEncoderTrainer,
     ModelFilesMissingError,
     ModelMetadata,
     OnnxCrossEncoder,
     PairEncoder,
-    export_onnx,
     load_tokenizer,
-    minilm_path,
 )
 from verityrag.crossenc.build import distillation_targets
+from verityrag.crossenc.export import export_onnx
 from verityrag.crossenc.model_folder import ONNX_FP32_FILE
 from verityrag.crossenc.scorer import open_session
+from verityrag.crossenc.trainer import CrossEncoderTrainer, minilm_path
 from verityrag.errors import InvalidInputError, ModelLoadError
 from verityrag.verify.protocols import NLIScorer
 

@@ -19,11 +19,12 @@ from tokenizers.models import WordLevel
 from tokenizers.pre_tokenizers import Whitespace
 from tokenizers.processors import RobertaProcessing
 
-from verityrag.crossenc import CrossEncoderTrainer, OnnxCrossEncoder, PairEncoder, export_onnx
+from verityrag.crossenc import OnnxCrossEncoder, PairEncoder
+from verityrag.crossenc.export import export_onnx
 from verityrag.crossenc.model_folder import ONNX_FP32_FILE, TOKENIZER_FILE
 from verityrag.crossenc.reader import SpanReader
 from verityrag.crossenc.span import SpanAnswerabilityModel, SpanAnswerabilityTrainer, export_reader
-from verityrag.crossenc.trainer import keep_first_layers, random_config
+from verityrag.crossenc.trainer import CrossEncoderTrainer, keep_first_layers, random_config
 from verityrag.errors import InvalidInputError
 
 pytestmark = pytest.mark.integration

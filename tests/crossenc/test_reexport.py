@@ -9,9 +9,10 @@ import pytest
 from _tiny_bert import TINY_TRAINING, colour_pairs, write_tiny_metadata
 from test_mpnet_pairs import TINY_MPNET, _tokenizer
 
-from verityrag.crossenc import CrossEncoderTrainer, OnnxCrossEncoder
+from verityrag.crossenc import OnnxCrossEncoder
 from verityrag.crossenc.model_folder import ONNX_FP32_FILE, TOKENIZER_FILE
 from verityrag.crossenc.span import SpanAnswerabilityTrainer
+from verityrag.crossenc.trainer import CrossEncoderTrainer
 from verityrag.train import export_onnx
 
 pytestmark = pytest.mark.integration

@@ -16,7 +16,7 @@ import torch
 from _tiny_bert import COLOURS, FILLER, TINY_BERT, colour_pairs
 
 from verityrag.checks.reader_check import ReaderCheck
-from verityrag.crossenc import CrossEncoderTrainer, OnnxCrossEncoder
+from verityrag.crossenc import OnnxCrossEncoder
 from verityrag.crossenc.encoding import EncodedWindow
 from verityrag.crossenc.model_folder import ONNX_FP32_FILE
 from verityrag.crossenc.reader import READER_OUTPUTS, SpanReader
@@ -28,6 +28,7 @@ from verityrag.crossenc.span import (
     find_answer,
     null_difference,
 )
+from verityrag.crossenc.trainer import CrossEncoderTrainer
 from verityrag.errors import InvalidInputError
 
 pytestmark = pytest.mark.integration

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from _tiny_bert import TINY_BERT
 
-from verityrag.crossenc import CrossEncoderTrainer
 from verityrag.crossenc.encoding import EncodedWindow
+from verityrag.crossenc.trainer import CrossEncoderTrainer
 from verityrag.errors import InvalidInputError
 
 pytestmark = pytest.mark.integration

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from verityrag.crossenc import export_onnx
+from verityrag.crossenc.export import export_onnx
 from verityrag.crossenc.model_folder import TORCH_DIR
 from verityrag.train._common import ROOT, command, recipe_parser
 

@@ -31,13 +31,14 @@ from typing import Any
 import numpy as np
 
 from verityrag.checks.guard import DEFAULT_GUARD_DIR
-from verityrag.crossenc import CrossEncoderTrainer, ModelMetadata, OnnxCrossEncoder
+from verityrag.crossenc import ModelMetadata, OnnxCrossEncoder
 from verityrag.crossenc.build import (
     read_pairs,
     trainer_from_args,
     training_record,
 )
 from verityrag.crossenc.metrics import auroc, negatives_caught
+from verityrag.crossenc.trainer import CrossEncoderTrainer
 from verityrag.train._common import (
     RESULTS_DIR,
     ROOT,

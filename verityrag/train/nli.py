@@ -23,7 +23,7 @@ import numpy as np
 
 from verityrag.checks.guard import DEFAULT_GUARD_DIR
 from verityrag.checks.nli import DEFAULT_NLI_DIR
-from verityrag.crossenc import CrossEncoderTrainer, OnnxCrossEncoder
+from verityrag.crossenc import OnnxCrossEncoder
 from verityrag.crossenc.build import (
     base_model_name,
     read_pairs,
@@ -31,6 +31,7 @@ from verityrag.crossenc.build import (
     training_record,
 )
 from verityrag.crossenc.metrics import auroc, negatives_caught
+from verityrag.crossenc.trainer import CrossEncoderTrainer
 from verityrag.train._common import (
     RESULTS_DIR,
     ROOT,

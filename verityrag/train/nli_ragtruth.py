@@ -26,12 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from verityrag.checks.nli import DEFAULT_NLI_DIR, EVIDENCE_WORDS
-from verityrag.crossenc import CrossEncoderTrainer
 from verityrag.crossenc.build import (
     trainer_from_args,
     training_record,
 )
 from verityrag.crossenc.evidence import trim_evidence
+from verityrag.crossenc.trainer import CrossEncoderTrainer
 from verityrag.eval.ragtruth import RAGTRUTH_PATH, TRAINED_SOURCES_KEY, read_ragtruth_rows
 from verityrag.text.sentences import sentence_spans
 from verityrag.train._common import ROOT, export_trained, repo_relative, training_parser

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from verityrag.crossenc import ModelMetadata, OnnxCrossEncoder, quantize_int8
+from verityrag.crossenc import ModelMetadata, OnnxCrossEncoder
 from verityrag.crossenc.build import read_pairs
-from verityrag.crossenc.export import QUANTIZATION
+from verityrag.crossenc.export import QUANTIZATION, quantize_int8
 from verityrag.crossenc.model_folder import ONNX_FP32_FILE, ONNX_INT8_FILE
 from verityrag.errors import VerityRAGError
 from verityrag.train._common import recipe_parser, utc_now
