@@ -134,7 +134,7 @@ guard_work/answerability/results.json: $(ANSWER_STAGES)/stage2/results.json | $(
 # `$(TRAIN) mpnet-base`) trained two epochs on the same pairs, then cut to its first 6 layers and
 # trained two more, which halves its cost per pair and fits it under 100 MB as int8. ~5 h of
 # both cores (session 13: the first epoch took 105 min to train, 3 min to export and evaluate).
-# It is the served gate (the default VERITY_ANSWER_DIR); it trains on the MiniLM gate's last-stage
+# It is the served gate (the default VERITYRAG_ANSWER_DIR); it trains on the MiniLM gate's last-stage
 # pairs, guard_work/answerability/data (built when missing, without training the MiniLM gate).
 # The last epoch (session 10: validation AUROC 0.791 -> 0.806, split_b 0.740 -> 0.745) is
 # crossenc_answerability_mpnet6_epoch2.json; session 15's rebuild by this recipe (the same

@@ -16,7 +16,7 @@ top) would give, with one pass per split:
 - calibration is the answerable and held-out questions; the in-domain unanswerable ones are
   reported, never fitted, as data/built/corpus_manifest.json asks.
 
-Uses the model in ``VERITY_ANSWER_DIR`` (default: the served one). ~2 min.
+Uses the model in ``VERITYRAG_ANSWER_DIR`` (default: the served one). ~2 min.
 """
 
 from __future__ import annotations

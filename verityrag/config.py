@@ -43,6 +43,12 @@ OTHER_ENV_VARS: tuple[str, ...] = (
     "VERITYRAG_DATASETS",  # verityrag.datasets: the datasets root
     "VERITYRAG_REQUIRE_DATASETS",  # tests/conftest.py: a missing dataset fails; .ci/run sets it
     "VERITYRAG_TRAIN_DIR",  # verityrag.train: training state (data, checkpoints) of the recipes
+    "VERITYRAG_MODELS_DIR",  # verityrag.checks.folders: where the learned checks' folders are built
+    "VERITYRAG_ANSWER_DIR",  # verityrag.checks.answerability: the answerability model's folder
+    "VERITYRAG_GUARD_DIR",  # verityrag.checks.guard: Verity-Guard's folder
+    "VERITYRAG_NLI_DIR",  # verityrag.checks.nli: the NLI model's folder
+    "VERITYRAG_READER_DIR",  # verityrag.checks.reader_check: the reader check's folder
+    "VERITYRAG_QWEN_CACHE",  # verityrag.llm.local_qwen: the local Qwen model's folder
 )
 
 
@@ -148,8 +154,9 @@ class Settings:
     # asked for (verityrag.verify.sources; docs/decisions/0041-provenance-and-corroboration.md).
     min_sources: int = 1
     # Learned checks trained here (`make models`), off by default: each needs its model folder
-    # (VERITY_ANSWER_DIR / VERITY_GUARD_DIR / VERITY_READER_DIR, else guard_work/...) and the
-    # pipeline refuses to start without it. A threshold of None means: fitted by ``calibrate``
+    # (VERITYRAG_ANSWER_DIR / VERITYRAG_GUARD_DIR / VERITYRAG_READER_DIR, else under
+    # VERITYRAG_MODELS_DIR or the checkout's guard_work/) and the pipeline refuses to start
+    # without it. A threshold of None means: fitted by ``calibrate``
     # (the eval's rule), else the one the model folder's metadata.json records.
     answerability_check: bool = False
     answerability_threshold: float | None = None

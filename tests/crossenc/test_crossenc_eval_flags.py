@@ -14,9 +14,9 @@ from verityrag.eval.gate_sweep import GateOutcome, choose_threshold, sweep_row
 @pytest.mark.parametrize(
     ("flag", "env", "command"),
     [
-        ("--answerability", "VERITY_ANSWER_DIR", "make models-answerability-mpnet"),
-        ("--guard", "VERITY_GUARD_DIR", "make models-guard"),
-        ("--reader", "VERITY_READER_DIR", "make models-reader"),
+        ("--answerability", "VERITYRAG_ANSWER_DIR", "make models-answerability-mpnet"),
+        ("--guard", "VERITYRAG_GUARD_DIR", "make models-guard"),
+        ("--reader", "VERITYRAG_READER_DIR", "make models-reader"),
     ],
 )
 def test_eval_learned_gate_without_model_names_missing_files_and_command(

@@ -151,7 +151,7 @@ def test_missing_onnx_file_is_named(tiny_model: tuple[CrossEncoderTrainer, Path]
 def test_learned_answerability_reads_env_dir_and_metadata_threshold(
     tiny_model: tuple[CrossEncoderTrainer, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("VERITY_ANSWER_DIR", str(tiny_model[1]))
+    monkeypatch.setenv("VERITYRAG_ANSWER_DIR", str(tiny_model[1]))
     model = LearnedAnswerability()
     assert model.model_dir == tiny_model[1]
     assert model.threshold == 0.5
@@ -178,7 +178,7 @@ def test_learned_guard_scores_each_answer_sentence_and_keeps_the_weakest(
 ) -> None:
     from verityrag.checks.guard import LearnedGuard
 
-    monkeypatch.setenv("VERITY_GUARD_DIR", str(tiny_guard_dir))
+    monkeypatch.setenv("VERITYRAG_GUARD_DIR", str(tiny_guard_dir))
     guard = LearnedGuard()
     assert isinstance(guard, NLIScorer)  # (premise=evidence, hypothesis=answer): usable as the NLI scorer
     evidence = "There is a red car near the old mill. The river flows past the town square."
@@ -229,7 +229,7 @@ def test_learned_nli_is_served_sentence_by_sentence_from_its_env_dir(
     from verityrag.checks.guard import LearnedGuard
     from verityrag.verify import NLIVerifier
 
-    monkeypatch.setenv("VERITY_NLI_DIR", str(tiny_guard_dir))
+    monkeypatch.setenv("VERITYRAG_NLI_DIR", str(tiny_guard_dir))
     nli = LearnedNLI()
     assert nli.model_dir == tiny_guard_dir
     evidence = "There is a red car near the old mill. The river flows past the town square."

@@ -9,6 +9,7 @@ score on SQuAD text is noise; what is under test is the wiring and the threshold
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -64,9 +65,9 @@ def model_dirs(
         ),
         "reader": _copy_folder(reader_folder, tmp_path / "reader"),
     }
-    monkeypatch.setenv("VERITY_ANSWER_DIR", str(dirs["answerability"]))
-    monkeypatch.setenv("VERITY_GUARD_DIR", str(dirs["guard"]))
-    monkeypatch.setenv("VERITY_READER_DIR", str(dirs["reader"]))
+    monkeypatch.setenv("VERITYRAG_ANSWER_DIR", str(dirs["answerability"]))
+    monkeypatch.setenv("VERITYRAG_GUARD_DIR", str(dirs["guard"]))
+    monkeypatch.setenv("VERITYRAG_READER_DIR", str(dirs["reader"]))
     return dirs
 
 
@@ -99,7 +100,7 @@ def test_settings_attach_each_check_with_its_threshold_source(model_dirs: dict[s
 def test_a_missing_model_stops_the_start_and_names_the_build_command(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("VERITY_READER_DIR", str(tmp_path))
+    monkeypatch.setenv("VERITYRAG_READER_DIR", str(tmp_path))
     with pytest.raises(ModelFilesMissingError, match="make models-reader"):
         VerityRAGPipeline(settings=Settings(reader_check=True))
 
@@ -224,3 +225,28 @@ def test_the_eval_fits_its_gate_through_calibrate_and_its_sweep_matches_the_real
     assert row["in_domain_unanswerable_abstention"] == pytest.approx(
         metrics["correct_abstention"]["unanswerable_in_domain"]
     )
+
+
+@pytest.mark.unit
+def test_model_folders_are_found_under_one_root_whatever_the_working_directory(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    import verityrag
+
+    code = (
+        "from verityrag.checks.guard import LearnedGuard\n"
+        "from verityrag.checks.nli import LearnedNLI\n"
+        "print(LearnedGuard().model_dir); print(LearnedNLI().model_dir)\n"
+    )
+    checkout = Path(verityrag.__file__).resolve().parents[1]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VERITYRAG_")}
+    run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == [
+        str(checkout / "guard_work" / "guard"),
+        str(checkout / "guard_work" / "nli"),
+    ]
+    env["VERITYRAG_MODELS_DIR"] = str(tmp_path / "models")
+    run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert run.stdout.split() == [str(tmp_path / "models" / "guard"), str(tmp_path / "models" / "nli")]

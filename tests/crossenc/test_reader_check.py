@@ -52,7 +52,7 @@ def test_missing_reader_names_the_files_and_the_command(tmp_path: Path) -> None:
 
 
 def test_reader_dir_comes_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("VERITY_READER_DIR", str(tmp_path))
+    monkeypatch.setenv("VERITYRAG_READER_DIR", str(tmp_path))
     assert ReaderCheck().model_dir == tmp_path
 
 
@@ -73,7 +73,7 @@ def test_without_a_reader_check_model_the_check_reads_with_the_shipped_reader(
 ) -> None:
     from verityrag.checks import reader_check
 
-    monkeypatch.delenv("VERITY_READER_DIR", raising=False)
+    monkeypatch.delenv("VERITYRAG_READER_DIR", raising=False)
     monkeypatch.setattr(reader_check, "DEFAULT_READER_DIR", tmp_path / "not-built")
     check = ReaderCheck()
     assert check.model_dir == reader_check.SHIPPED_READER_DIR

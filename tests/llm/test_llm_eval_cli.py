@@ -38,7 +38,7 @@ def test_real_llm_refuses_learned_gate_flags_it_would_ignore(
 def test_real_llm_reader_without_a_reader_folder_names_the_command(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv("VERITY_READER_DIR", str(tmp_path / "empty"))
+    monkeypatch.setenv("VERITYRAG_READER_DIR", str(tmp_path / "empty"))
     assert main(["--real-llm", "local", "--reader", "--no-progress", "--out", str(tmp_path / "r.json")]) == 2
     assert "make models-reader" in capsys.readouterr().err
     assert not (tmp_path / "r.json").exists()

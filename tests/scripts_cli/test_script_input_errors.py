@@ -51,7 +51,7 @@ def test_guard_probe_help_exits_quickly_without_a_model() -> None:
 
 
 def test_guard_probe_without_a_model_names_the_make_target(tmp_path: Path) -> None:
-    env = {**os.environ, "VERITY_GUARD_DIR": str(tmp_path / "no-guard")}
+    env = {**os.environ, "VERITYRAG_GUARD_DIR": str(tmp_path / "no-guard")}
     line = error_line(run("guard_probe.py", env=env))
     assert "make models-guard" in line
 

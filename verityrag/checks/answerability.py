@@ -8,20 +8,19 @@ training (python -m verityrag.train answerability-data), then scored with window
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from verityrag.checks.base import LearnedPairCheck
+from verityrag.checks.folders import model_folder
 from verityrag.crossenc.evidence import trim_evidence
 
-ANSWER_DIR_ENV = "VERITY_ANSWER_DIR"
+ANSWER_DIR_ENV = "VERITYRAG_ANSWER_DIR"
 #: The served gate: all-mpnet-base-v2 cut to 6 layers (split_b AUROC 0.745 vs MiniLM's 0.680 at
 #: 67.6 MB int8 and ~12-18 ms per pair; ROADMAP, sessions 10 and 15).
-DEFAULT_ANSWER_DIR = Path("guard_work/answerability_mpnet6")
+DEFAULT_ANSWER_DIR = model_folder("answerability_mpnet6")
 BUILD_ANSWERABILITY = "make models-answerability-mpnet"
 #: The MiniLM gate and the training pairs every answerability model reads (python -m verityrag.train answerability-data,
 #: python -m verityrag.train answerability's defaults); the reader check's span model starts from it. Faster to
-#: build (~90 min against ~4.5 h) and weaker: serve it with ``VERITY_ANSWER_DIR=guard_work/answerability``.
-ANSWER_TRAINING_DIR = Path("guard_work/answerability")
+#: build (~90 min against ~4.5 h) and weaker: serve it with ``VERITYRAG_ANSWER_DIR=guard_work/answerability``.
+ANSWER_TRAINING_DIR = model_folder("answerability")
 #: Word budget of trimmed evidence; the same value trains the model (python -m verityrag.train answerability-data).
 #: 80 words keep a gold answer for 97.3% of answerable SQuAD 2.0 questions (120: 99.8%, 64: 94.9%)
 #: at ~70% of the tokens of 120.
@@ -29,7 +28,7 @@ EVIDENCE_WORDS = 80
 
 
 class LearnedAnswerability(LearnedPairCheck):
-    """The answerability cross-encoder, loaded from ``VERITY_ANSWER_DIR`` (default guard_work/answerability_mpnet6)."""
+    """The answerability cross-encoder, loaded from ``VERITYRAG_ANSWER_DIR`` (default ``answerability_mpnet6`` under the models root, :mod:`verityrag.checks.folders`)."""
 
     what = "the answerability model"
     env_var = ANSWER_DIR_ENV

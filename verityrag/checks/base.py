@@ -7,6 +7,7 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from verityrag.checks.folders import models_root
 from verityrag.crossenc.encoding import LongSide
 from verityrag.crossenc.evidence import trim_evidence
 from verityrag.crossenc.scorer import OnnxCrossEncoder
@@ -52,7 +53,7 @@ class LearnedPairCheck(ThresholdedCheck):
 
     what = "learned check"
     env_var = ""
-    default_dir = Path("guard_work")
+    default_dir = models_root()
     build_command = "make models"
     #: Where this check's pairs carry the evidence; a folder that windows the other side is refused.
     long_side: LongSide | None = None

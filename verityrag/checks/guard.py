@@ -10,7 +10,7 @@ against the evidence trimmed for it, and the least supported sentence decides (m
 every sentence must be supported, and nothing is cut.
 
     from verityrag.agent.controller import AgentController
-    AgentController(..., answer_guard=LearnedGuard())    # VERITY_GUARD_DIR or guard_work/guard
+    AgentController(..., answer_guard=LearnedGuard())    # VERITYRAG_GUARD_DIR, else <models root>/guard
     LearnedGuard(answers_from="gemma")  # the threshold fitted on a small LLM's answers
 
 The right threshold depends on who writes the answers. ``metadata.json`` records the
@@ -27,10 +27,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from verityrag.checks.base import SentenceSupportCheck
+from verityrag.checks.folders import model_folder
 from verityrag.errors import InvalidInputError, ModelLoadError
 
-GUARD_DIR_ENV = "VERITY_GUARD_DIR"
-DEFAULT_GUARD_DIR = Path("guard_work/guard")
+GUARD_DIR_ENV = "VERITYRAG_GUARD_DIR"
+DEFAULT_GUARD_DIR = model_folder("guard")
 BUILD_GUARD = "make models-guard"
 #: Word budget of trimmed evidence, the same in training (python -m verityrag.train guard-data).
 EVIDENCE_WORDS = 80
@@ -41,7 +42,7 @@ __all__ = ["DEFAULT_GUARD_DIR", "GUARD_DIR_ENV", "THRESHOLDS_BY_SOURCE_KEY", "Le
 
 
 class LearnedGuard(SentenceSupportCheck):
-    """The Verity-Guard cross-encoder, loaded from ``VERITY_GUARD_DIR`` (default guard_work/guard).
+    """The Verity-Guard cross-encoder, loaded from ``VERITYRAG_GUARD_DIR`` (default ``guard`` under the models root, :mod:`verityrag.checks.folders`).
 
     ``threshold``: a fixed decision threshold. ``answers_from``: instead, the threshold the
     model folder records for answers from that source (e.g. ``"gemma"``); an unknown source

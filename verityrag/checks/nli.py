@@ -9,17 +9,16 @@ answer is scored sentence by sentence against the evidence trimmed for each sent
 and the least supported sentence decides (:class:`SentenceSupportCheck`).
 
     from verityrag.verify import NLIVerifier
-    NLIVerifier(LearnedNLI())            # VERITY_NLI_DIR or guard_work/nli
+    NLIVerifier(LearnedNLI())            # VERITYRAG_NLI_DIR, else <models root>/nli
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from verityrag.checks.base import SentenceSupportCheck
+from verityrag.checks.folders import model_folder
 
-NLI_DIR_ENV = "VERITY_NLI_DIR"
-DEFAULT_NLI_DIR = Path("guard_work/nli")
+NLI_DIR_ENV = "VERITYRAG_NLI_DIR"
+DEFAULT_NLI_DIR = model_folder("nli")
 BUILD_NLI = "make models-nli"
 #: Word budget of trimmed evidence, the same in training (python -m verityrag.train nli-data).
 EVIDENCE_WORDS = 80
@@ -28,7 +27,7 @@ __all__ = ["DEFAULT_NLI_DIR", "EVIDENCE_WORDS", "NLI_DIR_ENV", "LearnedNLI"]
 
 
 class LearnedNLI(SentenceSupportCheck):
-    """The NLI cross-encoder, loaded from ``VERITY_NLI_DIR`` (default guard_work/nli)."""
+    """The NLI cross-encoder, loaded from ``VERITYRAG_NLI_DIR`` (default ``nli`` under the models root, :mod:`verityrag.checks.folders`)."""
 
     what = "the NLI verifier model"
     env_var = NLI_DIR_ENV

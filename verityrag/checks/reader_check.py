@@ -13,7 +13,7 @@ answer scores near 1; one that says something else scores near 0.
 Implements the controller's ``ReaderAgreementCheck`` protocol (``threshold``,
 ``score(question, evidence, answer)``):
 
-    AgentController(..., answer_reader=ReaderCheck())   # VERITY_READER_DIR, guard_work/reader_check, else the shipped reader
+    AgentController(..., answer_reader=ReaderCheck())   # VERITYRAG_READER_DIR, <models root>/reader_check, else the shipped reader
 
 The reader-check model (``make models-reader``) is a MiniLM that learned from ~7k SQuAD 2.0 and
 ~6.6k HaluEval QA answers; the threshold in its ``metadata.json`` is the one python -m
@@ -32,13 +32,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from verityrag.checks.base import ThresholdedCheck
+from verityrag.checks.folders import model_folder
 from verityrag.crossenc.evidence import trim_evidence
 from verityrag.crossenc.reader import TOP_K, ReaderSpan, SpanReader
 from verityrag.errors import InvalidInputError
 from verityrag.text.answers import contains_gold
 
-READER_DIR_ENV = "VERITY_READER_DIR"
-DEFAULT_READER_DIR = Path("guard_work/reader_check")
+READER_DIR_ENV = "VERITYRAG_READER_DIR"
+DEFAULT_READER_DIR = model_folder("reader_check")
 #: The extractive reader shipped in the package: the check's reader when no reader-check model is built.
 SHIPPED_READER_DIR = Path(__file__).resolve().parents[1] / "resources" / "reader"
 #: The agreement threshold with an extractive reader's folder (which records none): half of the
@@ -65,7 +66,7 @@ def reader_agreement(spans: Sequence[ReaderSpan], answer: str) -> float:
 
 
 def default_reader_dir() -> Path:
-    """``VERITY_READER_DIR``, else guard_work/reader_check when it was built, else the shipped reader."""
+    """``VERITYRAG_READER_DIR``, else <models root>/reader_check when it was built, else the shipped reader."""
     named = os.environ.get(READER_DIR_ENV)
     if named:
         return Path(named)

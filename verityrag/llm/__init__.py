@@ -27,7 +27,7 @@ factory                       environment                                 ``json
 ``openai_compatible_          OPENAI_BASE_URL (Ollama, vLLM, llama.cpp    ``response_format:
 complete_fn``                 server, OpenAI), OPENAI_MODEL,              json_object``
                               OPENAI_API_KEY (optional for local servers)
-``local_qwen_complete_fn``    VERITY_QWEN_CACHE (optional)                the assistant turn opened
+``local_qwen_complete_fn``    VERITYRAG_QWEN_CACHE (optional)                the assistant turn opened
                                                                           with ``{``
 ``local_gemma_complete_fn``   VERITYRAG_GEMMA_CACHE (optional)            the answer prefix ``{``
 ============================  =========================================  ==========================

