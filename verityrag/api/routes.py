@@ -22,8 +22,8 @@ from fastapi import Body, FastAPI, File, Form, Query, UploadFile
 from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
+import verityrag.api.streaming as streaming
 from verityrag import __version__
-from verityrag.api import streaming
 from verityrag.api.collection_routes import collection_endpoints, delete_collection
 from verityrag.api.deps import (
     HolderDep,

@@ -34,8 +34,9 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+import verityrag.index._postings as _postings
+import verityrag.index.bm25 as bm25
 from verityrag.errors import InvalidInputError
-from verityrag.index import _postings, bm25
 from verityrag.index._arena import ByteArena
 from verityrag.index._chunks import TEXT_MEMORY_LIMIT, ChunkTable, TextArena
 from verityrag.index._hnsw import HnswIndex
