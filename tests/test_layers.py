@@ -4,7 +4,7 @@ cycle, no module is over 600 lines, and the package root holds only the modules 
 A *unit* is ``verityrag.X``: a subpackage or a root module. Every import of every module counts,
 including those under ``if TYPE_CHECKING:``, inside functions, relative ones and
 ``importlib.import_module("verityrag....")`` with a literal name. See the layer table in
-DESIGN.md ("Imports only go down this table's order of layers").
+docs/architecture.md ("Layers").
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "types", "datasets"),
     ("text",),
     ("embed", "llm"),
-    ("crossenc",),  # to be renamed `models` (DESIGN.md: training, ONNX export, scoring of our transformers)
+    ("crossenc",),  # to be split: serving here (`models`), training to `train` (docs/architecture.md)
     ("index",),
     ("retrieval",),
     ("config",),
@@ -45,7 +45,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "ui",
         "mcp_server",
         "__main__",
-        # the import paths DESIGN.md promises users (re-exports), and the package's own __init__
+        # the import paths docs/architecture.md promises users (re-exports), and the package's own __init__
         "guard",
         "llm_providers",
         "elasticsearch_index",
@@ -53,7 +53,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ),
 )
 LAYER_OF = {unit: level for level, units in enumerate(LAYERS) for unit in units}
-# Kept importable for users (DESIGN.md, "Public surface"); the package's own modules, the app,
+# Kept importable for users (docs/architecture.md, "Public surface"); the package's own modules, the app,
 # the tests and the docs import the owners instead.
 PUBLIC_REEXPORTS = ("guard", "llm_providers", "elasticsearch_index")
 
@@ -66,7 +66,7 @@ ROOT_MODULES = {
     "types",
     "pipeline",
     "mcp_server",  # the entry point `python -m verityrag.mcp_server`
-    # import paths DESIGN.md promises users
+    # import paths docs/architecture.md promises users
     "guard",
     "llm_providers",
     "elasticsearch_index",
@@ -220,7 +220,7 @@ def test_every_unit_has_a_layer() -> None:
     unplaced = sorted(units(PACKAGE) - set(LAYER_OF))
     assert not unplaced, (
         f"verityrag units with no layer in tests/test_layers.py LAYERS: {', '.join(unplaced)}; "
-        "add each to the layer it belongs to (DESIGN.md's table)"
+        "add each to the layer it belongs to (docs/architecture.md, Layers)"
     )
 
 

@@ -1,4 +1,4 @@
-"""The public surface users already write against (DESIGN.md, "Public surface")."""
+"""The public surface users already write against (docs/architecture.md, "Public surface")."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 import verityrag
 
-# Verbatim from DESIGN.md, "Public surface (users already write this; keep it working)".
+# Verbatim from docs/architecture.md, "Public surface" (users already write this; keep it working).
 DESIGN_SNIPPET = """\
 from verityrag import VerityRAGPipeline
 pipeline = VerityRAGPipeline()
@@ -25,10 +25,12 @@ print(result.answer, result.grounding.overall_score, result.abstained)
 
 @pytest.mark.unit
 def test_design_snippet_runs_verbatim_and_answers_with_float_grounding() -> None:
+    architecture = (Path(__file__).parents[1] / "docs" / "architecture.md").read_text(encoding="utf-8")
+    assert DESIGN_SNIPPET in architecture
     namespace: dict[str, object] = {}
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(DESIGN_SNIPPET, "DESIGN.md", "exec"), namespace)
+        exec(compile(DESIGN_SNIPPET, "architecture.md", "exec"), namespace)
     result = namespace["result"]
     assert isinstance(result, verityrag.QueryResult)
     assert result.abstained is False
@@ -89,7 +91,7 @@ def test_pipeline_importable_by_module_path() -> None:
 
 @pytest.mark.unit
 def test_agent_importable_by_package_path() -> None:
-    # README and DESIGN.md name `verityrag.agent.AgentController`: the package must export it.
+    # README and docs/architecture.md name `verityrag.agent.AgentController`: the package must export it.
     import verityrag.agent.controller
     import verityrag.agent.sufficiency
     from verityrag.agent import AgentController, SufficiencyGate

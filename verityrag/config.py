@@ -103,7 +103,7 @@ class Settings:
     candidates: int = 20  # hits the reranker sees (top_k of them when top_k is larger)
     # BM25-heavy weighted fusion: on the calibration questions BM25 alone finds the
     # gold chunk at rank 1 for 86%, hashed dense vectors for 51%, equal RRF 71%,
-    # weighted with dense 0.2: 85.5% (ROADMAP.md).
+    # weighted with dense 0.2: 85.5% (the former diary: git show 147e66a:ROADMAP.md).
     fusion: FusionMode = "weighted"
     dense_weight: float = 0.2
     # "auto": exact dense search, then an hnswlib graph from 20k chunks for dense (model)

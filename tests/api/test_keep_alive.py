@@ -2,7 +2,7 @@
 
 With uvicorn's default (5 s, the same as httpx's pool expiry) a client that reuses a
 connection after ~5 s idle can send its request just as the server closes it, and gets a
-transport error (measured in ROADMAP, session 12). This test reuses one raw connection after
+transport error (measured in the former diary, git show 147e66a:ROADMAP.md, session 12). This test reuses one raw connection after
 6 s idle, which fails deterministically against a server that closes at 5 s.
 """
 

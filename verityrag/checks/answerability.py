@@ -14,7 +14,7 @@ from verityrag.crossenc.evidence import trim_evidence
 
 ANSWER_DIR_ENV = "VERITYRAG_ANSWER_DIR"
 #: The served gate: all-mpnet-base-v2 cut to 6 layers (split_b AUROC 0.745 vs MiniLM's 0.680 at
-#: 67.6 MB int8 and ~12-18 ms per pair; ROADMAP, sessions 10 and 15).
+#: 67.6 MB int8 and ~12-18 ms per pair; the former diary, git show 147e66a:ROADMAP.md, sessions 10 and 15).
 DEFAULT_ANSWER_DIR = model_folder("answerability_mpnet6")
 BUILD_ANSWERABILITY = "make models-answerability-mpnet"
 #: The MiniLM gate and the training pairs every answerability model reads (python -m verityrag.train answerability-data,

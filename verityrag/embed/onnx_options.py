@@ -18,7 +18,7 @@ def cpu_session_options(threads: int, *, spin: bool) -> onnxruntime.SessionOptio
     -> 10-11 ms; one check alone is the same within noise). The embedder runs alone, once per
     query: spinning saves 1-2 ms of its ~6.5 ms query p50, and with the checks on it made no
     measurable difference. So the cross-encoders do not spin and the embedder does
-    (scripts/bench_learned_checks.py and /tmp timings on the test questions, 2 cores; ROADMAP).
+    (scripts/bench_learned_checks.py and /tmp timings on the test questions, 2 cores; the former diary, git show 147e66a:ROADMAP.md).
     """
     import onnxruntime
 

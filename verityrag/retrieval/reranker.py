@@ -31,7 +31,7 @@ logger = logging.getLogger(__name__)
 # ``calibrate`` keeps the reranker only when it ranks a gold chunk first significantly more
 # often than fusion does on the labelled questions: a tie or a one-question edge is no
 # evidence, while the reranker costs time per query and its ICT training is unstable across
-# seeds (calibration gold@1 0.25-0.865 on the bundled corpus; ROADMAP, session 12).
+# seeds (calibration gold@1 0.25-0.865 on the bundled corpus; the former diary, git show 147e66a:ROADMAP.md, session 12).
 KEEP_RERANKER_ALPHA = 0.05
 
 

@@ -214,7 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # At most OPERATING_FALSE_FLAG_RATE of the right answers flagged, Verity-Guard's rule too.
     # Session 17 replaced Youden's J, which refitted on bootstrap resamples of the ~230
     # validation answers landed <= 0.06 or >= 0.14 (5-95%: 0.029-0.230); this rule's 5-95%
-    # range is 0.006-0.068 (ROADMAP, "Session 17").
+    # range is 0.006-0.068 (the former diary, git show 147e66a:ROADMAP.md, "Session 17").
     threshold = operating_threshold(v_scores[v_why == "right"])
     results: dict[str, Any] = {
         "what": "ReaderCheck (share of the extractive reader's top spans contained in the answer) on "

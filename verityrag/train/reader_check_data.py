@@ -3,7 +3,7 @@ their answer spans.
 
 The reader (the extractive-QA answerability model, ``python -m verityrag.train answerability --span``) learns to find
 answers from ~7k SQuAD 2.0 questions, and its best span holds the gold answer for only 38%
-of the main eval's answered questions (ROADMAP, session 6). HaluEval QA's training items
+of the main eval's answered questions (the former diary, git show 147e66a:ROADMAP.md, session 6). HaluEval QA's training items
 (0-7499, the range Verity-Guard trains on, less the 21 whose knowledge passage is also a later
 item's; the reader check is measured on items 7500-9999) add multi-hop Wikipedia questions whose answer is a span of their knowledge passage:
 
@@ -16,7 +16,7 @@ item's; the reader check is measured on items 7500-9999) add multi-hop Wikipedia
   question paired with its own knowledge less every sentence that holds the gold answer:
   related but insufficient evidence, the kind the answerability gate misses most (SQuAD 2.0's
   in-domain unanswerables). Kept when a sentence is left. Off by default, so the reader's pairs
-  are unchanged. Measured for the one-logit answerability gate (ROADMAP, session 14), and no
+  are unchanged. Measured for the one-logit answerability gate (the former diary, session 14), and no
   help there: a 24-minute MiniLM stage on the SQuAD pairs plus these moved validation AUROC
   0.748 -> 0.728 and split_b 0.680 -> 0.679:
 
