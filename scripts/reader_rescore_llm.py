@@ -98,7 +98,10 @@ def main(argv: list[str] | None = None) -> int:
         "--answers", type=Path, default=ROOT / "guard_work" / "eval" / "llm_answers_gemma.jsonl.gz"
     )
     p.add_argument(
-        "--reader-dir", type=Path, default=None, help="default: VERITYRAG_READER_DIR or guard_work/reader_check"
+        "--reader-dir",
+        type=Path,
+        default=None,
+        help="default: VERITYRAG_READER_DIR or guard_work/reader_check",
     )
     args = p.parse_args(argv)
     try:
