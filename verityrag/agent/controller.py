@@ -519,18 +519,21 @@ class AgentController:
             "score": reading.answer_probability,
             "threshold": probability(threshold),
         }
-        explanation = _unnamed_subjects(reading)
-        if explanation is not None:
-            pass
-        elif reading.short_answer is None or reading.answer_logit < threshold:
-            explanation = "the documents do not say: no passage answers the question"
-        elif not reading.type_ok:
-            explanation = (
+        explanation = _unnamed_subjects(reading) or self._unanswered(reading, threshold)
+        trace.append(TraceStep("reader_decision", 0.0, {**details, "answers": explanation is None}))
+        return None if explanation is None else {"explanation": explanation}
+
+    @staticmethod
+    def _unanswered(reading: Reading, threshold: float) -> str | None:
+        """Why the reader's span is no answer (below the threshold, or of the wrong kind), or None."""
+        if reading.short_answer is None or reading.answer_logit < threshold:
+            return "the documents do not say: no passage answers the question"
+        if not reading.type_ok:
+            return (
                 f"the documents do not say: the question asks for a {reading.expected.value}, and the best "
                 f"passage offers {reading.short_answer.text!r}"
             )
-        trace.append(TraceStep("reader_decision", 0.0, {**details, "answers": explanation is None}))
-        return None if explanation is None else {"explanation": explanation}
+        return None
 
     def _conflict(self, reading: Reading) -> dict[str, Any] | None:
         """The documents' disagreement (trace details and explanation), or None: other documents'
