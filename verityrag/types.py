@@ -13,7 +13,7 @@ DOC_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:\-/]{0,199}$"
 _DOC_ID_RE = re.compile(DOC_ID_PATTERN)
 DOC_ID_RULE = (
     "1-200 characters from letters, digits and . _ : - /, starting with a letter or digit, "
-    "with no '.' or '..' path segment"
+    "with no empty, '.' or '..' path segment"
 )
 
 
@@ -21,8 +21,9 @@ def validate_doc_id(doc_id: object) -> str:
     if not isinstance(doc_id, str):
         raise InvalidInputError("doc_id", f"must be a string, got {type(doc_id).__name__}")
     # fullmatch: the pattern's $ also matches before a final newline ("abc\n" passed).
-    # No . or .. segment: HTTP clients resolve them, so DELETE /documents/a/../b deletes "b".
-    if not _DOC_ID_RE.fullmatch(doc_id) or any(part in (".", "..") for part in doc_id.split("/")):
+    # No . or .. segment: HTTP clients resolve them, so DELETE /documents/a/../b deletes "b"; no
+    # empty one ("x//y", "slash/"): clients and proxies merge or drop them, naming another id.
+    if not _DOC_ID_RE.fullmatch(doc_id) or any(part in ("", ".", "..") for part in doc_id.split("/")):
         raise InvalidInputError("doc_id", f"{doc_id!r} is invalid: use {DOC_ID_RULE}")
     return doc_id
 

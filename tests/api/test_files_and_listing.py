@@ -268,6 +268,38 @@ def test_doc_id_for_file_is_always_a_valid_doc_id(name: str, doc_id: str) -> Non
     assert is_valid_doc_id(doc_id)
 
 
+@pytest.mark.parametrize("doc_id", ["x//y", "slash/", "a/./b", "a/../b"])
+def test_a_doc_id_with_an_empty_or_dot_path_segment_is_refused(client: httpx.Client, doc_id: str) -> None:
+    # Clients and proxies merge "//", drop a trailing "/" and resolve dots: the URL would name another id.
+    assert not is_valid_doc_id(doc_id)
+    error = _error(
+        client.post("/documents", json={"doc_id": doc_id, "title": "t", "text": "Some text."}), 422
+    )
+    assert error["field"].endswith("doc_id")
+
+
+def test_a_title_over_the_limit_is_refused_naming_the_limit(client: httpx.Client) -> None:
+    from verityrag.ingest.writer import MAX_DOCUMENT_TITLE_CHARS
+
+    long = "T" * (MAX_DOCUMENT_TITLE_CHARS + 1)
+    error = _error(
+        client.post("/documents", json={"doc_id": "long-title", "title": long, "text": "Some text."}), 422
+    )
+    assert error["field"].endswith("title")
+    assert f"{MAX_DOCUMENT_TITLE_CHARS:,}" in error["message"]
+    assert client.get("/documents/long-title").status_code == 404
+
+
+def test_a_multipart_body_without_a_boundary_is_named_as_such(client: httpx.Client) -> None:
+    reply = client.post(
+        "/documents/files", content=b"--x\r\nabc", headers={"content-type": "multipart/form-data"}
+    )
+    error = _error(reply, 422)
+    assert error["field"] == "body"
+    assert "multipart/form-data" in error["message"]
+    assert "JSON" not in error["message"]
+
+
 def test_upload_of_more_files_than_allowed_is_422_naming_files(client: httpx.Client) -> None:
     from verityrag.api.routes import MAX_UPLOAD_FILES
 

@@ -114,6 +114,10 @@ def install_error_handlers(app: FastAPI) -> None:
                 return error_response(
                     422, "body", f"body: nests too deep to parse (metadata may nest {limit} levels)"
                 )
+            if request.headers.get("content-type", "").lower().startswith("multipart/"):
+                return error_response(
+                    422, "body", f"body: is not a readable multipart/form-data body ({exc.detail})"
+                )
             return error_response(422, "body", f"body: is not valid JSON ({exc.detail})")
         if exc.status_code == 405:
             # Starlette answers from the first route whose path matches, so its Allow

@@ -41,6 +41,9 @@ from verityrag.types import Chunk, Document, Provenance, is_valid_doc_id
 
 logger = logging.getLogger(__name__)
 
+#: The longest title a document may have (an uploaded file's is cut to a fifth of it).
+MAX_DOCUMENT_TITLE_CHARS = 1_000
+
 DATA_DIR_ENV = "VERITYRAG_DATA_DIR"
 # ``data_dir=IN_MEMORY`` keeps everything in memory whatever VERITYRAG_DATA_DIR says: the eval
 # and the demos pass it, so a benchmark never restores a user's documents nor writes into their store.
@@ -206,6 +209,10 @@ class DocumentWriter:
         if len(doc.text) > limit:
             raise InvalidInputError(
                 "text", f"is {len(doc.text):,} characters; the limit is {limit:,} (max_document_chars)"
+            )
+        if len(doc.title) > MAX_DOCUMENT_TITLE_CHARS:  # a title is shown with every citation and listing
+            raise InvalidInputError(
+                "title", f"is {len(doc.title):,} characters; the limit is {MAX_DOCUMENT_TITLE_CHARS:,}"
             )
         for field in ("title", "text"):
             try:
