@@ -54,7 +54,7 @@ from verityrag.index.filters import MetadataFilter
 from verityrag.pipeline import VerityRAGPipeline
 from verityrag.serve.bundled import bundled_pipeline, load_bundled_corpus
 from verityrag.serve.mcp_stdio import run_stdio
-from verityrag.text.unicode import utf8_safe
+from verityrag.text.unicode import check_utf8, utf8_safe
 from verityrag.types import Chunk, Citation, CitedSentence, QueryResult
 from verityrag.ui.backend import API_KEY_ENV, ApiBackend, document_path
 from verityrag.verify.grounding import GroundingChecker
@@ -74,14 +74,6 @@ CITATION_FIELDS = ("chunk_id", "doc_id", "title", "start", "end")
 # Plain functions over a pipeline, so they can be tested without the protocol.
 
 
-def _check_unicode(field: str, text: str) -> None:
-    """JSON allows a lone surrogate (``"\\ud800"``, e.g. an emoji cut in half); the reply could not be sent."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InvalidInputError(field, f"is not valid Unicode text ({exc.reason})") from exc
-
-
 def run_query(
     pipeline: VerityRAGPipeline,
     question: str,
@@ -93,7 +85,7 @@ def run_query(
     ``filter`` (metadata, as ``VerityRAGPipeline.query`` takes it) limits the evidence, and
     ``collection`` chooses the documents (:func:`verityrag.index.collections.scoped_filter`)."""
     if isinstance(question, str):  # the pipeline names any other type
-        _check_unicode("question", question)
+        check_utf8("question", question)
     settings = None
     if strictness is not None:
         settings = pipeline.settings.replace(strictness=strictness)  # validated: names the allowed levels
@@ -164,7 +156,7 @@ def run_verify(checker: GroundingChecker, answer: str, evidence: Sequence[str]) 
     """Score every claim of ``answer`` against all of ``evidence`` (each text a throwaway chunk)."""
     if not isinstance(answer, str) or not answer.strip():
         raise InvalidInputError("answer", "is empty")
-    _check_unicode("answer", answer)
+    check_utf8("answer", answer)
     if not evidence:
         raise InvalidInputError("evidence", "is empty: give at least one evidence text")
     if len(evidence) > MAX_EVIDENCE_ITEMS:
@@ -237,7 +229,7 @@ class ApiTools:
         self, question: str, strictness: str | None, filter: dict[str, Any] | None, collection: str | None
     ) -> dict[str, Any]:
         if isinstance(question, str):
-            _check_unicode("question", question)
+            check_utf8("question", question)
         request: dict[str, Any] = {"question": question}
         if strictness is not None:
             request["strictness"] = strictness

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence, Set
 
 from verityrag.errors import InvalidInputError
+from verityrag.text.unicode import check_utf8
 
 
 def check_question(field: str, question: object, max_chars: int) -> None:
@@ -15,10 +16,8 @@ def check_question(field: str, question: object, max_chars: int) -> None:
         raise InvalidInputError(field, "is empty")
     if len(question) > max_chars:
         raise InvalidInputError(field, f"is {len(question):,} characters; the limit is {max_chars:,}")
-    try:  # a lone surrogate (half an emoji) passed, and the result could not be serialised
-        question.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InvalidInputError(field, f"is not valid Unicode text ({exc.reason})") from exc
+    # A lone surrogate (half an emoji) passed, and the result could not be serialised.
+    check_utf8(field, question)
 
 
 def check_labelled(labelled: Sequence[object], max_chars: int, field: str = "questions") -> None:

@@ -37,6 +37,7 @@ from verityrag.index.protocol import AnyIndex, check_unique_ids
 from verityrag.index.store import SQLiteDocumentStore
 from verityrag.text.analyzer import Analyzer
 from verityrag.text.chunking import chunk_spans
+from verityrag.text.unicode import check_utf8
 from verityrag.types import Chunk, Document, Provenance, is_valid_doc_id
 
 logger = logging.getLogger(__name__)
@@ -214,11 +215,8 @@ class DocumentWriter:
             raise InvalidInputError(
                 "title", f"is {len(doc.title):,} characters; the limit is {MAX_DOCUMENT_TITLE_CHARS:,}"
             )
-        for field in ("title", "text"):
-            try:
-                getattr(doc, field).encode("utf-8")
-            except UnicodeEncodeError as exc:
-                raise InvalidInputError(field, f"is not valid Unicode text ({exc.reason})") from exc
+        check_utf8("title", doc.title)
+        check_utf8("text", doc.text)
         check_metadata_shape(doc.metadata)  # before json.dumps, which recurses
         try:  # stored and served as JSON: what cannot be written must not be accepted
             dumped = json.dumps(doc.metadata, ensure_ascii=False, allow_nan=False)

@@ -3,6 +3,8 @@ Python keeps it in a ``str``, and writing it as UTF-8 fails: in a reply, the rep
 
 from __future__ import annotations
 
+from verityrag.errors import InvalidInputError
+
 
 def is_utf8(text: str) -> bool:
     """Whether ``text`` can be written as UTF-8 (it holds no lone surrogate)."""
@@ -16,3 +18,12 @@ def is_utf8(text: str) -> bool:
 def utf8_safe(text: str) -> str:
     """``text`` with what UTF-8 cannot carry escaped as ``\\udXXX``: for echoing input in a reply."""
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def check_utf8(field: str, text: str) -> None:
+    """Refuse ``text`` (naming ``field``) when UTF-8 cannot carry it: it could not be stored or
+    sent back."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(field, f"is not valid Unicode text ({exc.reason})") from exc
