@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from verityrag import datasets
+from verityrag.agent.confidence import reply_right
 from verityrag.config import Settings
 from verityrag.crossenc.metrics import auroc
 from verityrag.eval.metrics import contains_gold, percentiles, rate, reliability
@@ -102,7 +103,7 @@ class Outcome:
     @property
     def right(self) -> bool:
         """A right answer, or a refusal of a question the article does not answer."""
-        return self.correct if self.answered else not self.answerable
+        return reply_right(self.answered, self.correct, self.answerable)
 
     @property
     def answer_due(self) -> float:

@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from verityrag import VerityRAGPipeline
-from verityrag.agent.confidence import SHIPPED_PATH, ConfidenceModel, reply_row
+from verityrag.agent.calibration import fit_confidence
+from verityrag.agent.confidence import SHIPPED_PATH
 from verityrag.datasets.bundled import DEFAULT_DATA_DIR, load_corpus, load_questions
 from verityrag.pipeline import IN_MEMORY
 from verityrag.train._common import recipe_parser
@@ -34,15 +35,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("the reader is off in the VERITYRAG_* settings: the shipped model is fitted with it on")
     pipeline.ingest_documents(load_corpus(DEFAULT_DATA_DIR / "corpus.jsonl"))
     questions = load_questions(DEFAULT_DATA_DIR / "questions" / "calibration.jsonl")
-    rows = [reply_row(pipeline.query(q.question), q.answers) for q in questions]
-    model = ConfidenceModel.fit(rows)
-    answers = [r for r in rows if r.answered]
-    summary = {
-        "questions": len(rows),
-        "answers": len(answers),
-        "answers_right": sum(r.right for r in answers),
-        "refusals_right": sum(r.right for r in rows if not r.answered),
-    }
+    # As calibrate() fits it, on this uncalibrated pipeline's replies.
+    model, fit = fit_confidence(pipeline.query, [(q.question, q.answers) for q in questions])
+    summary = {k: v for k, v in fit.items() if k != "model"}
     data = {
         **model.to_dict(),
         "trained_on": {
