@@ -339,30 +339,16 @@ def _alternatives(
     missing_in: Callable[[Chunk], tuple[str, ...]],
     kind: AnswerType,
 ) -> tuple[Alternative, ...]:
-    """The best span of each other source that answers the same question differently
-    (:func:`disagree`): its passage names the subjects (``missing_in`` finds none missing) and it
-    is of the kind asked for. Documents of one title are one source (an article's paragraphs):
-    on the bundled calibration questions, every disagreement reported within one article was
-    two right answers to a question that has several (5 of 550 questions)."""
-    best: dict[str, Alternative] = {}
-    for span in result.spans:
-        passage = _passage_of(passages, span.start)
-        chunk = passage.chunk
-        text = span.text.strip()
-        if _same_source(chunk, chosen) or chunk.doc_id in best or not text:
-            continue
-        if (kind is not AnswerType.ANY and not matches(text, kind)) or missing_in(chunk):
-            continue
-        if not disagree(answer, text):
-            continue
-        logit = _clip(span.score - result.null_score)
-        best[chunk.doc_id] = Alternative(text, chunk.chunk_id, chunk.doc_id, chunk.title, logit)
-    return tuple(sorted(best.values(), key=lambda a: -a.answer_logit))
+    """The best span of each other document that answers the same question differently
+    (:func:`disagree`), of the kind asked for (:func:`_other_sources`). Documents of one title
+    are one source (an article's paragraphs): on the bundled calibration questions, every
+    disagreement reported within one article was two right answers to a question that has
+    several (5 of 550 questions)."""
 
+    def differs(text: str) -> bool:
+        return (kind is AnswerType.ANY or matches(text, kind)) and disagree(answer, text)
 
-def _same_source(chunk: Chunk, chosen: Chunk) -> bool:
-    """One document, or documents of one title (an article's paragraphs): not independent."""
-    return chunk.doc_id == chosen.doc_id or (bool(chunk.title) and chunk.title == chosen.title)
+    return _other_sources(result, passages, chosen, missing_in, differs, lambda chunk: chunk.doc_id)
 
 
 def _corroborations(
@@ -372,23 +358,43 @@ def _corroborations(
     answer: str,
     missing_in: Callable[[Chunk], tuple[str, ...]],
 ) -> tuple[Alternative, ...]:
-    """The best span of each other source that gives ``answer`` (:func:`same_answer`) in a
-    passage that names the question's subjects."""
+    """The best span of each other source that gives ``answer`` (:func:`same_answer`)."""
+    return _other_sources(
+        result,
+        passages,
+        chosen,
+        missing_in,
+        lambda text: same_answer(answer, text),
+        lambda chunk: chunk.title or chunk.doc_id,
+    )
+
+
+def _other_sources(
+    result: ReadResult,
+    passages: Sequence[_Passage],
+    chosen: Chunk,
+    missing_in: Callable[[Chunk], tuple[str, ...]],
+    keep: Callable[[str], bool],
+    one_per: Callable[[Chunk], str],
+) -> tuple[Alternative, ...]:
+    """The reader's spans outside ``chosen``'s source that ``keep`` accepts, in passages naming
+    the question's subjects (``missing_in`` finds none missing): the best of each ``one_per``
+    key (the spans come best first), then sorted by answer logit."""
     best: dict[str, Alternative] = {}
     for span in result.spans:
         chunk = _passage_of(passages, span.start).chunk
         text = span.text.strip()
-        source = chunk.title or chunk.doc_id
-        if (
-            _same_source(chunk, chosen)
-            or source in best
-            or not same_answer(answer, text)
-            or missing_in(chunk)
-        ):
+        key = one_per(chunk)
+        if not text or _same_source(chunk, chosen) or key in best or not keep(text) or missing_in(chunk):
             continue
         logit = _clip(span.score - result.null_score)
-        best[source] = Alternative(text, chunk.chunk_id, chunk.doc_id, chunk.title, logit)
+        best[key] = Alternative(text, chunk.chunk_id, chunk.doc_id, chunk.title, logit)
     return tuple(sorted(best.values(), key=lambda a: -a.answer_logit))
+
+
+def _same_source(chunk: Chunk, chosen: Chunk) -> bool:
+    """One document, or documents of one title (an article's paragraphs): not independent."""
+    return chunk.doc_id == chosen.doc_id or (bool(chunk.title) and chunk.title == chosen.title)
 
 
 def corroborated_logit(own: float, others: Sequence[float]) -> float:
