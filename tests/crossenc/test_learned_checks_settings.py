@@ -9,7 +9,6 @@ score on SQuAD text is noise; what is under test is the wiring and the threshold
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -228,9 +227,10 @@ def test_the_eval_fits_its_gate_through_calibrate_and_its_sweep_matches_the_real
 
 
 @pytest.mark.unit
-def test_model_folders_are_found_under_one_root_whatever_the_working_directory(tmp_path: Path) -> None:
+def test_model_folders_are_found_under_one_root_whatever_the_working_directory(
+    tmp_path: Path, child_env: dict[str, str], python_exe: str
+) -> None:
     import subprocess
-    import sys
 
     import verityrag
 
@@ -240,13 +240,13 @@ def test_model_folders_are_found_under_one_root_whatever_the_working_directory(t
         "print(LearnedGuard().model_dir); print(LearnedNLI().model_dir)\n"
     )
     checkout = Path(verityrag.__file__).resolve().parents[1]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VERITYRAG_")}
-    run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
+    env = dict(child_env)  # no VERITYRAG_* settings
+    run = subprocess.run([python_exe, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert run.stdout.split() == [
         str(checkout / "guard_work" / "guard"),
         str(checkout / "guard_work" / "nli"),
     ]
     env["VERITYRAG_MODELS_DIR"] = str(tmp_path / "models")
-    run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
+    run = subprocess.run([python_exe, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert run.stdout.split() == [str(tmp_path / "models" / "guard"), str(tmp_path / "models" / "nli")]

@@ -495,12 +495,7 @@ def _parse_docx(filename: str, data: bytes, budget: _TextBudget | None = None) -
                         if parent is not None and parent.tag == _W_TC:
                             continue  # a cell's paragraph: read with its row
                         text = _docx_text(element)
-                        if (
-                            text
-                            and not heading
-                            and text.strip()
-                            and _docx_style(element) in _DOCX_TITLE_STYLES
-                        ):
+                        if not heading and text.strip() and _docx_style(element) in _DOCX_TITLE_STYLES:
                             heading = text
                     else:
                         outer = parent.getparent() if parent is not None else None
@@ -512,7 +507,6 @@ def _parse_docx(filename: str, data: bytes, budget: _TextBudget | None = None) -
                         budget.take(text)
                         blocks.append(text)
                     element.clear()  # read: drop it and what came before it
-                    parent = element.getparent()
                     while parent is not None and element.getprevious() is not None:
                         del parent[0]
     except InvalidInputError:
