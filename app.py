@@ -9,7 +9,7 @@ live, the same question answered, an out-of-domain question still refused.
 
 Under ``make run`` the app asks the API the launcher started (``streamlit run app.py --
 --api-url URL``), so both serve one index; alone, it builds the bundled pipeline in this
-process (:mod:`verityrag.ui.backend`). All the logic lives in ``verityrag``; this file lays it out.
+process (:mod:`verityrag.ui.answer_source`). All the logic lives in ``verityrag``; this file lays it out.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from verityrag.llm.completion import CompleteFn
 from verityrag.pipeline import IN_MEMORY, VerityRAGPipeline
 from verityrag.serve.bundled import bundled_pipeline
 from verityrag.types import QueryResult
-from verityrag.ui.backend import AddedDocument, Backend, api_url_from_args, backend_for, document_id
+from verityrag.ui.answer_source import AddedDocument, Backend, api_url_from_args, backend_for, document_id
 from verityrag.ui.llm_compare import LLMView, llm_side_by_side
 from verityrag.ui.streaming_story import StoryEvent, StoryOutcome, run_streaming_story
 from verityrag.ui.views import (

@@ -31,13 +31,13 @@ from pathlib import Path
 from typing import Any
 
 from verityrag import Document, VerityRAGPipeline
-from verityrag.datasets import bundled as bundled_corpus
 from verityrag.embed.hashing import HashingEmbedder
 from verityrag.eval.benchmarks import SyntheticDocs, timed_stream_ingest
 from verityrag.index.elastic import EMULATOR_NAME, ElasticsearchConfig, ElasticsearchIndex
 from verityrag.index.elastic.emulator import ElasticsearchEmulator
 from verityrag.index.live import LiveIndex
 from verityrag.pipeline import IN_MEMORY
+from verityrag.serve import bundled_corpus as bundled_corpus
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -26,10 +26,10 @@ from typing import Any
 import numpy as np
 
 from verityrag import Document, Settings, VerityRAGPipeline
-from verityrag.datasets import bundled as bundled_corpus
-from verityrag.embed.base import Embedder
+from verityrag.embed.embedder import Embedder
 from verityrag.eval.benchmarks import SyntheticDocs, grow_to, index_table, peak_rss_mb, timed_stream_ingest
 from verityrag.pipeline import IN_MEMORY
+from verityrag.serve import bundled_corpus as bundled_corpus
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -36,10 +36,10 @@ import numpy as np
 
 from verityrag import Settings, VerityRAGPipeline
 from verityrag.checks.registry import CHECK_ATTRIBUTES
-from verityrag.datasets.bundled import DEFAULT_DATA_DIR, EvalQuestion, load_questions
 from verityrag.eval.benchmarks import learned_checks_table
 from verityrag.pipeline import IN_MEMORY
 from verityrag.serve.bundled import bundled_pipeline
+from verityrag.serve.bundled_corpus import DEFAULT_DATA_DIR, EvalQuestion, load_questions
 
 ROOT = Path(__file__).resolve().parents[1]
 

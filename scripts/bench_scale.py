@@ -41,7 +41,6 @@ from typing import Any
 import numpy as np
 
 from verityrag import Settings, VerityRAGPipeline
-from verityrag.datasets import bundled as bundled_corpus
 from verityrag.eval.benchmarks import (
     SyntheticDocs,
     grow_to,
@@ -52,6 +51,7 @@ from verityrag.eval.benchmarks import (
     timed_stream_ingest,
 )
 from verityrag.pipeline import IN_MEMORY
+from verityrag.serve import bundled_corpus as bundled_corpus
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "data" / "built" / "corpus.jsonl"

@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from verityrag.checks.answerability import LearnedAnswerability
-from verityrag.checks.base import LearnedPairCheck
 from verityrag.checks.guard import LearnedGuard
+from verityrag.checks.learned_check import LearnedPairCheck
 from verityrag.errors import VerityRAGError
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from verityrag.checks.guard import LearnedGuard
-from verityrag.crossenc import OnnxCrossEncoder
-from verityrag.crossenc.metrics import auroc
+from verityrag.checks.protocols import NLIScorer
 from verityrag.errors import VerityRAGError
+from verityrag.eval.metrics import auroc
 from verityrag.eval.ragtruth import RAGTRUTH_PATH, load_ragtruth, split_ragtruth
-from verityrag.verify.protocols import NLIScorer
+from verityrag.models import OnnxCrossEncoder
 
 ROOT = Path(__file__).resolve().parent.parent
 

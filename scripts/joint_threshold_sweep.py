@@ -33,8 +33,8 @@ from verityrag.checks.thresholds import (
     joint_outcomes,
     sweep_row,
 )
-from verityrag.datasets.bundled import EvalQuestion, load_corpus, load_questions
 from verityrag.eval.runner import EvalOptions, build_pipeline
+from verityrag.serve.bundled_corpus import EvalQuestion, load_corpus, load_questions
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -16,7 +16,10 @@ PACKAGE = Path(verityrag.__file__).parent
 
 # Exceptions that are not errors of the library, with why they live elsewhere.
 DEFINED_ELSEWHERE = {
-    ("api/errors.py", "ApiError"),  # an HTTP response the API layer builds, not raised by the library
+    (
+        "api/error_responses.py",
+        "ApiError",
+    ),  # an HTTP response the API layer builds, not raised by the library
 }
 
 
@@ -64,10 +67,10 @@ def test_errors_docstring_tree_names_every_error() -> None:
 @pytest.mark.parametrize(
     ("module", "name"),
     [
-        ("verityrag.crossenc", "ModelFilesMissingError"),
-        ("verityrag.crossenc.model_folder", "ModelFilesMissingError"),
-        ("verityrag.verify.calibration", "ThresholdNotReachableError"),
-        ("verityrag.verify.llm_judge", "MalformedVerdictError"),
+        ("verityrag.models", "ModelFilesMissingError"),
+        ("verityrag.models.folder", "ModelFilesMissingError"),
+        ("verityrag.checks.precision_thresholds", "ThresholdNotReachableError"),
+        ("verityrag.checks.llm_judge", "MalformedVerdictError"),
     ],
 )
 def test_moved_error_stays_importable_from_its_old_module(module: str, name: str) -> None:

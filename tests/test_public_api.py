@@ -138,7 +138,7 @@ def test_answering_with_the_learned_checks_loads_no_training_code(
         "p.ingest_document('a', 'Engines', 'The engine was built in 1776 by James Watt.')\n"
         "p.query('Who built the engine?')\n"
         "print(sorted(m for m in sys.modules if m.startswith(('verityrag.train', 'verityrag.eval',"
-        " 'verityrag.crossenc.trainer', 'verityrag.crossenc.export', 'verityrag.crossenc.build'))))\n"
+        " 'verityrag.train.cross_encoder', 'verityrag.train.exporter', 'verityrag.train.model_build'))))\n"
     )
     out = subprocess.run([python_exe, "-c", code], env=child_env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr

@@ -40,4 +40,4 @@ def test_every_pipeline_a_script_or_the_eval_builds_names_its_data_dir() -> None
     found = {str(p.relative_to(ROOT)): _pipelines_without_data_dir(p) for p in BUILDERS}
     assert sum(len(v) for v in found.values()) == 0, {k: v for k, v in found.items() if v}
     assert any("bench_index" in str(p) for p in BUILDERS)  # the scan sees the scripts
-    assert any(p.name == "gate.py" for p in BUILDERS)  # and the recipes that moved out of them
+    assert any(p.name == "gate_recipe.py" for p in BUILDERS)  # and the recipes that moved out of them

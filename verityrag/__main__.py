@@ -22,12 +22,12 @@ from pathlib import Path
 
 import httpx
 
-from verityrag.datasets.bundled import DEFAULT_DATA_DIR
 from verityrag.errors import InvalidInputError, VerityRAGError
 from verityrag.pipeline import IN_MEMORY
 from verityrag.serve.bundled import bundled_pipeline
+from verityrag.serve.bundled_corpus import DEFAULT_DATA_DIR
 from verityrag.types import QueryResult
-from verityrag.ui.backend import API_KEY_ENV, ApiBackend, Backend, LocalBackend
+from verityrag.ui.answer_source import API_KEY_ENV, ApiBackend, Backend, LocalBackend
 
 #: Where ``make run`` serves the API unless told otherwise.
 DEFAULT_API_URL = "http://127.0.0.1:8000"

@@ -18,7 +18,7 @@ from verityrag.retrieval.fusion import FUSION_MODES, FusionMode
 
 ProfileName = Literal["default", "fast", "strict"]
 PROFILES: tuple[str, ...] = get_args(ProfileName)
-# The strictness levels, from the loosest: their one definition. verityrag.verify.strictness
+# The strictness levels, from the loosest: their one definition. verityrag.checks.strictness
 # (StrictnessLevel, its policy table), the API, the MCP server and the UI take them from here.
 Strictness = Literal["loose", "balanced", "strict", "paranoid"]
 STRICTNESS_LEVELS: tuple[str, ...] = get_args(Strictness)
@@ -43,10 +43,10 @@ OTHER_ENV_VARS: tuple[str, ...] = (
     "VERITYRAG_DATASETS",  # verityrag.datasets: the datasets root
     "VERITYRAG_REQUIRE_DATASETS",  # tests/conftest.py: a missing dataset fails; .ci/run sets it
     "VERITYRAG_TRAIN_DIR",  # verityrag.train: training state (data, checkpoints) of the recipes
-    "VERITYRAG_MODELS_DIR",  # verityrag.checks.folders: where the learned checks' folders are built
+    "VERITYRAG_MODELS_DIR",  # verityrag.models.folder: where the learned checks' folders are built
     "VERITYRAG_ANSWER_DIR",  # verityrag.checks.answerability: the answerability model's folder
     "VERITYRAG_GUARD_DIR",  # verityrag.checks.guard: Verity-Guard's folder
-    "VERITYRAG_NLI_DIR",  # verityrag.checks.nli: the NLI model's folder
+    "VERITYRAG_NLI_DIR",  # verityrag.checks.learned_nli: the NLI model's folder
     "VERITYRAG_READER_DIR",  # verityrag.checks.reader_check: the reader check's folder
     "VERITYRAG_QWEN_CACHE",  # verityrag.llm.local_qwen: the local Qwen model's folder
 )
@@ -151,7 +151,7 @@ class Settings:
     gate_min_chunks: int = 0
     # Independent documents (different declared sources, not near copies) among the evidence
     # that must say the answer for it to stand; fewer: AbstainReason.CORROBORATION. 1: none
-    # asked for (verityrag.verify.sources; docs/decisions/0041-provenance-and-corroboration.md).
+    # asked for (verityrag.checks.sources; docs/decisions/0041-provenance-and-corroboration.md).
     min_sources: int = 1
     # Learned checks trained here (`make models`), off by default: each needs its model folder
     # (VERITYRAG_ANSWER_DIR / VERITYRAG_GUARD_DIR / VERITYRAG_READER_DIR, else under

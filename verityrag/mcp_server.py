@@ -47,6 +47,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from verityrag import __version__
+from verityrag.checks.grounding import GroundingChecker
+from verityrag.checks.sources import iso_time
 from verityrag.config import STRICTNESS_LEVELS
 from verityrag.errors import InvalidInputError, VerityRAGError
 from verityrag.index.collections import DEMO_COLLECTION, scoped_filter
@@ -56,9 +58,7 @@ from verityrag.serve.bundled import bundled_pipeline, load_bundled_corpus
 from verityrag.serve.mcp_stdio import run_stdio
 from verityrag.text.unicode import check_utf8, utf8_safe
 from verityrag.types import Chunk, Citation, CitedSentence, QueryResult
-from verityrag.ui.backend import API_KEY_ENV, ApiBackend, document_path
-from verityrag.verify.grounding import GroundingChecker
-from verityrag.verify.sources import iso_time
+from verityrag.ui.answer_source import API_KEY_ENV, ApiBackend, document_path
 
 logger = logging.getLogger(__name__)
 

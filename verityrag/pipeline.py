@@ -26,14 +26,16 @@ from verityrag.agent.calibration import (
 )
 from verityrag.agent.confidence import ConfidenceModel, shipped_confidence
 from verityrag.agent.controller import AgentController
-from verityrag.agent.protocols import AnswerabilityModel, AnswerGuard, ReaderAgreementCheck
+from verityrag.agent.interfaces import AnswerabilityModel, AnswerGuard, ReaderAgreementCheck
 from verityrag.agent.questions import check_labelled, check_question
 from verityrag.agent.reformulation import Reformulator, SalientTermExpansion, TitleAnchoredRewrite
 from verityrag.agent.sufficiency import SufficiencyGate
+from verityrag.checks.grounding import GroundingChecker
 from verityrag.checks.registry import CHECK_ATTRIBUTES, load_check, requested_checks
+from verityrag.checks.sources import SourceReview
 from verityrag.checks.thresholds import PairedSufficiency, ScoredCheck, fit_attached_checks
 from verityrag.config import Settings
-from verityrag.embed.base import Embedder
+from verityrag.embed.embedder import Embedder
 from verityrag.embed.hashing import HashingEmbedder
 from verityrag.errors import InvalidInputError
 from verityrag.generation.extractive import ExtractiveGenerator
@@ -61,8 +63,6 @@ from verityrag.retrieval.hybrid import HybridRetriever
 from verityrag.retrieval.reranker import LightGBMReranker, train_ict_reranker
 from verityrag.text.analyzer import DEFAULT_ANALYZER, Analyzer
 from verityrag.types import Document, QueryResult, TraceStep
-from verityrag.verify.grounding import GroundingChecker
-from verityrag.verify.sources import SourceReview
 
 logger = logging.getLogger(__name__)
 

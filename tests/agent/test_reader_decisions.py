@@ -12,8 +12,8 @@ import verityrag
 from verityrag import VerityRAGPipeline
 from verityrag.agent.calibration import choose_reader_threshold
 from verityrag.checks.thresholds import GateOutcome
-from verityrag.crossenc.reader import ReaderResult, ReaderSpan
 from verityrag.generation.reading import EvidenceReader, logit
+from verityrag.models.span_reader import ReaderResult, ReaderSpan
 from verityrag.text.answer_types import AnswerType, expected_type
 from verityrag.types import AbstainReason
 
@@ -239,8 +239,8 @@ def test_a_fresh_pipeline_states_the_shipped_confidence_and_only_for_the_shipped
 def test_calibrating_on_a_split_fits_confidence_on_every_kind_and_keeps_the_readers_threshold(
     corpus_slice: list[dict[str, Any]], labelled_kinds: tuple[Labelled, Labelled, Labelled]
 ) -> None:
-    from verityrag.datasets.bundled import EvalQuestion
     from verityrag.serve.bundled import calibrate_on_split
+    from verityrag.serve.bundled_corpus import EvalQuestion
 
     answerable, held_out, on_topic = labelled_kinds
     kinds = (

@@ -8,7 +8,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from verityrag.embed.base import Embedder
+from verityrag.embed.embedder import Embedder
 from verityrag.embed.hashing import HashingEmbedder
 from verityrag.errors import InvalidInputError
 

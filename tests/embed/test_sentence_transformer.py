@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from verityrag.embed.base import Embedder
+from verityrag.embed.embedder import Embedder
 from verityrag.embed.sentence_transformer import BACKENDS, SentenceTransformerEmbedder
 from verityrag.errors import InvalidInputError, ModelLoadError
 

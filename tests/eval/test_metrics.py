@@ -232,7 +232,7 @@ def test_selective_accuracy_inside_a_tie_group() -> None:
 def test_weighted_auroc_with_unit_weights_is_sklearns_auroc_ties_included() -> None:
     from sklearn.metrics import roc_auc_score
 
-    from verityrag.crossenc.metrics import auroc, weighted_aurocs
+    from verityrag.eval.metrics import auroc, weighted_aurocs
 
     rng = np.random.default_rng(3)
     labels = rng.integers(0, 2, 300)

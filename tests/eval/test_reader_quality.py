@@ -7,13 +7,13 @@ import math
 import numpy as np
 import pytest
 
-from verityrag.crossenc.reader import ReaderResult, ReaderSpan
 from verityrag.eval.reader_quality import (
     ReaderQuestion,
     best_threshold,
     squad2_f1_by_threshold,
     squad2_scores,
 )
+from verityrag.models.span_reader import ReaderResult, ReaderSpan
 
 pytestmark = pytest.mark.unit
 

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from verityrag.datasets.bundled import DEFAULT_DATA_DIR, EvalQuestion, load_questions
 from verityrag.errors import InvalidInputError
 from verityrag.eval import __main__ as cli
 from verityrag.eval.report import headline_rows
 from verityrag.eval.runner import QuestionOutcome, sample_splits, summarise
 from verityrag.eval.sampling import stratified_sample
+from verityrag.serve.bundled_corpus import DEFAULT_DATA_DIR, EvalQuestion, load_questions
 
 pytestmark = pytest.mark.unit
 

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from verityrag.crossenc.reader import ReaderResult, ReaderSpan
 from verityrag.generation.reading import LOGIT_CLIP, EvidenceReader, answer_sentences, disagree
 from verityrag.generation.sentence_selector import ScoredSentence
+from verityrag.models.span_reader import ReaderResult, ReaderSpan
 from verityrag.text.answer_types import AnswerType
 from verityrag.text.sentences import sentence_spans
 from verityrag.types import Chunk, Citation, CitedSentence, Hit

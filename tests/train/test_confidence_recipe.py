@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 
 from verityrag.agent.confidence import ConfidenceModel, shipped_confidence
-from verityrag.train import confidence
+from verityrag.train import confidence_recipe
 
 pytestmark = pytest.mark.integration
 
 
 def test_the_recipe_refits_the_shipped_model_from_the_calibration_replies(tmp_path: Path) -> None:
     out = tmp_path / "confidence.json"
-    assert confidence.main(["--out", str(out)]) == 0
+    assert confidence_recipe.main(["--out", str(out)]) == 0
     data = json.loads(out.read_text(encoding="utf-8"))
     assert data["trained_on"]["questions"] == data["answer"]["rows"] + data["refusal"]["rows"] == 550
     model = ConfidenceModel.from_dict(data)

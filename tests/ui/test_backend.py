@@ -7,7 +7,7 @@ from fastapi.testclient import TestClient
 
 from verityrag.api import create_app
 from verityrag.pipeline import VerityRAGPipeline
-from verityrag.ui.backend import AddedDocument, ApiBackend, LocalBackend, api_url_from_args, document_id
+from verityrag.ui.answer_source import AddedDocument, ApiBackend, LocalBackend, api_url_from_args, document_id
 
 pytestmark = pytest.mark.unit
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from verityrag.serve import main, ui_command
-from verityrag.ui.backend import api_url_from_args
+from verityrag.ui.answer_source import api_url_from_args
 
 
 @pytest.mark.integration

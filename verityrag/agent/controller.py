@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from verityrag.agent.confidence import ConfidenceModel
-from verityrag.agent.protocols import (
+from verityrag.agent.interfaces import (
     AnswerabilityModel,
     Answerer,
     AnswerGuard,
@@ -34,6 +34,8 @@ from verityrag.agent.protocols import (
 )
 from verityrag.agent.reformulation import Reformulator
 from verityrag.agent.sufficiency import GATE_FEATURES, READER_FEATURES, SELECTOR_FEATURES_FOR_GATE
+from verityrag.checks.grounding import GroundingChecker
+from verityrag.checks.strictness import strictness_policy
 from verityrag.config import STRICTNESS_LEVELS, Strictness
 from verityrag.errors import NotFittedError
 from verityrag.generation.reading import EvidenceReader, Reading, probability
@@ -50,8 +52,6 @@ from verityrag.types import (
     ShortAnswer,
     TraceStep,
 )
-from verityrag.verify.grounding import GroundingChecker
-from verityrag.verify.strictness import strictness_policy
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ __all__ = [
 ]
 
 # Minimum grounding score per strictness level (claims are scored 0..1), from the one table
-# in verityrag.verify.strictness.
+# in verityrag.checks.strictness.
 GROUNDING_THRESHOLDS: dict[str, float] = {
     level: strictness_policy(level).grounding_threshold for level in STRICTNESS_LEVELS
 }
@@ -258,7 +258,7 @@ class AgentController:
         # None: the gate's own threshold.
         self.sufficiency_threshold = sufficiency_threshold
         # The extractive reader and its threshold on the answer logit at the balanced level; the
-        # strictness level moves it (verityrag.verify.strictness: reader_margin).
+        # strictness level moves it (verityrag.checks.strictness: reader_margin).
         self.reader = reader
         self.reader_threshold = reader_threshold
         # The question's names, titles and numbers must be in the answer's passage (or its title).

@@ -3,7 +3,7 @@
 Thin by design: every endpoint calls the pipeline (in a worker thread, so the
 event loop keeps serving) and translates its result or error; no logic of its own.
 The endpoints are in :mod:`verityrag.api.routes`, their dependencies in
-:mod:`verityrag.api.deps`, the error responses in :mod:`verityrag.api.errors`; this
+:mod:`verityrag.api.deps`, the error responses in :mod:`verityrag.api.error_responses`; this
 module builds the app around them.
 
 Environment, read when the app is created:
@@ -30,8 +30,7 @@ from fastapi import FastAPI
 from verityrag import __version__
 from verityrag.api.auth import API_KEY_ENV, API_KEY_HEADER, READ_KEY_ENV, ApiKeys, AuthMiddleware
 from verityrag.api.deps import PipelineDep, PipelineHolder, require_api_key
-from verityrag.api.errors import ApiError, install_error_handlers
-from verityrag.api.metrics import ApiMetrics
+from verityrag.api.error_responses import ApiError, install_error_handlers
 from verityrag.api.middleware import (
     BODY_IDLE_TIMEOUT_S,
     BODY_TOTAL_TIMEOUT_S,
@@ -39,6 +38,7 @@ from verityrag.api.middleware import (
     RequestMetricsMiddleware,
     UnhandledErrorMiddleware,
 )
+from verityrag.api.prometheus import ApiMetrics
 from verityrag.api.routes import MAX_UPLOAD_BYTES, OPEN_ENDPOINTS, WRITE_ENDPOINTS, add_routes
 from verityrag.pipeline import VerityRAGPipeline
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from starlette.concurrency import run_in_threadpool
 
 from verityrag.api.deps import PipelineDep
-from verityrag.api.errors import ApiError
-from verityrag.api.models import CollectionOut, CollectionsOut, DeletedCollectionOut
+from verityrag.api.error_responses import ApiError
 from verityrag.api.routing import NOT_FOUND, READ, READ_RESPONSES, WRITE, WRITE_RESPONSES, RouteTable
+from verityrag.api.schemas import CollectionOut, CollectionsOut, DeletedCollectionOut
 from verityrag.index.collections import collection_sizes, remove_collection
 
 collection_endpoints = RouteTable()

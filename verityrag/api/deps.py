@@ -16,8 +16,8 @@ from fastapi.security import APIKeyHeader
 from starlette.concurrency import run_in_threadpool
 
 from verityrag.api.auth import API_KEY_HEADER, Access, ApiKeys, check_key
-from verityrag.api.errors import ApiError
-from verityrag.api.metrics import ApiMetrics
+from verityrag.api.error_responses import ApiError
+from verityrag.api.prometheus import ApiMetrics
 from verityrag.errors import VerityRAGError
 from verityrag.pipeline import VerityRAGPipeline
 

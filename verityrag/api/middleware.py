@@ -12,7 +12,7 @@ from typing import Any
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from verityrag.api.metrics import ApiMetrics
+from verityrag.api.prometheus import ApiMetrics
 
 logger = logging.getLogger(__name__)
 

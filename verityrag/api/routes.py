@@ -30,9 +30,18 @@ from verityrag.api.deps import (
     MetricsDep,
     PipelineDep,
 )
-from verityrag.api.errors import ApiError
-from verityrag.api.metrics import CONTENT_TYPE, ApiMetrics
-from verityrag.api.models import (
+from verityrag.api.error_responses import ApiError
+from verityrag.api.prometheus import CONTENT_TYPE, ApiMetrics
+from verityrag.api.routing import (
+    ERROR_RESPONSES,
+    NOT_FOUND,
+    READ,
+    READ_RESPONSES,
+    WRITE,
+    WRITE_RESPONSES,
+    RouteTable,
+)
+from verityrag.api.schemas import (
     INGEST_EXAMPLES,
     CitationOut,
     ClaimOut,
@@ -56,26 +65,17 @@ from verityrag.api.models import (
     StatsOut,
     TraceStepOut,
 )
-from verityrag.api.routing import (
-    ERROR_RESPONSES,
-    NOT_FOUND,
-    READ,
-    READ_RESPONSES,
-    WRITE,
-    WRITE_RESPONSES,
-    RouteTable,
-)
 from verityrag.api.streaming import EVENT_SCHEMA as STREAM_EVENT_SCHEMA
 from verityrag.api.streaming import EXAMPLE as STREAM_EXAMPLE
 from verityrag.api.streaming import MEDIA_TYPE as STREAM_MEDIA_TYPE
 from verityrag.api.streaming import query_events, sse_event
+from verityrag.checks.sources import iso_time
 from verityrag.errors import InvalidInputError
 from verityrag.index.collections import scoped_filter
 from verityrag.index.filters import MetadataFilter
 from verityrag.ingest.parsers import FORMATS, ParsedFile, parse_file
 from verityrag.pipeline import VerityRAGPipeline
 from verityrag.types import Citation, Document, QueryResult, TraceStep
-from verityrag.verify.sources import iso_time
 
 __all__ = ["OPEN_ENDPOINTS", "WRITE_ENDPOINTS", "RouteTable", "add_routes"]
 

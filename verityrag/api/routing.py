@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 from fastapi import Depends, FastAPI
 
 from verityrag.api.deps import API_KEY_HEADER, require_api_key, require_read_key
-from verityrag.api.models import ErrorOut
+from verityrag.api.schemas import ErrorOut
 
 __all__ = ["ERROR_RESPONSES", "NOT_FOUND", "READ", "READ_RESPONSES", "WRITE", "WRITE_RESPONSES", "RouteTable"]
 
@@ -45,7 +45,7 @@ class RouteTable:
 
     Not an ``APIRouter``: from FastAPI 0.165 ``app.include_router`` keeps a router as one
     nested route, and ``app.routes`` no longer lists the ``APIRoute`` objects that the 405
-    ``Allow`` header (:mod:`verityrag.api.errors`) and the route label of a request answered
+    ``Allow`` header (:mod:`verityrag.api.error_responses`) and the route label of a request answered
     before routing (:mod:`verityrag.api.middleware`) look through. ``add_to`` registers each
     endpoint on the app itself, as ``app.get(...)`` and friends do, in declaration order.
     """

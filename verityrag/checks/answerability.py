@@ -8,9 +8,9 @@ training (python -m verityrag.train answerability-data), then scored with window
 
 from __future__ import annotations
 
-from verityrag.checks.base import LearnedPairCheck
-from verityrag.checks.folders import model_folder
-from verityrag.crossenc.evidence import trim_evidence
+from verityrag.checks.learned_check import LearnedPairCheck
+from verityrag.models.evidence import trim_evidence
+from verityrag.models.folder import model_folder
 
 ANSWER_DIR_ENV = "VERITYRAG_ANSWER_DIR"
 #: The served gate: all-mpnet-base-v2 cut to 6 layers (split_b AUROC 0.745 vs MiniLM's 0.680 at
@@ -28,7 +28,7 @@ EVIDENCE_WORDS = 80
 
 
 class LearnedAnswerability(LearnedPairCheck):
-    """The answerability cross-encoder, loaded from ``VERITYRAG_ANSWER_DIR`` (default ``answerability_mpnet6`` under the models root, :mod:`verityrag.checks.folders`)."""
+    """The answerability cross-encoder, loaded from ``VERITYRAG_ANSWER_DIR`` (default ``answerability_mpnet6`` under the models root, :mod:`verityrag.models.folder`)."""
 
     what = "the answerability model"
     env_var = ANSWER_DIR_ENV

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from verityrag.checks.base import SentenceSupportCheck
-from verityrag.checks.folders import model_folder
+from verityrag.checks.learned_check import SentenceSupportCheck
 from verityrag.errors import InvalidInputError, ModelLoadError
+from verityrag.models.folder import model_folder
 
 GUARD_DIR_ENV = "VERITYRAG_GUARD_DIR"
 DEFAULT_GUARD_DIR = model_folder("guard")
@@ -42,7 +42,7 @@ __all__ = ["DEFAULT_GUARD_DIR", "GUARD_DIR_ENV", "THRESHOLDS_BY_SOURCE_KEY", "Le
 
 
 class LearnedGuard(SentenceSupportCheck):
-    """The Verity-Guard cross-encoder, loaded from ``VERITYRAG_GUARD_DIR`` (default ``guard`` under the models root, :mod:`verityrag.checks.folders`).
+    """The Verity-Guard cross-encoder, loaded from ``VERITYRAG_GUARD_DIR`` (default ``guard`` under the models root, :mod:`verityrag.models.folder`).
 
     ``threshold``: a fixed decision threshold. ``answers_from``: instead, the threshold the
     model folder records for answers from that source (e.g. ``"gemma"``); an unknown source

@@ -4,7 +4,7 @@ The support checks (grounding, Verity-Guard, NLI) never see the question, so an 
 copied from the evidence passes them even when it answers a different question. Session 4
 found that 24% of gemma-3-270m's answers to HaluEval questions are such copied-but-wrong
 sentences. This check reads the question: the extractive reader
-(:class:`~verityrag.crossenc.reader.SpanReader`, trained on SQuAD 2.0 here) proposes its
+(:class:`~verityrag.models.span_reader.SpanReader`, trained on SQuAD 2.0 here) proposes its
 ``top_k`` answer spans in the evidence (trimmed to the question, as in its training), and
 the score is the share of their probability on spans that the answer contains, as whole
 normalised tokens (the SQuAD answer match). An answer that contains the reader's
@@ -31,11 +31,11 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from verityrag.checks.base import ThresholdedCheck
-from verityrag.checks.folders import model_folder
-from verityrag.crossenc.evidence import trim_evidence
-from verityrag.crossenc.reader import TOP_K, ReaderSpan, SpanReader
+from verityrag.checks.learned_check import ThresholdedCheck
 from verityrag.errors import InvalidInputError
+from verityrag.models.evidence import trim_evidence
+from verityrag.models.folder import model_folder
+from verityrag.models.span_reader import TOP_K, ReaderSpan, SpanReader
 from verityrag.text.answers import contains_gold
 
 READER_DIR_ENV = "VERITYRAG_READER_DIR"

@@ -12,15 +12,17 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 from verityrag.errors import DatasetMissingError
+from verityrag.models.folder import CHECKOUT
 
 #: The environment variable naming the datasets root.
 ENV_VAR = "VERITYRAG_DATASETS"
-#: The repository checkout this package sits in (the package's parent folder).
-REPO_ROOT = Path(__file__).resolve().parents[2]
+#: The repository checkout this package sits in.
+REPO_ROOT = CHECKOUT
 #: The default root when the variable is unset and it exists.
 SHARED_ROOT = REPO_ROOT.parent / "shared" / "data"
 #: The default root otherwise (git-ignored): where ``make data`` downloads to.
@@ -70,3 +72,12 @@ def load_json(relative: str, root: Path | None = None) -> Any:
         with gzip.open(path, "rt", encoding="utf-8") as f:
             return json.load(f)
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+_RUN_TOGETHER = re.compile(r"([a-z0-9)\"])\.([A-Z])")
+
+
+def halueval_knowledge(knowledge: str) -> str:
+    """A HaluEval knowledge passage with its paragraphs apart: HaluEval joins them without a
+    space ("...century.First for Women"), which would hide a sentence boundary."""
+    return _RUN_TOGETHER.sub(r"\1. \2", knowledge)

@@ -10,7 +10,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from verityrag.embed.base import FloatMatrix, l2_normalise
+from verityrag.embed.embedder import FloatMatrix, l2_normalise
 from verityrag.errors import InvalidInputError
 from verityrag.text.analyzer import DEFAULT_ANALYZER, Analyzer
 

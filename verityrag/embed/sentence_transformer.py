@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import numpy as np
 
-from verityrag.embed.base import FloatMatrix, l2_normalise
+from verityrag.embed.embedder import FloatMatrix, l2_normalise
 from verityrag.embed.onnx_options import cpu_session_options
 from verityrag.errors import InvalidInputError, ModelLoadError
 
@@ -87,7 +87,7 @@ def _folder_digest(folder: Path) -> str:
 
 
 class SentenceTransformerEmbedder:
-    """A sentence-transformers model as an :class:`~verityrag.embed.base.Embedder`.
+    """A sentence-transformers model as an :class:`~verityrag.embed.embedder.Embedder`.
 
     The constructor only stores parameters. :meth:`warm_up` (called by the first
     :meth:`encode`) loads the model once, thread-safely; torch,

@@ -9,11 +9,11 @@ import sys
 from pathlib import Path
 
 from verityrag.config import BACKENDS, PROFILES
-from verityrag.datasets.bundled import DEFAULT_DATA_DIR
 from verityrag.errors import VerityRAGError
 from verityrag.eval.report import headline_rows, render_markdown, write_json, write_plots
 from verityrag.eval.runner import EvalOptions, run_eval
 from verityrag.llm import PROVIDERS
+from verityrag.serve.bundled_corpus import DEFAULT_DATA_DIR
 
 
 def build_parser() -> argparse.ArgumentParser:

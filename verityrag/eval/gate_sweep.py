@@ -34,8 +34,8 @@ from verityrag.checks.thresholds import (
     gate_outcomes,
     sweep_row,
 )
-from verityrag.datasets.bundled import EvalQuestion
 from verityrag.pipeline import VerityRAGPipeline
+from verityrag.serve.bundled_corpus import EvalQuestion
 
 __all__ = [
     "MAX_COVERAGE_LOSS",

@@ -39,11 +39,10 @@ from pathlib import Path
 from typing import Any
 
 from verityrag.agent.controller import GROUNDING_THRESHOLDS, QUESTION_CHECK_CHUNKS
-from verityrag.crossenc.metrics import auroc
+from verityrag.checks.protocols import VerificationResult
+from verityrag.checks.strictness import LEVELS, apply_strictness, strictness_policy
 from verityrag.eval.llm_eval import attempt_correct
-from verityrag.eval.metrics import contains_gold, percentiles, rate
-from verityrag.verify.protocols import VerificationResult
-from verityrag.verify.strictness import LEVELS, apply_strictness, strictness_policy
+from verityrag.eval.metrics import auroc, contains_gold, percentiles, rate
 
 __all__ = [
     "FIXED_THRESHOLD",

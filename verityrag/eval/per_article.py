@@ -31,8 +31,7 @@ from typing import Any
 from verityrag import datasets
 from verityrag.agent.confidence import reply_right
 from verityrag.config import Settings
-from verityrag.crossenc.metrics import auroc
-from verityrag.eval.metrics import contains_gold, percentiles, rate, reliability
+from verityrag.eval.metrics import auroc, contains_gold, percentiles, rate, reliability
 from verityrag.types import Document
 
 #: Where ``--per-article`` writes its report unless ``--out`` is given.

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from verityrag import datasets
-from verityrag.crossenc.build import halueval_knowledge
+from verityrag.datasets import halueval_knowledge
 from verityrag.errors import DatasetMissingError, InvalidInputError
 
 # Under the datasets root (VERITYRAG_DATASETS, default ../shared/data), as it was when imported.

@@ -18,9 +18,8 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from verityrag.crossenc.metrics import auroc
-from verityrag.crossenc.reader import ReaderResult, SpanReader
-from verityrag.eval.metrics import exact_match, max_token_f1
+from verityrag.eval.metrics import auroc, exact_match, max_token_f1
+from verityrag.models.span_reader import ReaderResult, SpanReader
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,9 +15,9 @@ from typing import Any
 
 from verityrag.agent.calibration import WRONG_ANSWER_COST, reader_thresholds
 from verityrag.checks.thresholds import GateOutcome, gate_outcomes, sweep_row
-from verityrag.datasets.bundled import EvalQuestion
 from verityrag.generation.reading import probability
 from verityrag.pipeline import VerityRAGPipeline
+from verityrag.serve.bundled_corpus import EvalQuestion
 
 #: Answer-probability thresholds of the table (the chosen one is added).
 SWEEP = (0.0, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98, 0.99)

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from verityrag.checks.precision_thresholds import wilson_interval
 from verityrag.config import Settings
-from verityrag.datasets.bundled import DEFAULT_DATA_DIR, EvalQuestion, load_corpus, load_questions
-from verityrag.embed.base import Embedder
+from verityrag.embed.embedder import Embedder
 from verityrag.errors import InvalidInputError
 from verityrag.eval.metrics import (
     contains_gold,
@@ -28,8 +28,8 @@ from verityrag.eval.metrics import (
 from verityrag.eval.sampling import stratified_sample
 from verityrag.pipeline import IN_MEMORY, VerityRAGPipeline
 from verityrag.serve.bundled import calibrate_on_split
+from verityrag.serve.bundled_corpus import DEFAULT_DATA_DIR, EvalQuestion, load_corpus, load_questions
 from verityrag.types import QueryResult
-from verityrag.verify.calibration import wilson_interval
 
 REPORT_SCHEMA_VERSION = 1
 
@@ -46,7 +46,7 @@ class EvalOptions:
     progress: bool = True
     # "elasticsearch": ELASTICSEARCH_URL, or the noida-db emulator started here when it is unset.
     backend: str = "embedded"
-    # Learned cross-encoder gates (verityrag.crossenc): a threshold sweep, chosen on calibration.
+    # Learned cross-encoder gates (verityrag.models): a threshold sweep, chosen on calibration.
     answerability: bool = False
     answerability_threshold: float | None = None
     guard: bool = False
@@ -140,7 +140,7 @@ def build_pipeline(options: EvalOptions) -> VerityRAGPipeline:
         embedder = SentenceTransformerEmbedder(backend=options.embedding_backend)  # type: ignore[arg-type]
     if options.backend == "elasticsearch":
         from verityrag.embed.hashing import HashingEmbedder
-        from verityrag.index.elastic.emulator import index_from_env_or_emulator
+        from verityrag.index.elastic.from_env import index_from_env_or_emulator
         from verityrag.text.analyzer import DEFAULT_ANALYZER
 
         embedder = embedder or HashingEmbedder()

@@ -6,7 +6,7 @@ import math
 import random
 from collections.abc import Sequence
 
-from verityrag.datasets.bundled import EvalQuestion
+from verityrag.serve.bundled_corpus import EvalQuestion
 
 
 def stratified_sample(questions: Sequence[EvalQuestion], n: int, seed: int) -> list[EvalQuestion]:

@@ -85,7 +85,7 @@ class ReadResult(Protocol):
 
 
 class ReaderModel(Protocol):
-    """An extractive reader model (:class:`~verityrag.crossenc.reader.SpanReader`, or one of a hub)."""
+    """An extractive reader model (:class:`~verityrag.models.span_reader.SpanReader`, or one of a hub)."""
 
     def read_batch(self, pairs: Sequence[tuple[str, str]], k: int = ...) -> Sequence[ReadResult]: ...
 
@@ -207,10 +207,10 @@ class EvidenceReader:
 
     @classmethod
     def open(cls, model: str | None = None) -> EvidenceReader:
-        """A reader over the model ``model`` names (:func:`~verityrag.crossenc.hf_reader.open_reader`:
+        """A reader over the model ``model`` names (:func:`~verityrag.models.hf_reader.open_reader`:
         "" or None for the shipped one), its files checked now: a missing model stops the start
         naming the command that builds it. The model itself loads on first use or :meth:`warm_up`."""
-        from verityrag.crossenc.hf_reader import open_reader
+        from verityrag.models.hf_reader import open_reader
 
         found = open_reader(model or None)
         check = getattr(found, "check_files", None)

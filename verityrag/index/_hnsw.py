@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-if TYPE_CHECKING:
-    from verityrag.index.snapshot import IndexSnapshot
+from verityrag.index._visibility import VisibleSlots
 
 #: Graph degree and search breadth (docs/decisions/0043-dense-exact-for-hashed-ann-for-model-vectors.md).
 M = 16
@@ -59,7 +58,7 @@ class HnswIndex:
             self.count = max(self.count, needed)
 
     def query(
-        self, vector: npt.NDArray[np.float32], k: int, snap: IndexSnapshot
+        self, vector: npt.NDArray[np.float32], k: int, snap: VisibleSlots
     ) -> tuple[list[int], list[float]] | None:
         """The ``k`` nearest slots that ``snap`` sees, or None when the graph search cannot find
         ``k`` of them (a heavily filtered graph; the caller scans instead)."""
@@ -93,7 +92,7 @@ class HnswIndex:
         with self._lock:
             return np.asarray(self._index.get_items(slots, return_type="numpy"), dtype=np.float32)
 
-    def exact_scan(self, vector: npt.NDArray[np.float32], snap: IndexSnapshot) -> npt.NDArray[np.float32]:
+    def exact_scan(self, vector: npt.NDArray[np.float32], snap: VisibleSlots) -> npt.NDArray[np.float32]:
         """Inner products with every slot ``snap`` sees (-inf elsewhere), read from the graph in batches."""
         sims = np.full(snap.n_slots, -np.inf, dtype=np.float32)
         live = snap.live_slots()

@@ -21,16 +21,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from verityrag.index._arena import ByteArena
 from verityrag.index._growable import GrowableArray
-
-if TYPE_CHECKING:
-    from verityrag.index.snapshot import IndexSnapshot
+from verityrag.index._visibility import VisibleSlots
 
 F32 = npt.NDArray[np.float32]
 Slots = Sequence[int] | npt.NDArray[np.int64]
@@ -58,7 +56,7 @@ def top_positions(scores: npt.NDArray[np.floating[Any]], k: int) -> list[int]:
     return sorted(top.tolist(), key=lambda i: (-scores[i], i))
 
 
-def _hide_dead(scores: F32, snap: IndexSnapshot) -> F32:
+def _hide_dead(scores: F32, snap: VisibleSlots) -> F32:
     if snap.n_dead:
         scores[snap.died[: snap.n_slots] <= snap.version] = -np.inf
     return scores
@@ -156,7 +154,7 @@ class ColumnView:
             np.matmul(query, block[:, :cols], out=out[first : first + cols])
         return out
 
-    def top_k(self, query: F32, k: int, snap: IndexSnapshot) -> tuple[list[int], list[float]]:
+    def top_k(self, query: F32, k: int, snap: VisibleSlots) -> tuple[list[int], list[float]]:
         sims = _hide_dead(self.sims(query, snap.n_slots), snap)
         top = top_positions(sims, k)
         return top, sims[top].tolist()
@@ -251,7 +249,7 @@ class QuantizedView:
         rows = self.columns(slots)
         return (rows * query).sum(axis=1, dtype=np.float32)  # type: ignore[no-any-return]
 
-    def top_k(self, query: F32, k: int, snap: IndexSnapshot) -> tuple[list[int], list[float]]:
+    def top_k(self, query: F32, k: int, snap: VisibleSlots) -> tuple[list[int], list[float]]:
         """The float32 exact top-``k`` (ties: earliest slot), found through the int8 columns."""
         n = snap.n_slots
         nonzero = np.flatnonzero(query).tolist()

@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from itertools import chain
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -41,7 +41,7 @@ from verityrag.index._arena import ByteArena
 from verityrag.index._chunks import TEXT_MEMORY_LIMIT, ChunkTable, TextArena
 from verityrag.index._hnsw import HnswIndex
 from verityrag.index._vectors import ColumnBlocks, ColumnView, QuantizedColumns, QuantizedView, top_positions
-from verityrag.index.protocol import Scored, check_upserts
+from verityrag.index.protocol import IndexBackend, Scored, check_upserts
 from verityrag.index.snapshot import ALIVE, IndexSnapshot, Segment, holds
 from verityrag.text.analyzer import DEFAULT_ANALYZER, Analyzer
 from verityrag.types import Chunk
@@ -594,3 +594,9 @@ class LiveIndex:
 
 def _columns(seg: Segment) -> ColumnView | QuantizedView | None:
     return seg.vectors.view() if seg.vectors is not None else None
+
+
+if TYPE_CHECKING:
+    # mypy proves here that the embedded index satisfies the contract.
+    def _live_index_is_a_backend(index: LiveIndex) -> IndexBackend[IndexSnapshot]:
+        return index

@@ -15,7 +15,7 @@ views; an Elasticsearch snapshot caches what it has read (see
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar, runtime_checkable
+from typing import Any, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -23,9 +23,6 @@ import numpy.typing as npt
 from verityrag.errors import InvalidInputError
 from verityrag.text.analyzer import Analyzer
 from verityrag.types import Chunk
-
-if TYPE_CHECKING:
-    from verityrag.index.live import IndexSnapshot, LiveIndex
 
 # One document's write: (doc_id, its chunks, their vectors [n_chunks, dim]).
 Upsert = tuple[str, Sequence[Chunk], npt.NDArray[np.float32]]
@@ -169,9 +166,3 @@ class PrefetchesTermStatistics(Protocol):
     """
 
     def prefetch_term_statistics(self, terms: Iterable[str], snapshot: Any = None) -> None: ...
-
-
-if TYPE_CHECKING:
-    # mypy proves here that the embedded index satisfies the contract.
-    def _live_index_is_a_backend(index: LiveIndex) -> IndexBackend[IndexSnapshot]:
-        return index

@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from verityrag.config import Settings
-from verityrag.embed.base import Embedder
+from verityrag.embed.embedder import Embedder
 from verityrag.errors import InvalidInputError
 from verityrag.index.filters import AnyFilter, MetadataIndex, as_filter
 from verityrag.index.live import LiveIndex

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from verityrag.embed.base import Embedder
+from verityrag.embed.embedder import Embedder
 from verityrag.errors import InvalidInputError
 from verityrag.index.protocol import AnyIndex, Scored, SnapshotView
 from verityrag.retrieval.fusion import FusionMode, check_fusion_mode, rrf, weighted

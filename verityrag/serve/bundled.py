@@ -18,11 +18,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from verityrag.datasets.bundled import DEFAULT_DATA_DIR, EvalQuestion, load_corpus, load_questions
 from verityrag.errors import VerityRAGError
 from verityrag.generation.reading import probability
 from verityrag.index.collections import COLLECTION_KEY
 from verityrag.pipeline import CALIBRATION_FORMAT, IN_MEMORY, VerityRAGPipeline
+from verityrag.serve.bundled_corpus import DEFAULT_DATA_DIR, EvalQuestion, load_corpus, load_questions
 from verityrag.types import Document
 
 logger = logging.getLogger(__name__)

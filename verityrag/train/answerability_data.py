@@ -32,7 +32,7 @@ synthetic draws use their own random stream, seeded ``--seed`` + 1).
 
 No article reserved for the main eval (data/corpus_manifest.json ``reserved_articles``)
 is ever used for training or validation; the recipe asserts it.
-Evidence is trimmed to the most question-relevant sentences (verityrag.crossenc.trim_evidence,
+Evidence is trimmed to the most question-relevant sentences (verityrag.models.trim_evidence,
 80 words), exactly as LearnedAnswerability trims it at run time.
 
     python -m verityrag.train answerability-data     # writes guard_work/answerability/data/*.jsonl.gz
@@ -46,9 +46,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from verityrag.checks.answerability import EVIDENCE_WORDS
-from verityrag.crossenc.build import VALIDATION_TITLES, add_squad_arguments, write_pairs
-from verityrag.crossenc.evidence import trim_evidence
+from verityrag.models.evidence import trim_evidence
 from verityrag.train._common import ROOT, add_seed_and_out, load_squad, recipe_parser
+from verityrag.train.model_build import VALIDATION_TITLES, add_squad_arguments, write_pairs
 from verityrag.train.unanswerable import (
     Pool,
     bm25_best_other,

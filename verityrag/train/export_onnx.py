@@ -13,9 +13,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from verityrag.crossenc.export import export_onnx
-from verityrag.crossenc.model_folder import TORCH_DIR
+from verityrag.models.folder import TORCH_DIR
 from verityrag.train._common import ROOT, command, recipe_parser
+from verityrag.train.exporter import export_onnx
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -47,12 +47,13 @@ from typing import Any
 from tqdm import tqdm
 
 from verityrag.checks.guard import DEFAULT_GUARD_DIR, EVIDENCE_WORDS
-from verityrag.crossenc.build import halueval_knowledge, write_pairs
-from verityrag.crossenc.evidence import trim_evidence
+from verityrag.datasets import halueval_knowledge
 from verityrag.generation.llm import LLMGenerator, parse_cited_sentences
 from verityrag.llm.local_gemma import LocalGemmaCompleteFn, local_gemma_complete_fn
+from verityrag.models.evidence import trim_evidence
 from verityrag.text import ENGLISH_STOPWORDS
 from verityrag.train._common import HALUEVAL, ROOT, read_jsonl_gz, recipe_parser
+from verityrag.train.model_build import write_pairs
 from verityrag.types import Chunk, Hit
 
 RAW = ROOT / "guard_work" / "gemma_answers"

@@ -18,7 +18,7 @@ Evidence is trimmed to the sentences most relevant to the answer (80 words), as
 seed: the last 2,000 items are the test set (never trained on), 500 before them
 validation (threshold), the rest training, less the training items whose knowledge passage
 is also a validation or test item's (HaluEval's near-duplicates:
-``verityrag.crossenc.build.halueval_shared_passages``). Each file is written whole under a
+``verityrag.train.model_build.halueval_shared_passages``). Each file is written whole under a
 temporary name and renamed, train.jsonl.gz (the Makefile's target) last.
 
     python -m verityrag.train guard-data      # writes guard_work/guard/data/*.jsonl.gz
@@ -33,10 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from verityrag.checks.guard import EVIDENCE_WORDS
-from verityrag.crossenc.build import halueval_knowledge, halueval_shared_passages, write_pairs
-from verityrag.crossenc.evidence import trim_evidence
+from verityrag.datasets import halueval_knowledge
+from verityrag.models.evidence import trim_evidence
 from verityrag.text.sentences import split_sentences
 from verityrag.train._common import HALUEVAL, ROOT, add_seed_and_out, read_jsonl_gz, recipe_parser
+from verityrag.train.model_build import halueval_shared_passages, write_pairs
 
 OUT = ROOT / "guard_work" / "guard" / "data"
 TEST_ITEMS = 2000

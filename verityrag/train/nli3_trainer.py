@@ -2,12 +2,12 @@
 
 A ``*ForSequenceClassification`` head of three classes on an encoder (all-MiniLM-L6-v2 by
 default), cross-entropy over (premise, hypothesis) pairs encoded by the base's own tokenizer
-(the premise is truncated first, as :class:`~verityrag.verify.nli.HFSequenceClassificationScorer`
+(the premise is truncated first, as :class:`~verityrag.checks.nli_verifier.HFSequenceClassificationScorer`
 serves it). The saved folder is a plain Hugging Face model whose ``id2label`` names the
 classes, so the scorer reads "entailment" as the support score and windows long evidence.
 
-Built like :class:`~verityrag.crossenc.qa_trainer.ReaderTrainer` for long runs on a small machine,
-by :class:`~verityrag.crossenc.resumable.ResumableTrainer`: resumable from a checkpoint (the same
+Built like :class:`~verityrag.train.reader_trainer.ReaderTrainer` for long runs on a small machine,
+by :class:`~verityrag.train.resumable.ResumableTrainer`: resumable from a checkpoint (the same
 command continues where it stopped, on the same batches, to the same weights), CUDA or bfloat16
 autocast where there is one, batches of similar length.
 
@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from verityrag.crossenc.resumable import ResumableTrainer, TrainingConfig
-from verityrag.crossenc.trainer import random_config
 from verityrag.errors import InvalidInputError, NotFittedError
+from verityrag.train.cross_encoder import random_config
+from verityrag.train.resumable import ResumableTrainer, TrainingConfig
 
 ID2LABEL = {0: "entailment", 1: "neutral", 2: "contradiction"}
 
@@ -38,7 +38,7 @@ class NLITrainingConfig(TrainingConfig):
 class NLITrainer(ResumableTrainer[NLITrainingConfig]):
     """Trains the three-way head; :meth:`fit` returns self, ``model_`` is the result.
 
-    The settings are :class:`~verityrag.crossenc.resumable.ResumableTrainer`'s (``out``: the run
+    The settings are :class:`~verityrag.train.resumable.ResumableTrainer`'s (``out``: the run
     folder; ``base_model``: a Hugging Face folder with a tokenizer; ``max_minutes``: stop,
     checkpoint written; ``finished_`` says whether the planned epochs are done).
     """

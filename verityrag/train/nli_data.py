@@ -3,7 +3,7 @@
 No NLI corpus can be had offline, so the pairs are made from real paragraphs. The
 hypothesis is always one sentence (the verifier scores an answer sentence by sentence);
 the premise is the paragraph trimmed to the 80 words most relevant to the hypothesis,
-exactly as :class:`verityrag.checks.nli.LearnedNLI` trims it at run time.
+exactly as :class:`verityrag.checks.learned_nli.LearnedNLI` trims it at run time.
 
 Per SQuAD paragraph (up to two answerable questions each):
 
@@ -49,17 +49,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from verityrag.checks.nli import EVIDENCE_WORDS
-from verityrag.crossenc.build import (
+from verityrag.checks.learned_nli import EVIDENCE_WORDS
+from verityrag.models.evidence import trim_evidence
+from verityrag.text.analyzer import DEFAULT_ANALYZER
+from verityrag.text.sentences import split_sentences
+from verityrag.train._common import ROOT, add_seed_and_out, command, load_squad, recipe_parser
+from verityrag.train.model_build import (
     VALIDATION_TITLES,
     add_squad_arguments,
     read_pairs,
     write_pairs,
 )
-from verityrag.crossenc.evidence import trim_evidence
-from verityrag.text.analyzer import DEFAULT_ANALYZER
-from verityrag.text.sentences import split_sentences
-from verityrag.train._common import ROOT, add_seed_and_out, command, load_squad, recipe_parser
 
 OUT = ROOT / "guard_work" / "nli" / "data"
 GUARD_TRAIN = ROOT / "guard_work" / "guard" / "data" / "train.jsonl.gz"

@@ -36,11 +36,12 @@ from pathlib import Path
 from typing import Any
 
 from verityrag.checks.reader_check import EVIDENCE_WORDS
-from verityrag.crossenc.build import halueval_knowledge, halueval_shared_passages, write_pairs
-from verityrag.crossenc.evidence import trim_evidence
+from verityrag.datasets import halueval_knowledge
+from verityrag.models.evidence import trim_evidence
 from verityrag.text.answers import contains_gold, normalize_answer
 from verityrag.text.sentences import split_sentences
 from verityrag.train._common import HALUEVAL, ROOT, read_jsonl_gz, recipe_parser
+from verityrag.train.model_build import halueval_shared_passages, write_pairs
 
 OUT = ROOT / "guard_work" / "reader_data" / "halueval_qa.jsonl.gz"
 #: Verity-Guard's training items; 7500-9999 are its (and the reader check's) validation and test.

@@ -2,7 +2,7 @@
 
     python -m verityrag.train requantize guard_work/guard guard_work/nli
 
-For a folder built before a change to ``verityrag.crossenc.export.QUANTIZATION``: the
+For a folder built before a change to ``verityrag.train.exporter.QUANTIZATION``: the
 int8 file is rebuilt from ``model.onnx`` (no retraining), the int8-vs-fp32 logit gap on
 the folder's validation pairs is measured and recorded, and ``metadata.json`` notes that
 its other metrics were measured with the earlier int8 file.
@@ -15,12 +15,12 @@ from pathlib import Path
 
 import numpy as np
 
-from verityrag.crossenc import ModelMetadata, OnnxCrossEncoder
-from verityrag.crossenc.build import read_pairs
-from verityrag.crossenc.export import QUANTIZATION, quantize_int8
-from verityrag.crossenc.model_folder import ONNX_FP32_FILE, ONNX_INT8_FILE
 from verityrag.errors import VerityRAGError
+from verityrag.models import ModelMetadata, OnnxCrossEncoder
+from verityrag.models.folder import ONNX_FP32_FILE, ONNX_INT8_FILE
 from verityrag.train._common import recipe_parser, utc_now
+from verityrag.train.exporter import QUANTIZATION, quantize_int8
+from verityrag.train.model_build import read_pairs
 
 #: The (long, short) fields of each model's pair files.
 FIELDS = {"first": (("evidence", "answer"), ("premise", "hypothesis")), "second": (("question", "evidence"),)}

@@ -14,10 +14,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from verityrag.datasets.bundled import DEFAULT_DATA_DIR
 from verityrag.ingest.stream import LiveDocumentStream
 from verityrag.pipeline import IN_MEMORY, VerityRAGPipeline
 from verityrag.serve.bundled import bundled_documents
+from verityrag.serve.bundled_corpus import DEFAULT_DATA_DIR
 from verityrag.types import Document, QueryResult
 
 HELD_BACK = "squad-nikola-tesla"

@@ -284,7 +284,7 @@ class ElasticsearchIndex:
         """BM25Okapi IDF of ``term`` at the snapshot (0 for unseen terms), as ``LiveIndex.idf``."""
         return self._resolve(snapshot).idf(term)
 
-    def _fetch_statistics(self, snap: ElasticsearchSnapshot, terms: Sequence[str]) -> None:
+    def fetch_statistics(self, snap: ElasticsearchSnapshot, terms: Sequence[str]) -> None:
         """N, total length and the document frequency of each term: one aggregation request."""
         aggs: dict[str, Any] = {"total_len": {"sum": {"field": "doc_len"}}}
         if terms:
@@ -301,7 +301,7 @@ class ElasticsearchIndex:
             for t in terms:
                 snap.df[t] = int(buckets.get(t, {}).get("doc_count", 0))
 
-    def _average_idf(self, n: int) -> float:
+    def average_idf(self, n: int) -> float:
         """Mean BM25Okapi IDF over the vocabulary (needed only for terms in over half the chunks)."""
         with self._es("reading the vocabulary"):
             resp = self.client.search(

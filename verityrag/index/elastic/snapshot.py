@@ -12,16 +12,13 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from verityrag.index.protocol import Scored
 from verityrag.types import Chunk
-
-if TYPE_CHECKING:
-    from verityrag.index.elastic.backend import ElasticsearchIndex
 
 #: The stored fields a read fetches to rebuild a chunk (and its BM25 terms).
 CHUNK_SOURCE = ["chunk_id", "doc_id", "title", "text", "position", "start", "end", "seq", "terms"]
@@ -40,13 +37,27 @@ def chunk_of(source: Mapping[str, Any]) -> Chunk:
     )
 
 
+class CollectionStatistics(Protocol):
+    """What a snapshot asks of its index: BM25's parameters and the collection's statistics."""
+
+    k1: float
+    b: float
+    epsilon: float
+
+    def fetch_statistics(self, snap: ElasticsearchSnapshot, terms: Sequence[str]) -> None:
+        """Set ``snap``'s N and total length (once) and the document frequencies of ``terms``."""
+
+    def average_idf(self, n: int) -> float:
+        """The mean IDF over the vocabulary of ``n`` live chunks (BM25Okapi's epsilon floor)."""
+
+
 class ElasticsearchSnapshot:
     """One query's consistent view: collection statistics fixed at first use, results cached.
 
     Obtain with ``ElasticsearchIndex.snapshot()`` (it costs nothing until read).
     """
 
-    def __init__(self, index: ElasticsearchIndex, version: int) -> None:
+    def __init__(self, index: CollectionStatistics, version: int) -> None:
         self._index = index
         self.version = version
         self.created = time.monotonic()
@@ -75,7 +86,7 @@ class ElasticsearchSnapshot:
 
     def _load_stats(self, terms: Sequence[str] = ()) -> tuple[int, int]:
         if self._stats is None:
-            self._index._fetch_statistics(self, terms)
+            self._index.fetch_statistics(self, terms)
         assert self._stats is not None
         return self._stats
 
@@ -90,7 +101,7 @@ class ElasticsearchSnapshot:
             with self._lock:
                 missing = [t for t in missing if t not in self.df]
                 if self._stats is None or missing:
-                    self._index._fetch_statistics(self, missing)
+                    self._index.fetch_statistics(self, missing)
 
     def document_frequency(self, term: str) -> int:
         if term not in self.df:
@@ -114,7 +125,7 @@ class ElasticsearchSnapshot:
         idf = math.log(n - df + 0.5) - math.log(df + 0.5)
         if idf < 0:
             if self._avg_idf is None:
-                self._avg_idf = self._index._average_idf(n)
+                self._avg_idf = self._index.average_idf(n)
             return self._index.epsilon * self._avg_idf
         return idf
 
