@@ -99,7 +99,7 @@ train-reader: setup
 	$(if $(JEMALLOC),LD_PRELOAD=$(JEMALLOC)) $(HEAVY) $(TRAIN) reader --budget-minutes $(READER_MINUTES) --compile --lr 1e-4 --ship
 	$(HEAVY) $(TRAIN) gate
 
-# Cross-encoders (verityrag.models), trained here on CPU into guard_work/ (git-ignored).
+# Cross-encoders (served by verityrag.models), trained by verityrag.train here on CPU into guard_work/ (git-ignored).
 # Each takes 15-35 min of both cores; the lock keeps heavy jobs one at a time. The
 # commands are the ones the figures in scripts/results/crossenc_*.json were measured with
 # (recorded there as scripts/*.py, the same recipes with the same options before they moved).

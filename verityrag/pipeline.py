@@ -25,7 +25,7 @@ from verityrag.agent.calibration import (
     fit_sufficiency_gate,
 )
 from verityrag.agent.confidence import ConfidenceModel, shipped_confidence
-from verityrag.agent.controller import AgentController
+from verityrag.agent.controller import AgentConfig, AgentController, AgentParts
 from verityrag.agent.interfaces import AnswerabilityModel, AnswerGuard, ReaderAgreementCheck
 from verityrag.agent.questions import check_labelled, check_question
 from verityrag.agent.reformulation import Reformulator, SalientTermExpansion, TitleAnchoredRewrite
@@ -147,6 +147,7 @@ class VerityRAGPipeline:
         )
         self._controller_lock = threading.Lock()
         self._controller_cache: tuple[tuple[Any, ...], AgentController] | None = None
+        self._other_retrievers: dict[tuple[str, float], HybridRetriever] = {}
 
     def _default_index(self) -> AnyIndex:
         if self.settings.backend == "elasticsearch":
@@ -315,6 +316,59 @@ class VerityRAGPipeline:
     def _reformulators(self) -> list[Reformulator]:
         return [SalientTermExpansion(self._chunk_terms, self.index.idf), TitleAnchoredRewrite()]
 
+    def agent_config(
+        self,
+        settings: Settings,
+        sufficiency_threshold: float | None,
+        reader_threshold: float | None = None,
+    ) -> AgentConfig:
+        """How an agent over this pipeline decides: ``settings`` and what calibration fitted."""
+        return AgentConfig(
+            max_reformulations=settings.max_reformulations if self.reformulate else 0,
+            candidates=settings.candidates,
+            top_k=settings.top_k,
+            signal_floor=settings.reformulation_signal_floor,
+            strictness=settings.strictness,
+            verify=settings.verify,
+            sufficiency_threshold=sufficiency_threshold,
+            reader_threshold=self.reader_threshold if reader_threshold is None else reader_threshold,
+            reader_subjects=settings.reader_subjects,
+            report_conflicts=settings.report_conflicts,
+            gate_min_chunks=settings.gate_min_chunks,
+        )
+
+    def _agent_parts(
+        self, settings: Settings, gate: SufficiencyGate | None, checks: Mapping[str, Any]
+    ) -> AgentParts:
+        retriever = self.retriever
+        fused = (settings.fusion, settings.dense_weight)
+        if fused != (retriever.fusion, retriever.dense_weight):
+            # One per fusion setting, kept: the agent built over it is cached by its parts.
+            if fused not in self._other_retrievers:
+                self._other_retrievers[fused] = HybridRetriever(
+                    self.index,
+                    self.embedder,
+                    settings.fusion,
+                    retriever.candidates,
+                    dense_weight=settings.dense_weight,
+                )
+            retriever = self._other_retrievers[fused]
+        return AgentParts(
+            index=self.index,
+            retriever=retriever,
+            generator=self.generator,
+            gate=gate,
+            grounding=self.grounding,
+            cache=self._chunk_terms,
+            reranker=self.reranker if self.reranker.is_fitted and self.use_reranker else None,
+            answer_guard=checks.get("guard"),
+            answerability=checks.get("answerability"),
+            answer_reader=checks.get("reader"),
+            answer_strategy=self.answer_strategy,
+            reader=self.reader,
+            confidence=self.confidence_model,
+        )
+
     def _build_controller(
         self,
         settings: Settings,
@@ -323,41 +377,8 @@ class VerityRAGPipeline:
         sufficiency_threshold: float | None,
         reader_threshold: float | None = None,
     ) -> AgentController:
-        retriever = self.retriever
-        if (settings.fusion, settings.dense_weight) != (retriever.fusion, retriever.dense_weight):
-            retriever = HybridRetriever(
-                self.index,
-                self.embedder,
-                settings.fusion,
-                retriever.candidates,
-                dense_weight=settings.dense_weight,
-            )
-        return AgentController(
-            index=self.index,
-            retriever=retriever,
-            generator=self.generator,
-            gate=gate,
-            grounding=self.grounding,
-            cache=self._chunk_terms,
-            reranker=self.reranker if self.reranker.is_fitted and self.use_reranker else None,
-            reformulators=self._reformulators(),
-            answer_guard=checks.get("guard"),
-            answerability=checks.get("answerability"),
-            answer_reader=checks.get("reader"),
-            max_reformulations=settings.max_reformulations if self.reformulate else 0,
-            signal_floor=settings.reformulation_signal_floor,
-            candidates=settings.candidates,
-            top_k=settings.top_k,
-            strictness=settings.strictness,
-            verify=settings.verify,
-            answer_strategy=self.answer_strategy,
-            sufficiency_threshold=sufficiency_threshold,
-            reader=self.reader,
-            reader_threshold=self.reader_threshold if reader_threshold is None else reader_threshold,
-            reader_subjects=settings.reader_subjects,
-            report_conflicts=settings.report_conflicts,
-            gate_min_chunks=settings.gate_min_chunks,
-            confidence=self.confidence_model,
+        return self._agent_parts(settings, gate, checks).controller(
+            self._reformulators(), self.agent_config(settings, sufficiency_threshold, reader_threshold)
         )
 
     def new_controller(self, settings: Settings | None = None) -> AgentController:
@@ -368,31 +389,17 @@ class VerityRAGPipeline:
         )
 
     def controller(self, settings: Settings | None = None) -> AgentController:
-        """The agent for ``settings`` (default: the pipeline's): built once, and again only when the
-        settings or a part it holds (gate, reranker, learned checks, answer strategy) change."""
+        """The agent for ``settings`` (default: the pipeline's): built once, and again only when its
+        config or one of its parts (gate, reranker, learned checks, reader, answer strategy,
+        confidence model) changes."""
         s = settings or self.settings
-        gate = self.gate
-        checks = self.checks()
-        paired = self.paired_threshold()
-        key = (
-            s,
-            id(gate),
-            id(self.reranker),
-            self.reranker.is_fitted and self.use_reranker,
-            self.reformulate,
-            tuple((stage, id(check)) for stage, check in checks.items()),
-            paired,
-            id(self.answer_strategy),
-            id(self.generator),
-            id(self.reader),
-            self.reader_threshold,
-            id(self.confidence_model),
-        )
+        parts = self._agent_parts(s, self.gate, self.checks())
+        key = (parts.identity(), self.agent_config(s, self.paired_threshold()))
         with self._controller_lock:
             cached = self._controller_cache
             if cached is not None and cached[0] == key:
                 return cached[1]
-            built = self._build_controller(s, gate, checks, paired)
+            built = parts.controller(self._reformulators(), key[1])
             if s is self.settings or s == self.settings:
                 self._controller_cache = (key, built)
             return built
@@ -442,6 +449,7 @@ class VerityRAGPipeline:
         self,
         questions: Iterable[tuple[str, Sequence[str]]],
         reader_questions: Iterable[tuple[str, Sequence[str]]] = (),
+        refit_reader: bool = True,
     ) -> dict[str, Any]:
         """Fit the sufficiency gate on labelled questions: ``(question, gold answers)``.
 
@@ -452,8 +460,9 @@ class VerityRAGPipeline:
 
         Given ``reader_questions`` (on-topic questions the documents do not answer, which the gate
         must not learn to refuse on topic alone), the reader's threshold (unless the settings fix
-        it) is refitted on them and ``questions`` where a wrong answer stops paying
-        (:func:`~verityrag.agent.calibration.choose_reader_threshold`); without, the model's own.
+        it, or ``refit_reader=False`` keeps the one in effect) is refitted on them and ``questions``
+        where a wrong answer stops paying (:func:`~verityrag.agent.calibration.choose_reader_threshold`);
+        without, the model's own.
 
         Learned checks the settings attached with an open threshold then get theirs by the
         main eval's rule (:mod:`verityrag.checks.thresholds`): the labelled questions are run
@@ -494,7 +503,12 @@ class VerityRAGPipeline:
             k: summary.pop(k) for k in ("reformulation", "threshold_single_attempt") if k in summary
         }
         summary = {**summary, "reranker": reranker_check, **loop}
-        if self.reader is not None and self.settings.reader_answer_threshold is None:
+        if self.reader is not None and self.settings.reader_answer_threshold is None and not refit_reader:
+            summary["reader"] = {
+                "fitted": False,
+                "reason": "refit_reader=False: the threshold in effect is kept",
+            }
+        elif self.reader is not None and self.settings.reader_answer_threshold is None:
             if self.answer_strategy is None and for_reader:
                 summary["reader"] = self._fit_reader_threshold(labelled + for_reader)
             else:  # with an LLM strategy the fit would call the LLM once per question

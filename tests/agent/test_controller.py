@@ -8,6 +8,7 @@ controller from it and never change the shared pipeline.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Callable, Sequence
@@ -19,7 +20,7 @@ import numpy.typing as npt
 import pytest
 
 from verityrag import AbstainReason, InvalidInputError, Settings, VerityRAGPipeline
-from verityrag.agent.controller import GROUNDING_THRESHOLDS, AgentController
+from verityrag.agent.controller import GROUNDING_THRESHOLDS, AgentConfig, AgentController
 from verityrag.agent.sufficiency import GATE_FEATURES, SufficiencyGate
 from verityrag.checks.grounding import GroundingChecker
 from verityrag.errors import NotFittedError
@@ -148,7 +149,7 @@ def controller(
     )
     ctrl = pipeline.new_controller(settings)
     # These tests are about the loop itself, whatever calibrate() decided for this corpus.
-    ctrl.max_reformulations = settings.max_reformulations
+    ctrl.config = dataclasses.replace(ctrl.config, max_reformulations=settings.max_reformulations)
     if gate is not None:
         ctrl.gate = FixedGate([gate[0]], gate[1])
     for name, value in changes.items():
@@ -223,7 +224,7 @@ def test_loop_probability_below_signal_floor_makes_one_attempt(
     pipeline: VerityRAGPipeline, question: str
 ) -> None:
     ctrl = controller(pipeline, max_reformulations=2)
-    ctrl.gate = FixedGate([ctrl.signal_floor / 2], 0.5)
+    ctrl.gate = FixedGate([ctrl.config.signal_floor / 2], 0.5)
     result = ctrl.run(question)
     assert stages(result) == ["attempt_0", "abstain"]
     assert result.abstain_reason is AbstainReason.SUFFICIENCY
@@ -231,7 +232,7 @@ def test_loop_probability_below_signal_floor_makes_one_attempt(
 
 def test_loop_probability_at_signal_floor_counts_as_signal(pipeline: VerityRAGPipeline) -> None:
     ctrl = controller(pipeline, max_reformulations=2)
-    ctrl.gate = FixedGate([ctrl.signal_floor], 0.5)
+    ctrl.gate = FixedGate([ctrl.config.signal_floor], 0.5)
     assert len(attempts(ctrl.run(REFORMULABLE))) == 3
 
 
@@ -273,18 +274,9 @@ def test_loop_gate_unreachable_on_default_gate_question_never_exceeds_bound(
         assert result.abstain_reason is AbstainReason.SUFFICIENCY
 
 
-def test_controller_negative_max_reformulations_raises(pipeline: VerityRAGPipeline) -> None:
-    ctrl = pipeline.new_controller()
+def test_controller_negative_max_reformulations_raises() -> None:
     with pytest.raises(ValueError, match="max_reformulations must be >= 0"):
-        AgentController(
-            ctrl.index,
-            ctrl.retriever,
-            ctrl.generator,
-            ctrl.gate,
-            ctrl.grounding,
-            ctrl.cache,
-            max_reformulations=-1,
-        )
+        AgentConfig(max_reformulations=-1)
 
 
 def test_controller_without_gate_raises_not_fitted(pipeline: VerityRAGPipeline) -> None:
@@ -688,7 +680,7 @@ def test_calibrate_keeps_reformulation_only_when_the_loop_beats_one_attempt(
     check = summary["reformulation"]
     assert check["used"] is p.reformulate
     assert check["used"] is (check["objective_loop"] > check["objective_single"])  # the stated rule
-    loops = p.controller().max_reformulations
+    loops = p.controller().config.max_reformulations
     assert loops == (p.settings.max_reformulations if check["used"] else 0)
     if check["used"]:
         assert summary["threshold_single_attempt"] <= 1.0 + 1e-9

@@ -259,11 +259,12 @@ def test_calibrating_on_a_split_fits_confidence_on_every_kind_and_keeps_the_read
     summary = calibrate_on_split(pipeline, split)
     assert summary["confidence"]["questions"] == 40  # every kind
     assert summary["examples"] == 30  # the gate: answerable and held out only
-    assert pipeline.reader_threshold == pytest.approx(models_own)
-    assert "reader" not in summary  # fixed in the settings: not refitted on the on-topic ones
+    assert pipeline.reader_threshold == models_own  # kept, not refitted on the on-topic ones
+    assert summary["reader"]["fitted"] is False
+    assert pipeline.settings.reader_answer_threshold is None  # the settings are the caller's, untouched
     from verityrag.eval.reader_sweep import _rule
 
-    assert _rule(pipeline).endswith("(kept in the settings)")
+    assert _rule(pipeline).startswith("the model's own")
 
 
 def test_the_reader_sweep_names_where_its_threshold_comes_from() -> None:

@@ -1,4 +1,4 @@
-"""``verityrag.elasticsearch_index.ElasticsearchLexicalIndex``: the reference design's lexical drop-in,
+"""``verityrag.index.elastic.lexical.ElasticsearchLexicalIndex``: the reference design's lexical drop-in,
 on the noida-db emulator of the Elasticsearch 8 REST API (or ELASTICSEARCH_URL's cluster)."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from verityrag.elasticsearch_index import ElasticsearchLexicalIndex
 from verityrag.errors import InvalidInputError, StorageError
 from verityrag.index.elastic import ElasticsearchConfig
+from verityrag.index.elastic.lexical import ElasticsearchLexicalIndex
 
 pytest.importorskip("elasticsearch")
 

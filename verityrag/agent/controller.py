@@ -19,10 +19,23 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, fields
 from typing import Any
 
+from verityrag.agent.attempt import Attempt
 from verityrag.agent.confidence import ConfidenceModel
+from verityrag.agent.gates import (
+    AgentGate,
+    Case,
+    EnoughEvidence,
+    LearnedCheckGate,
+    ReaderDecision,
+    SourcesAgree,
+    answerability_inputs,
+    first_refusal,
+    guard_inputs,
+    reader_check_inputs,
+)
 from verityrag.agent.interfaces import (
     AnswerabilityModel,
     Answerer,
@@ -33,12 +46,12 @@ from verityrag.agent.interfaces import (
     Retriever,
 )
 from verityrag.agent.reformulation import Reformulator
-from verityrag.agent.sufficiency import GATE_FEATURES, READER_FEATURES, SELECTOR_FEATURES_FOR_GATE
+from verityrag.agent.sufficiency import GATE_FEATURES, SELECTOR_FEATURES_FOR_GATE
 from verityrag.checks.grounding import GroundingChecker
 from verityrag.checks.strictness import strictness_policy
 from verityrag.config import STRICTNESS_LEVELS, Strictness
 from verityrag.errors import NotFittedError
-from verityrag.generation.reading import EvidenceReader, Reading, probability
+from verityrag.generation.reading import EvidenceReader, Reading
 from verityrag.generation.sentence_selector import ScoredSentence
 from verityrag.generation.verified import AnswerStrategy
 from verityrag.index.protocol import AnyIndex, SnapshotView
@@ -49,7 +62,6 @@ from verityrag.types import (
     GroundingReport,
     Hit,
     QueryResult,
-    ShortAnswer,
     TraceStep,
 )
 
@@ -57,7 +69,9 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "GROUNDING_THRESHOLDS",
+    "AgentConfig",
     "AgentController",
+    "AgentParts",
     "AnswerGuard",
     "AnswerabilityModel",
     "Attempt",
@@ -89,23 +103,6 @@ ABSTAIN_EXPLANATIONS: dict[AbstainReason, str] = {
 QUESTION_CHECK_CHUNKS = 3
 
 
-def _title_of(reading: Reading, chunk_id: str) -> str:
-    """The title of the document the answer's sentences cite (the chunk id when none says)."""
-    for sentence in reading.sentences:
-        for citation in sentence.citations:
-            if citation.chunk_id == chunk_id:
-                return citation.title or citation.doc_id
-    return chunk_id
-
-
-def _unnamed_subjects(reading: Reading | None) -> str | None:
-    """Why nothing answers when the question names what no passage holding a span names."""
-    if reading is None or reading.short_answer is not None or not reading.missing_subjects:
-        return None
-    names = " or ".join(repr(name) for name in reading.missing_subjects)
-    return f"the documents do not say: no passage found that answers it names {names}"
-
-
 class _ObservedTrace(list[TraceStep]):
     """A trace that reports each step as it is appended (live SSE stages), in order."""
 
@@ -116,34 +113,6 @@ class _ObservedTrace(list[TraceStep]):
     def append(self, step: TraceStep) -> None:
         super().append(step)
         self._on_stage(step)
-
-
-@dataclass
-class Attempt:
-    query: str
-    strategy: str
-    hits: list[Hit]
-    sentences: list[ScoredSentence]
-    probability: float
-    features: list[float]
-    timings_ms: dict[str, float] = field(default_factory=dict)
-    reading: Reading | None = None  # what the extractive reader found (None: no reader)
-
-    def trace_details(self) -> dict[str, Any]:
-        names = GATE_FEATURES + (READER_FEATURES if len(self.features) > len(GATE_FEATURES) else ())
-        details = {
-            "query": self.query,
-            "strategy": self.strategy,
-            # Exact, not rounded: the gate's calibrated probabilities come in steps and often sit
-            # exactly on the threshold (37/45 = 0.8222...); a rounded one reads as under it.
-            "probability": self.probability,
-            "top_chunks": [h.chunk_id for h in self.hits[:3]],
-            "features": dict(zip(names, (round(f, 4) for f in self.features), strict=True)),
-            "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
-        }
-        if self.reading is not None:
-            details["reader"] = self.reading.trace_details()
-        return details
 
 
 def reader_features(reading: Reading) -> list[float]:
@@ -183,23 +152,43 @@ def gate_features(
     ]
 
 
-def _passes(
-    stage: str,
-    model: AnswerGuard | AnswerabilityModel | ReaderAgreementCheck,
-    args: tuple[str, str] | tuple[str, str, str],
-    trace: list[TraceStep],
-) -> bool:
-    """Score with a learned check, record the score and threshold in the trace, compare."""
-    t0 = time.perf_counter()
-    score = model.score(*args)
-    trace.append(
-        TraceStep(stage, (time.perf_counter() - t0) * 1000, {"score": score, "threshold": model.threshold})
-    )
-    return score >= model.threshold
+@dataclass(frozen=True)
+class AgentConfig:
+    """How the agent decides, in one object: the loop's bounds, the evidence sizes and every
+    threshold. The pipeline makes it from its ``Settings`` and what ``calibrate`` fitted."""
+
+    max_reformulations: int = 2
+    candidates: int = 20
+    top_k: int = 5
+    # Reformulate only when the gate's probability is at least this (some signal).
+    signal_floor: float = 0.05
+    strictness: Strictness = "balanced"
+    verify: bool = True
+    # Set when it was fitted together with the answerability check (verityrag.checks.thresholds);
+    # None: the gate's own threshold.
+    sufficiency_threshold: float | None = None
+    # The reader's threshold on the answer logit at the balanced level; the strictness level moves
+    # it (verityrag.checks.strictness: reader_margin).
+    reader_threshold: float = 0.0
+    # The question's names, titles and numbers must be in the answer's passage (or its title).
+    reader_subjects: bool = True
+    # Refuse, naming both, when another document gives a different answer of the same kind that
+    # the reader supports as well as it must support an answer (AbstainReason.CONFLICT).
+    report_conflicts: bool = False
+    # Below this many chunks in the index the gate scores but does not refuse: the reader decides.
+    gate_min_chunks: int = 0
+
+    def __post_init__(self) -> None:
+        if self.max_reformulations < 0:
+            raise ValueError("max_reformulations must be >= 0")
 
 
 class AgentController:
-    """Runs one question through the bounded loop and the checks after it."""
+    """Runs one question through the bounded loop and the gates after it.
+
+    Its parts are the arguments (any object with the methods of :mod:`verityrag.agent.interfaces`);
+    how it decides is one :class:`AgentConfig`.
+    """
 
     def __init__(
         self,
@@ -214,27 +203,16 @@ class AgentController:
         answer_guard: AnswerGuard | None = None,
         answerability: AnswerabilityModel | None = None,
         answer_reader: ReaderAgreementCheck | None = None,
-        max_reformulations: int = 2,
-        candidates: int = 20,
-        top_k: int = 5,
-        signal_floor: float = 0.05,
-        strictness: Strictness = "balanced",
-        verify: bool = True,
         answer_strategy: AnswerStrategy | None = None,
-        sufficiency_threshold: float | None = None,
         reader: EvidenceReader | None = None,
-        reader_threshold: float = 0.0,
-        reader_subjects: bool = True,
         confidence: ConfidenceModel | None = None,
-        report_conflicts: bool = False,
-        gate_min_chunks: int = 0,
+        config: AgentConfig | None = None,
     ) -> None:
-        if max_reformulations < 0:
-            raise ValueError("max_reformulations must be >= 0")
         if gate is not None and getattr(gate, "reads", False) and reader is None:
             raise ValueError(
                 "this sufficiency gate was fitted with the reader's features: give the agent a reader"
             )
+        self.config = config or AgentConfig()
         self.index = index
         self.retriever = retriever
         self.generator = generator
@@ -246,31 +224,12 @@ class AgentController:
         self.answer_guard = answer_guard
         self.answerability = answerability
         self.answer_reader = answer_reader
-        self.max_reformulations = max_reformulations
-        self.candidates = candidates
-        self.top_k = top_k
-        self.signal_floor = signal_floor
-        self.strictness = strictness
-        self.verify = verify
         # An LLM answer path (verityrag.generation.verified); None: the extractive sentence.
         self.answer_strategy = answer_strategy
-        # Set when it was fitted together with the answerability check (verityrag.checks.thresholds);
-        # None: the gate's own threshold.
-        self.sufficiency_threshold = sufficiency_threshold
-        # The extractive reader and its threshold on the answer logit at the balanced level; the
-        # strictness level moves it (verityrag.checks.strictness: reader_margin).
         self.reader = reader
-        self.reader_threshold = reader_threshold
-        # The question's names, titles and numbers must be in the answer's passage (or its title).
-        self.reader_subjects = reader_subjects
         # What a reply's `confidence` is: P(it is right), fitted on labelled questions; without a
         # model, the gate's probability (which is not that, decision 0062).
         self.confidence = confidence
-        # Refuse, naming both, when another document gives a different answer of the same kind
-        # that the reader supports as well as it must support an answer (AbstainReason.CONFLICT).
-        self.report_conflicts = report_conflicts
-        # Below this many chunks in the index the gate scores but does not refuse: the reader decides.
-        self.gate_min_chunks = gate_min_chunks
 
     def attempt(
         self,
@@ -286,9 +245,11 @@ class AgentController:
         t0 = time.perf_counter()
         # At least top_k: with k over the candidate count the evidence was cut to the candidates.
         if doc_ids is None:  # a retriever of the user's may predate filters: called as before
-            hits = self.retriever.search(query, max(self.candidates, self.top_k), snap)
+            hits = self.retriever.search(query, max(self.config.candidates, self.config.top_k), snap)
         else:
-            hits = self.retriever.search(query, max(self.candidates, self.top_k), snap, doc_ids=doc_ids)
+            hits = self.retriever.search(
+                query, max(self.config.candidates, self.config.top_k), snap, doc_ids=doc_ids
+            )
         t1 = time.perf_counter()
         timings["retrieve"] = (t1 - t0) * 1000
         if self.reranker is not None and self.reranker.is_fitted and hits:
@@ -296,7 +257,7 @@ class AgentController:
             hits = self.reranker.rerank(rq, hits, self.cache)
         t2 = time.perf_counter()
         timings["rerank"] = (t2 - t1) * 1000
-        top = hits[: self.top_k]
+        top = hits[: self.config.top_k]
         idf = self._idf(snap)
         sentences = self.generator.generate(q.text, top, idf) if top else []
         t3 = time.perf_counter()
@@ -305,7 +266,7 @@ class AgentController:
         reading = None
         if self.reader is not None:
             # The user's question, not a rewrite: the rewrite only finds other evidence.
-            reading = self.reader.read(q.text, top, sentences, self.reader_subjects)
+            reading = self.reader.read(q.text, top, sentences, self.config.reader_subjects)
             t4 = time.perf_counter()
             timings["read"] = (t4 - t3) * 1000
             t3 = t4
@@ -336,7 +297,7 @@ class AgentController:
         """The bounded loop. Returns the attempt the gate trusts most; every attempt goes in ``trace``."""
         attempts: list[Attempt] = []
         query, strategy = q.text, "original"
-        for round_no in range(1 + self.max_reformulations):
+        for round_no in range(1 + self.config.max_reformulations):
             attempt = self.attempt(q, query, strategy, snap, doc_ids)
             attempts.append(attempt)
             trace.append(
@@ -345,8 +306,8 @@ class AgentController:
             if attempt.probability >= threshold or not attempt.hits:
                 break
             # Reformulate only when the gate sees some signal.
-            if attempt.probability < self.signal_floor or round_no >= min(
-                self.max_reformulations, len(self.reformulators)
+            if attempt.probability < self.config.signal_floor or round_no >= min(
+                self.config.max_reformulations, len(self.reformulators)
             ):
                 break
             rewritten = self.reformulators[round_no](q, attempt.hits)
@@ -368,34 +329,21 @@ class AgentController:
         q = self.query_terms(question, snap)
         if self.gate is None:
             raise NotFittedError("AgentController.run needs a fitted sufficiency gate")
-        threshold = self.gate.threshold_ if self.sufficiency_threshold is None else self.sufficiency_threshold
+        config = self.config
+        threshold = (
+            self.gate.threshold_ if config.sufficiency_threshold is None else config.sufficiency_threshold
+        )
         best = self.search(q, snap, threshold, trace, doc_ids)
         attempts = [s for s in trace if s.stage.startswith("attempt_")]
         base = {"snapshot_version": snap.version, "threshold": threshold, "attempts": len(attempts)}
         if not best.hits:
             return self._abstain(question, AbstainReason.NO_EVIDENCE, best, trace, base)
-        gated = self.reader is None or snap.n_live >= self.gate_min_chunks
-        if best.probability < threshold and gated:
-            # Said in the reader's words when what the question names is in no passage it read.
-            unnamed = _unnamed_subjects(best.reading)
-            details = base if unnamed is None else {**base, "explanation": unnamed}
-            return self._abstain(question, AbstainReason.SUFFICIENCY, best, trace, details)
-
-        short_answer: ShortAnswer | None = None
-        if best.reading is not None:
-            refusal = self._reader_refusal(best.reading, trace)
-            if refusal is not None:
-                return self._abstain(question, AbstainReason.ANSWERABILITY, best, trace, base | refusal)
-            short_answer = best.reading.short_answer
-            conflict = self._conflict(best.reading) if self.report_conflicts else None
-            if conflict is not None:
-                return self._abstain(question, AbstainReason.CONFLICT, best, trace, base | conflict)
-
         evidence_text = " ".join(h.chunk.text for h in best.hits[:QUESTION_CHECK_CHUNKS])
-        if self.answerability is not None and not _passes(
-            "answerability", self.answerability, (question, evidence_text), trace
-        ):
-            return self._abstain(question, AbstainReason.ANSWERABILITY, best, trace, base)
+        case = Case(question, best, trace, evidence_text, threshold, snap.n_live)
+        refusal = first_refusal(self.evidence_gates(), case)
+        if refusal is not None:
+            return self._abstain(question, refusal.reason, best, trace, base | dict(refusal.details))
+        short_answer = best.reading.short_answer if best.reading is not None else None
 
         evidence = {h.chunk_id: h.chunk for h in best.hits}
         answer_sentences: list[CitedSentence] = (
@@ -416,7 +364,7 @@ class AgentController:
             generated = self.answer_strategy.answer(
                 question,
                 best.hits,
-                strictness=self.strictness,
+                strictness=self.config.strictness,
                 reader_span=short_answer.text if short_answer is not None else None,
             )
             trace.append(
@@ -442,15 +390,15 @@ class AgentController:
             short_answer = None  # the LLM's answer is not the reader's span
             unsupported_claims = generated.unsupported_claims
             annotated_answer = generated.answer
-            if not self.verify:  # reported, not enforced: a generated answer is not verbatim evidence
+            if not self.config.verify:  # reported, not enforced: a generated answer is not verbatim evidence
                 report = self.grounding.check(answer_sentences, evidence)
         # A level that keeps unsupported sentences (loose) makes an LLM answer's checks
         # informational: its strategy already verified it; the report and trace show the result.
-        enforce = self.answer_strategy is None or strictness_policy(self.strictness).drops_unsupported
-        if self.verify:
+        enforce = self.answer_strategy is None or strictness_policy(self.config.strictness).drops_unsupported
+        if self.config.verify:
             t0 = time.perf_counter()
             report = self.grounding.check(answer_sentences, evidence)
-            g_threshold = GROUNDING_THRESHOLDS[self.strictness]
+            g_threshold = GROUNDING_THRESHOLDS[self.config.strictness]
             trace.append(
                 TraceStep(
                     "grounding",
@@ -466,19 +414,13 @@ class AgentController:
             if enforce and report.overall_score < g_threshold:
                 return self._abstain(question, AbstainReason.GROUNDING, best, trace, base, report)
 
-        if self.verify and enforce and self.answer_guard is not None:
-            cited_ids = dict.fromkeys(c.chunk_id for s in answer_sentences for c in s.citations)
-            cited = " ".join(evidence[cid].text for cid in cited_ids if cid in evidence)
-            answer_text = " ".join(s.text for s in answer_sentences)
-            if not _passes("guard", self.answer_guard, (cited, answer_text), trace):
-                return self._abstain(question, AbstainReason.GUARD, best, trace, base, report)
-
-        # The support checks never see the question: a copied sentence that answers something
-        # else passes them. The reader check does see it.
-        if self.verify and enforce and self.answer_reader is not None:
-            answer_text = " ".join(s.text for s in answer_sentences)
-            if not _passes("reader", self.answer_reader, (question, evidence_text, answer_text), trace):
-                return self._abstain(question, AbstainReason.READER, best, trace, base, report)
+        if config.verify and enforce:
+            case.answer_sentences, case.evidence = answer_sentences, evidence
+            refusal = first_refusal(self.answer_gates(), case)
+            if refusal is not None:
+                return self._abstain(
+                    question, refusal.reason, best, trace, base | dict(refusal.details), report
+                )
 
         logger.debug("answer %r with p=%.3f >= %.3f", question, best.probability, threshold)
         confidence = self.reply_confidence(True, best)
@@ -508,48 +450,35 @@ class AgentController:
 
     def effective_reader_threshold(self) -> float:
         """The reader's threshold on the answer logit at this agent's strictness level."""
-        return self.reader_threshold + strictness_policy(self.strictness).reader_margin
+        return self.config.reader_threshold + strictness_policy(self.config.strictness).reader_margin
 
-    def _reader_refusal(self, reading: Reading, trace: list[TraceStep]) -> dict[str, Any] | None:
-        """Why the reader's finding cannot be answered from (trace details), or None to go on."""
-        threshold = self.effective_reader_threshold()
-        details: dict[str, Any] = {
-            **reading.trace_details(),
-            # On the probability scale, as every check's score and threshold in the trace.
-            "score": reading.answer_probability,
-            "threshold": probability(threshold),
-        }
-        explanation = _unnamed_subjects(reading) or self._unanswered(reading, threshold)
-        trace.append(TraceStep("reader_decision", 0.0, {**details, "answers": explanation is None}))
-        return None if explanation is None else {"explanation": explanation}
-
-    @staticmethod
-    def _unanswered(reading: Reading, threshold: float) -> str | None:
-        """Why the reader's span is no answer (below the threshold, or of the wrong kind), or None."""
-        if reading.short_answer is None or reading.answer_logit < threshold:
-            return "the documents do not say: no passage answers the question"
-        if not reading.type_ok:
-            return (
-                f"the documents do not say: the question asks for a {reading.expected.value}, and the best "
-                f"passage offers {reading.short_answer.text!r}"
+    def evidence_gates(self) -> list[AgentGate]:
+        """The gates before an answer is written, in order (:mod:`verityrag.agent.gates`)."""
+        gates: list[AgentGate] = [EnoughEvidence(self.config.gate_min_chunks, self.reader is not None)]
+        if self.reader is not None:
+            gates.append(ReaderDecision(self.effective_reader_threshold()))
+            if self.config.report_conflicts:
+                gates.append(SourcesAgree(self.effective_reader_threshold()))
+        if self.answerability is not None:
+            gates.append(
+                LearnedCheckGate(
+                    "answerability", self.answerability, AbstainReason.ANSWERABILITY, answerability_inputs
+                )
             )
-        return None
+        return gates
 
-    def _conflict(self, reading: Reading) -> dict[str, Any] | None:
-        """The documents' disagreement (trace details and explanation), or None: other documents'
-        answers the reader supports above its threshold that differ from the answer."""
-        threshold = self.effective_reader_threshold()
-        others = [a for a in reading.alternatives if a.answer_logit >= threshold]
-        answer = reading.short_answer
-        if not others or answer is None:
-            return None
-        said = [f"{answer.text!r} ({_title_of(reading, answer.chunk_id)})"]
-        said += [f"{a.text!r} ({a.title or a.doc_id})" for a in others]
-        return {
-            "conflict": [{"answer": answer.text, "chunk_id": answer.chunk_id}]
-            + [a.trace_details() for a in others],
-            "explanation": "the documents disagree: " + " or ".join(said),
-        }
+    def answer_gates(self) -> list[AgentGate]:
+        """The gates after the answer is written and grounded, when answers are verified, in order."""
+        gates: list[AgentGate] = []
+        if self.answer_guard is not None:
+            gates.append(LearnedCheckGate("guard", self.answer_guard, AbstainReason.GUARD, guard_inputs))
+        # The support checks never see the question: a copied sentence that answers something
+        # else passes them. The reader check does see it.
+        if self.answer_reader is not None:
+            gates.append(
+                LearnedCheckGate("reader", self.answer_reader, AbstainReason.READER, reader_check_inputs)
+            )
+        return gates
 
     def _abstain(
         self,
@@ -587,3 +516,32 @@ class AgentController:
             trace=tuple(trace),
             explanation=explanation,
         )
+
+
+@dataclass(frozen=True, eq=False)
+class AgentParts:
+    """What an agent is built over: each part any object with the methods of
+    :mod:`verityrag.agent.interfaces` (None: that part is off)."""
+
+    index: AnyIndex
+    retriever: Retriever
+    generator: Answerer
+    gate: Gate | None
+    grounding: GroundingChecker
+    cache: ChunkTermCache
+    reranker: Reranker | None = None
+    answer_guard: AnswerGuard | None = None
+    answerability: AnswerabilityModel | None = None
+    answer_reader: ReaderAgreementCheck | None = None
+    answer_strategy: AnswerStrategy | None = None
+    reader: EvidenceReader | None = None
+    confidence: ConfidenceModel | None = None
+
+    def identity(self) -> tuple[int, ...]:
+        """Which objects these are: parts are told apart by identity, not by value (a cache key)."""
+        return tuple(id(getattr(self, f.name)) for f in fields(self))
+
+    def controller(self, reformulators: Sequence[Reformulator], config: AgentConfig) -> AgentController:
+        """An agent over these parts that decides by ``config``."""
+        parts = {f.name: getattr(self, f.name) for f in fields(self)}
+        return AgentController(**parts, reformulators=reformulators, config=config)

@@ -58,11 +58,8 @@ def _rule(pipeline: VerityRAGPipeline) -> str:
     models_own = (
         "the model's own: its best SQuAD 2.0 F1 on its validation articles, chosen when it was trained"
     )
-    fixed = pipeline.settings.reader_answer_threshold
-    if fixed is not None:
-        # calibrate_on_split keeps the model's own by fixing it in the settings
-        kept = metadata is not None and abs(fixed - float(metadata.threshold)) < 1e-9
-        return f"{models_own} (kept in the settings)" if kept else "set in the settings"
+    if pipeline.settings.reader_answer_threshold is not None:
+        return "set in the settings"
     if pipeline.fitted_reader_threshold is not None:
         return f"most right answers less {WRONG_ANSWER_COST:g} x wrong ones on the calibration questions"
     if metadata is not None:

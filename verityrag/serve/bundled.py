@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from verityrag.errors import VerityRAGError
-from verityrag.generation.reading import probability
 from verityrag.index.collections import COLLECTION_KEY
 from verityrag.pipeline import CALIBRATION_FORMAT, IN_MEMORY, VerityRAGPipeline
 from verityrag.serve.bundled_corpus import DEFAULT_DATA_DIR, EvalQuestion, load_corpus, load_questions
@@ -153,16 +152,14 @@ def calibrate_on_split(pipeline: VerityRAGPipeline, questions: Sequence[EvalQues
     ones (on topic, not answered by the documents) are left out: a gate taught to refuse them on
     topic alone would refuse answerable ones too. With the others they fit ``confidence``: fitted
     without them, a refusal on topic looked wrong (ECE 0.187 on the test split; 0.052 with them).
-    The reader keeps the threshold in effect (its model's own, decision 0060): fixed in the
-    settings, so that ``calibrate`` does not refit it on them.
+    The reader keeps the threshold in effect (its model's own, decision 0060): ``calibrate`` does
+    not refit it on them.
     """
-    if pipeline.reader is not None and pipeline.settings.reader_answer_threshold is None:
-        kept = probability(pipeline.reader_threshold)
-        pipeline.settings = pipeline.settings.replace(reader_answer_threshold=kept)
     on_topic = [q for q in questions if q.kind == "unanswerable_in_domain"]
     return pipeline.calibrate(
         [(q.question, q.answers) for q in questions if q.kind != "unanswerable_in_domain"],
         [(q.question, q.answers) for q in on_topic],
+        refit_reader=False,
     )
 
 

@@ -10,6 +10,7 @@ first request does. See docs/elasticsearch.md.
 from verityrag.index.elastic.backend import SCORING_MODES, ElasticsearchIndex, Scoring
 from verityrag.index.elastic.connection import DEFAULT_INDEX_NAME, ElasticsearchConfig
 from verityrag.index.elastic.emulator import EMULATOR_NAME, ElasticsearchEmulator
+from verityrag.index.elastic.lexical import ElasticsearchLexicalIndex
 from verityrag.index.elastic.mapping import MAPPING_VERSION
 from verityrag.index.elastic.snapshot import ElasticsearchSnapshot
 
@@ -21,6 +22,7 @@ __all__ = [
     "ElasticsearchConfig",
     "ElasticsearchEmulator",
     "ElasticsearchIndex",
+    "ElasticsearchLexicalIndex",
     "ElasticsearchSnapshot",
     "Scoring",
 ]
