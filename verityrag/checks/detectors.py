@@ -38,13 +38,13 @@ from typing import Any
 
 from verityrag.checks.nli_verifier import (
     TRUST_ENV,
-    LoadsOnce,
     load_hf_model,
     pack_windows,
     trust_remote_code,
     window_size,
 )
 from verityrag.errors import InvalidInputError, ModelLoadError
+from verityrag.models.load_once import LoadsOnce
 from verityrag.text.sentences import split_sentences
 
 __all__ = [
@@ -134,6 +134,9 @@ class _HFDetector(LoadsOnce):
 
     def _trusted(self) -> bool:
         return trust_remote_code(self.trust_remote_code)
+
+    def _is_loaded(self) -> bool:
+        return self._model is not None
 
     def _load(self) -> None:
         trust = self._trusted()

@@ -23,6 +23,7 @@ import numpy as np
 from verityrag.checks.claims import claim_spans, split_claims
 from verityrag.embed.embedder import Embedder
 from verityrag.errors import InvalidInputError, ModelLoadError
+from verityrag.models.load_once import LoadsOnce
 from verityrag.text.analyzer import DEFAULT_ANALYZER, Analyzer
 from verityrag.text.sentences import split_sentences
 from verityrag.types import Chunk, CitedSentence, ClaimSupport, GroundingReport
@@ -313,7 +314,7 @@ class _Claim:
     chunk_ids: tuple[str, ...]
 
 
-class GroundingChecker:
+class GroundingChecker(LoadsOnce):
     """Scores every claim of an answer against the text of the chunks its sentence cites.
 
     Each answer sentence is split into claims (:func:`~verityrag.checks.split_claims`).
@@ -402,14 +403,13 @@ class GroundingChecker:
             f"use_spacy={self.use_spacy}, mismatch_cap={self.mismatch_cap})"
         )
 
-    def warm_up(self) -> None:
-        """Load spaCy when ``use_spacy`` (idempotent; ``check`` calls it on first use)."""
-        if not self.use_spacy or self._nlp is not None:
-            return
-        with self._lock:
-            if self._nlp is None:
-                self._nlp = _load_spacy()
-                logger.info("grounding checker loaded spaCy model %s", SPACY_PACKAGE)
+    def _is_loaded(self) -> bool:
+        return not self.use_spacy or self._nlp is not None
+
+    def _load(self) -> None:
+        """Load spaCy (``use_spacy``; ``check`` warms up on first use)."""
+        self._nlp = _load_spacy()
+        logger.info("grounding checker loaded spaCy model %s", SPACY_PACKAGE)
 
     # ------------------------------------------------------------------ public
 

@@ -38,6 +38,7 @@ from typing import Any
 
 from verityrag.checks.protocols import NLIScorer, VerificationResult, check_verify_arguments
 from verityrag.errors import InvalidInputError, ModelLoadError
+from verityrag.models.load_once import LoadsOnce
 from verityrag.text.sentences import sentence_spans, split_sentences
 
 __all__ = [
@@ -185,25 +186,6 @@ def supported_class(id2label: Mapping[int, str] | Mapping[str, str], num_labels:
     )
 
 
-class LoadsOnce:
-    """``warm_up()`` runs ``_load`` once, whichever thread asks first; ``_load`` publishes
-    ``_model`` last, so a thread that sees it set sees everything loaded with it."""
-
-    _model: Any
-    _lock: threading.Lock
-
-    def warm_up(self) -> None:
-        """Load the model (idempotent, thread-safe)."""
-        if self._model is not None:
-            return
-        with self._lock:
-            if self._model is None:
-                self._load()
-
-    def _load(self) -> None:
-        raise NotImplementedError
-
-
 class HFSequenceClassificationScorer(LoadsOnce):
     """P(supported) of (premise, hypothesis) pairs from a HF sequence-classification model.
 
@@ -261,6 +243,9 @@ class HFSequenceClassificationScorer(LoadsOnce):
                 [("model argument / $" + MODEL_ENV, "neither is set: name a HF model or a local folder")],
             )
         return source
+
+    def _is_loaded(self) -> bool:
+        return self._model is not None
 
     def _load(self) -> None:
         source = self._source()

@@ -29,6 +29,7 @@ from typing import Any
 from verityrag.errors import InvalidInputError, ModelLoadError
 from verityrag.errors import ModelFilesMissingError as ModelFilesMissingError
 from verityrag.models.encoding import LONG_SIDES, LongSide
+from verityrag.models.load_once import LoadsOnce
 
 METADATA_FILE = "metadata.json"
 TOKENIZER_FILE = "tokenizer.json"
@@ -126,11 +127,11 @@ def require_files(folder: Path, what: str, build_command: str, onnx_file: str | 
     return meta
 
 
-class ServedFolder:
+class ServedFolder(LoadsOnce):
     """A model folder served from disk: its files checked and its metadata read on first need.
 
-    The base of the ONNX scorers and readers: they keep a lock, a session and an encoder, loaded
-    by their own ``warm_up``."""
+    The base of the ONNX scorers and readers: a session and an encoder, loaded once by their
+    ``_load`` (:class:`~verityrag.models.load_once.LoadsOnce`)."""
 
     def __init__(self, folder: Path, what: str, build_command: str, threads: int, batch_size: int) -> None:
         self.folder = Path(folder)
@@ -142,6 +143,9 @@ class ServedFolder:
         self._session: Any = None
         self._encoder: Any = None
         self._metadata: ModelMetadata | None = None
+
+    def _is_loaded(self) -> bool:
+        return self._session is not None
 
     def check_files(self) -> ModelMetadata:
         """Raise ModelFilesMissingError unless the folder can be served; return its metadata."""

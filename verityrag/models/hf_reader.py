@@ -26,6 +26,7 @@ import numpy as np
 
 from verityrag.errors import ModelLoadError
 from verityrag.models.folder import METADATA_FILE
+from verityrag.models.load_once import LoadsOnce
 from verityrag.models.span_reader import TOP_K, ReaderResult, SpanReader, best_spans, ranked_result
 
 #: The reader trained here and shipped with the package.
@@ -47,7 +48,7 @@ def open_reader(spec: str | Path | None = None, threads: int = 2) -> SpanReader 
     return HFSpanReader(str(spec), threads=threads)
 
 
-class HFSpanReader:
+class HFSpanReader(LoadsOnce):
     """A Hugging Face ``*ForQuestionAnswering`` model as a reader (torch). Constructor stores parameters only."""
 
     def __init__(self, name_or_path: str, max_length: int = 384, stride: int = 128, threads: int = 2) -> None:
@@ -59,35 +60,35 @@ class HFSpanReader:
         self._model: Any = None
         self._tokenizer: Any = None
 
-    def warm_up(self) -> HFSpanReader:
-        """Load the tokenizer and the model (idempotent); a failure names the model and why."""
-        with self._lock:
-            if self._model is None:
-                try:
-                    import torch
-                    from transformers import AutoModelForQuestionAnswering, AutoTokenizer
+    def _is_loaded(self) -> bool:
+        return self._model is not None
 
-                    torch.set_num_threads(self.threads)
-                    tokenizer = AutoTokenizer.from_pretrained(self.name_or_path, use_fast=True)
-                    model = AutoModelForQuestionAnswering.from_pretrained(self.name_or_path)
-                except (OSError, ValueError, ImportError) as exc:
-                    raise ModelLoadError(
-                        f"the extractive reader {self.name_or_path!r}",
-                        [(self.name_or_path, f"{type(exc).__name__}: {exc}".splitlines()[0])],
-                    ) from exc
-                if not getattr(tokenizer, "is_fast", False):
-                    raise ModelLoadError(
-                        f"the extractive reader {self.name_or_path!r}",
-                        [
-                            (
-                                self.name_or_path,
-                                "needs a fast tokenizer (tokenizer.json) for character offsets",
-                            )
-                        ],
+    def _load(self) -> None:
+        """Load the tokenizer and the model; a failure names the model and why."""
+        try:
+            import torch
+            from transformers import AutoModelForQuestionAnswering, AutoTokenizer
+
+            torch.set_num_threads(self.threads)
+            tokenizer = AutoTokenizer.from_pretrained(self.name_or_path, use_fast=True)
+            model = AutoModelForQuestionAnswering.from_pretrained(self.name_or_path)
+        except (OSError, ValueError, ImportError) as exc:
+            raise ModelLoadError(
+                f"the extractive reader {self.name_or_path!r}",
+                [(self.name_or_path, f"{type(exc).__name__}: {exc}".splitlines()[0])],
+            ) from exc
+        if not getattr(tokenizer, "is_fast", False):
+            raise ModelLoadError(
+                f"the extractive reader {self.name_or_path!r}",
+                [
+                    (
+                        self.name_or_path,
+                        "needs a fast tokenizer (tokenizer.json) for character offsets",
                     )
-                self._tokenizer = tokenizer
-                self._model = model.eval()
-        return self
+                ],
+            )
+        self._tokenizer = tokenizer
+        self._model = model.eval()
 
     def count_tokens(self, text: str) -> int:
         self.warm_up()

@@ -141,34 +141,30 @@ class OnnxCrossEncoder(ServedFolder):
             )
         return meta
 
-    def warm_up(self) -> OnnxCrossEncoder:
-        """Load the tokenizer and the ONNX session (idempotent)."""
-        with self._lock:
-            if self._session is not None:
-                return self
-            meta = self.metadata
-            path = self.folder / (self.onnx_file or meta.onnx_file)
-            self._encoder = PairEncoder(
-                load_tokenizer(self.folder / meta.tokenizer_files[0]),
-                max_length=meta.max_length,
-                long_side=meta.long_side,
-                stride=meta.stride,
+    def _load(self) -> None:
+        """Load the tokenizer and the ONNX session."""
+        meta = self.metadata
+        path = self.folder / (self.onnx_file or meta.onnx_file)
+        self._encoder = PairEncoder(
+            load_tokenizer(self.folder / meta.tokenizer_files[0]),
+            max_length=meta.max_length,
+            long_side=meta.long_side,
+            stride=meta.stride,
+        )
+        session = open_session(path, self.threads)
+        outputs = [o.name for o in session.get_outputs()]
+        if outputs != [LOGITS_OUTPUT]:  # else onnxruntime fails on the first query, not here
+            raise ModelLoadError(
+                self.what,
+                [
+                    (
+                        str(path),
+                        f"its outputs are {outputs}, not [{LOGITS_OUTPUT!r}]: not a one-logit "
+                        f"cross-encoder (a reader export?); build one with `{self.build_command}`",
+                    )
+                ],
             )
-            session = open_session(path, self.threads)
-            outputs = [o.name for o in session.get_outputs()]
-            if outputs != [LOGITS_OUTPUT]:  # else onnxruntime fails on the first query, not here
-                raise ModelLoadError(
-                    self.what,
-                    [
-                        (
-                            str(path),
-                            f"its outputs are {outputs}, not [{LOGITS_OUTPUT!r}]: not a one-logit "
-                            f"cross-encoder (a reader export?); build one with `{self.build_command}`",
-                        )
-                    ],
-                )
-            self._session = session
-        return self
+        self._session = session
 
     def window_logits(self, pairs: Sequence[tuple[str, str]]) -> list[list[float]]:
         """The logit of every window, grouped per pair."""

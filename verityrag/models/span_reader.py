@@ -143,23 +143,19 @@ class SpanReader(ServedFolder):
     ) -> None:
         super().__init__(folder, what, build_command, threads, batch_size)
 
-    def warm_up(self) -> SpanReader:
-        """Check the files and load the tokenizer and the ONNX session (idempotent). Readers of the
-        same folder in one process share one session: a pipeline per test or per tenant costs no
-        second load."""
-        with self._lock:
-            if self._session is None:
-                meta = self.metadata
-                onnx = self.folder / meta.onnx_file
-                key = (str(onnx.resolve()), onnx.stat().st_mtime_ns, self.threads)
-                with _SHARED_LOCK:
-                    shared = _SHARED.get(key)
-                    if shared is None:
-                        shared = _SHARED[key] = self._load(meta)
-                self._encoder, self._session = shared
-        return self
+    def _load(self) -> None:
+        """Check the files and load the tokenizer and the ONNX session. Readers of the same folder
+        in one process share one session: a pipeline per test or per tenant costs no second load."""
+        meta = self.metadata
+        onnx = self.folder / meta.onnx_file
+        key = (str(onnx.resolve()), onnx.stat().st_mtime_ns, self.threads)
+        with _SHARED_LOCK:
+            shared = _SHARED.get(key)
+            if shared is None:
+                shared = _SHARED[key] = self._open(meta)
+        self._encoder, self._session = shared
 
-    def _load(self, meta: ModelMetadata) -> tuple[PairEncoder, onnxruntime.InferenceSession]:
+    def _open(self, meta: ModelMetadata) -> tuple[PairEncoder, onnxruntime.InferenceSession]:
         tokenizer = load_tokenizer(self.folder / meta.tokenizer_files[0])
         encoder = PairEncoder(tokenizer, meta.max_length, "second", meta.stride)
         session = open_session(self.folder / meta.onnx_file, self.threads)
