@@ -19,18 +19,18 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from verityrag.generation.reading import logit, probability
+from verityrag.models.folder import RESOURCES_DIR
 from verityrag.text.answers import contains_gold
 from verityrag.types import QueryResult
 
 #: The model a fresh pipeline with the shipped gate and reader starts with (python -m verityrag.train
 #: confidence), fitted on their replies to the bundled calibration questions.
-SHIPPED_PATH = Path(__file__).resolve().parent.parent / "resources" / "confidence.json"
+SHIPPED_PATH = RESOURCES_DIR / "confidence.json"
 
 #: Fewest replies of one decision for a regression (else its smoothed share right).
 MIN_ROWS = 20

@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from verityrag.errors import InvalidInputError, NotFittedError
+from verityrag.models.folder import RESOURCES_DIR
 from verityrag.retrieval.lightgbm_params import lightgbm_params
 
 logger = logging.getLogger(__name__)
@@ -349,7 +350,7 @@ class SufficiencyGate:
     @classmethod
     def default(cls) -> SufficiencyGate:
         """The gate fitted on the bundled SQuAD calibration questions (python -m verityrag.train gate)."""
-        path = Path(__file__).resolve().parent.parent / "resources" / "sufficiency_gate.json"
+        path = RESOURCES_DIR / "sufficiency_gate.json"
         if not path.exists():
             raise NotFittedError(f"no default gate at {path}: run python -m verityrag.train gate")
         return cls.load(path)

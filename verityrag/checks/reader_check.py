@@ -34,14 +34,13 @@ from pathlib import Path
 from verityrag.checks.learned_check import ThresholdedCheck
 from verityrag.errors import InvalidInputError
 from verityrag.models.evidence import trim_evidence
-from verityrag.models.folder import model_folder
+from verityrag.models.folder import SHIPPED_READER_DIR, model_folder
 from verityrag.models.span_reader import TOP_K, ReaderSpan, SpanReader
 from verityrag.text.answers import contains_gold
 
 READER_DIR_ENV = "VERITYRAG_READER_DIR"
 DEFAULT_READER_DIR = model_folder("reader_check")
 #: The extractive reader shipped in the package: the check's reader when no reader-check model is built.
-SHIPPED_READER_DIR = Path(__file__).resolve().parents[1] / "resources" / "reader"
 #: The agreement threshold with an extractive reader's folder (which records none): half of the
 #: reader's span probability on spans the answer contains.
 EXTRACTIVE_READER_AGREEMENT = 0.5

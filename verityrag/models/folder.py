@@ -40,6 +40,10 @@ FORMAT = "verityrag-crossencoder/1"
 #: The repository checkout this package sits in (the package's parent folder).
 CHECKOUT = Path(__file__).resolve().parents[2]
 MODELS_DIR_ENV = "VERITYRAG_MODELS_DIR"
+#: What the package ships: the trained resources (gate, selector, confidence model, reader).
+RESOURCES_DIR = Path(__file__).resolve().parents[1] / "resources"
+#: The reader trained here, shipped with the package (``python -m verityrag.train reader --ship``).
+SHIPPED_READER_DIR = RESOURCES_DIR / "reader"
 
 
 def models_root() -> Path:

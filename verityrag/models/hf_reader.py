@@ -25,12 +25,12 @@ from typing import Any
 import numpy as np
 
 from verityrag.errors import ModelLoadError
-from verityrag.models.folder import METADATA_FILE
+from verityrag.models.folder import METADATA_FILE, SHIPPED_READER_DIR
 from verityrag.models.load_once import LoadsOnce
 from verityrag.models.span_reader import TOP_K, ReaderResult, SpanReader, best_spans, ranked_result
 
 #: The reader trained here and shipped with the package.
-BUNDLED_READER = Path(__file__).resolve().parents[1] / "resources" / "reader"
+BUNDLED_READER = SHIPPED_READER_DIR
 BUILD_READER = "make train-reader"
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from verityrag.errors import VerityRAGError
 from verityrag.index.collections import COLLECTION_KEY
+from verityrag.models.folder import RESOURCES_DIR
 from verityrag.pipeline import CALIBRATION_FORMAT, IN_MEMORY, VerityRAGPipeline
 from verityrag.serve.bundled_corpus import DEFAULT_DATA_DIR, EvalQuestion, load_corpus, load_questions
 from verityrag.types import Document
@@ -92,7 +93,7 @@ def calibration_key(pipeline: VerityRAGPipeline, data_dir: Path) -> str:
         digest.update(part.encode("utf-8"))
     for path in (data_dir / CORPUS_FILE, data_dir / CALIBRATION_FILE):  # the texts behind the ids
         digest.update(path.read_bytes())
-    resources = Path(__file__).resolve().parents[1] / "resources"
+    resources = RESOURCES_DIR
     for path in sorted(p for p in resources.rglob("*") if p.is_file()):
         stat = path.stat()
         digest.update(f"{path.relative_to(resources)}:{stat.st_size}:{stat.st_mtime_ns}".encode())

@@ -20,11 +20,12 @@ from pathlib import Path
 
 from verityrag import VerityRAGPipeline
 from verityrag.config import Settings
+from verityrag.models.folder import RESOURCES_DIR
 from verityrag.pipeline import IN_MEMORY
 from verityrag.serve.bundled_corpus import DEFAULT_DATA_DIR, load_corpus, load_questions
 from verityrag.train._common import recipe_parser
 
-OUT = Path(__file__).resolve().parents[1] / "resources" / "sufficiency_gate.json"
+OUT = RESOURCES_DIR / "sufficiency_gate.json"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

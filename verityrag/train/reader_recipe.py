@@ -41,6 +41,7 @@ from verityrag.models.folder import (
     METADATA_FILE,
     ONNX_FP32_FILE,
     ONNX_INT8_FILE,
+    SHIPPED_READER_DIR,
     TOKENIZER_FILE,
     ModelMetadata,
 )
@@ -50,7 +51,7 @@ from verityrag.train._common import train_dir
 from verityrag.train.reader_trainer import ReaderTrainer, ReaderTrainingConfig
 from verityrag.train.resumable import plan_for_steps
 
-SHIPPED = Path(__file__).resolve().parents[1] / "resources" / "reader"
+SHIPPED = SHIPPED_READER_DIR
 RESULTS = datasets.REPO_ROOT / "scripts" / "results" / "reader.json"
 #: Exit status when the time budget ran out before training finished (EX_TEMPFAIL: run again).
 EXIT_RESUME = 75
