@@ -13,8 +13,11 @@ each step in its own process (so each memory figure is its own):
   chunks (title and text, as VerityRAG indexes them) and questions, in their own virtualenv
   (``--peers-python``), one process per engine (scripts/bench_peers.py). An engine whose
   memory at the previous scale, scaled up, would pass ``--peer-memory-gb`` is skipped.
-* ``durable``: the same build into a SQLite store; then ``restore``: a new process opens it
-  (restore time, RAM after restore, durable streaming ingest).
+* ``durable``: the same build into a SQLite store, stopped without an image; then ``restore``: a
+  new process rebuilds the index from the store (restore time, RAM after restore) and stops
+  cleanly (writing the index image: its time and size); then ``reopen``: a third process opens
+  the image (reopen time, RAM, the same BM25 top-10 as the rebuilt index) and measures durable
+  streaming ingest.
 
 Streaming ingest is also measured at 1k chunks for the ratio. Writes scripts/results/bench_scale.json
 (README's scale table is generated from it by scripts/update_readme_results.py) and prints the table.
@@ -50,8 +53,9 @@ from verityrag.eval.benchmarks import (
     scale_table,
     timed_stream_ingest,
 )
+from verityrag.ingest.writer import IMAGE_DIR
 from verityrag.pipeline import IN_MEMORY
-from verityrag.serve import bundled_corpus as bundled_corpus
+from verityrag.serve import bundled_corpus
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "data" / "built" / "corpus.jsonl"
@@ -189,19 +193,36 @@ def worker_durable(scale: int, store: Path) -> dict[str, Any]:
     return out
 
 
-def worker_restore(store: Path) -> dict[str, Any]:
-    corpus = bundled_corpus.load_corpus(CORPUS)
+def _started(store: Path, how: str) -> tuple[VerityRAGPipeline, dict[str, Any]]:
+    """A pipeline started on ``store``: its start time and RAM as ``{how}_s`` and
+    ``rss_after_{how}_mb``, and the digest of its BM25 top-10."""
     t0 = time.perf_counter()
     pipeline = VerityRAGPipeline(settings=Settings(reader=False), data_dir=store)
-    restore_s = time.perf_counter() - t0
+    started_s = time.perf_counter() - t0
     gc.collect()
-    out: dict[str, Any] = {
+    return pipeline, {
         "chunks": len(pipeline.index),
-        "restore_s": restore_s,
-        "rss_after_restore_mb": rss_mb(),
+        f"{how}_s": started_s,
+        f"rss_after_{how}_mb": rss_mb(),
         "peak_rss_mb": peak_rss_mb(),
         "top10_fingerprint": top10_fingerprint(pipeline, questions()),
     }
+
+
+def worker_restore(store: Path) -> dict[str, Any]:
+    """A start with no image: the index rebuilt from the store; then a clean stop writes one."""
+    pipeline, out = _started(store, "restore")
+    t1 = time.perf_counter()
+    pipeline.close()
+    out["image_write_s"] = time.perf_counter() - t1
+    out["image_mb"] = sum(f.stat().st_size for f in (store / IMAGE_DIR).iterdir()) / 1e6
+    return out
+
+
+def worker_reopen(store: Path) -> dict[str, Any]:
+    """A start after a clean stop: the index image opened instead of re-indexing the store."""
+    corpus = bundled_corpus.load_corpus(CORPUS)
+    pipeline, out = _started(store, "reopen")
     docs = SyntheticDocs(corpus, seed=11)
     docs.counter = 50_000_000  # new document ids: added, not replaced
     times, found = timed_stream_ingest(pipeline, [docs.make() for _ in range(200)])
@@ -322,6 +343,7 @@ def orchestrate(args: argparse.Namespace) -> dict[str, Any]:
                     ["--worker", "durable", "--scale", str(scale), "--store", str(store)], args.timeout
                 )
                 entry["restore"] = run_worker(["--worker", "restore", "--store", str(store)], args.timeout)
+                entry["reopen"] = run_worker(["--worker", "reopen", "--store", str(store)], args.timeout)
                 subprocess.run(["rm", "-rf", str(store)], check=False)
             results["scales"][str(scale)] = entry
             write(results, args.out)  # what is done so far survives a later failure
@@ -347,7 +369,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peer-memory-gb", type=float, default=10.0)
     parser.add_argument("--timeout", type=float, default=5400.0, help="seconds for each step")
     # Internal: one step, run by the orchestrator in its own process.
-    parser.add_argument("--worker", choices=["index", "durable", "restore", "small"], help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--worker", choices=["index", "durable", "restore", "reopen", "small"], help=argparse.SUPPRESS
+    )
     parser.add_argument("--worker-out", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--scale", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--chunks-out", type=Path, help=argparse.SUPPRESS)
@@ -361,6 +385,8 @@ def main(argv: list[str] | None = None) -> int:
             result = worker_durable(args.scale, args.store)
         elif args.worker == "restore":
             result = worker_restore(args.store)
+        elif args.worker == "reopen":
+            result = worker_reopen(args.store)
         else:
             result = worker_small()
         args.worker_out.write_text(json.dumps(result), encoding="utf-8")

@@ -125,6 +125,8 @@ def scale_section() -> str:
     lead = f"Measured {data['date']} on {data['machine']}, Python {data['python']}"
     if data.get("training_running"):
         lead += " **while a model trained on both cores: slower and noisier than a quiet machine**"
+    if data.get("restart_run"):
+        lead += f" (the rebuild, image and restart rows: {data['restart_run']})"
     return lead + ":\n\n" + scale_table(data)
 
 

@@ -15,6 +15,7 @@ the exit status is 2 when any was.
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
 import sys
 import time
@@ -118,7 +119,9 @@ def main(argv: list[str] | None = None) -> int:
             pipeline: Backend = ApiBackend(api_url, os.environ.get(API_KEY_ENV) or None)
             where = f"the API at {api_url} (the index make run serves)"
         else:
-            pipeline = LocalBackend(bundled_pipeline(args.data_dir, store_dir=args.store or IN_MEMORY))
+            local = bundled_pipeline(args.data_dir, store_dir=args.store or IN_MEMORY)
+            atexit.register(local.close)  # a clean stop writes the index image beside the store
+            pipeline = LocalBackend(local)
             where = (
                 "an index of its own (the bundled corpus, "
                 + (f"kept in {args.store}" if args.store else "in memory")

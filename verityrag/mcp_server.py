@@ -432,7 +432,10 @@ def main(argv: list[str] | None = None) -> int:
     except VerityRAGError as exc:
         parser.error(str(exc))
     logger.info("VerityRAG MCP server ready on stdio: %s", pipeline.stats())
-    run_stdio(build_server(pipeline))
+    try:
+        run_stdio(build_server(pipeline))
+    finally:
+        pipeline.close()  # a clean stop writes the index image beside the store
     return 0
 
 

@@ -148,6 +148,7 @@ class VerityRAGPipeline:
         self._controller_lock = threading.Lock()
         self._controller_cache: tuple[tuple[Any, ...], AgentController] | None = None
         self._other_retrievers: dict[tuple[str, float], HybridRetriever] = {}
+        self._closed = False
 
     def _default_index(self) -> AnyIndex:
         if self.settings.backend == "elasticsearch":
@@ -169,6 +170,27 @@ class VerityRAGPipeline:
     @property
     def data_dir(self) -> Path | None:
         return self.writer.data_dir
+
+    def checkpoint(self) -> bool:
+        """Write the index image beside the store (``data_dir``): the next start opens it instead of
+        re-indexing every stored document. True when the image on disk is of the store as it is
+        now; False without a store, or when another process wrote to it (the next start rebuilds
+        the index from the store, as it always may)."""
+        return self.writer.checkpoint()
+
+    def close(self) -> None:
+        """A clean stop: :meth:`checkpoint`, then the store closed (once: a second call does
+        nothing). The pipeline is not used after."""
+        if self.store is not None and not self._closed:
+            self._closed = True
+            self.checkpoint()
+            self.store.close()
+
+    def __enter__(self) -> VerityRAGPipeline:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
     def validate_document(self, doc: Document) -> Document:
         """The checks ingest runs on a document; returns it as it is stored."""

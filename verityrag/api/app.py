@@ -26,6 +26,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from starlette.concurrency import run_in_threadpool
 
 from verityrag import __version__
 from verityrag.api.auth import API_KEY_ENV, API_KEY_HEADER, READ_KEY_ENV, ApiKeys, AuthMiddleware
@@ -107,6 +108,7 @@ def create_app(
         with contextlib.suppress(ApiError):
             await holder.get()
         yield
+        await run_in_threadpool(holder.stop)
 
     app = FastAPI(
         title="VerityRAG",

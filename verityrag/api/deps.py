@@ -43,6 +43,7 @@ class PipelineHolder:
 
     def __init__(self, pipeline: VerityRAGPipeline | None, factory: Callable[[], VerityRAGPipeline]) -> None:
         self.pipeline = pipeline
+        self.owned = pipeline is None  # made here from the environment: closed here
         self.factory = factory
         self.failure: str | None = None
         self._lock = asyncio.Lock()
@@ -63,6 +64,16 @@ class PipelineHolder:
                         logger.exception("could not create the pipeline")
                     raise ApiError(503, None, f"the pipeline is unavailable ({self.failure})") from exc
         return self.pipeline
+
+    def stop(self) -> None:
+        """At the app's shutdown: the index image written beside the store, and a pipeline made
+        here closed (one the caller gave stays open: it is theirs)."""
+        if self.pipeline is None:
+            return
+        if self.owned:
+            self.pipeline.close()
+        else:
+            self.pipeline.checkpoint()
 
 
 async def _holder(request: Request) -> PipelineHolder:

@@ -15,19 +15,27 @@ import threading
 import weakref
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Self
 
 #: Bytes kept in RAM before the arena moves to a temporary file.
 MEMORY_LIMIT = 32 * 1024 * 1024
+#: Bytes copied at a time between an arena and an image file.
+_COPY_BLOCK = 8 * 1024 * 1024
 
 
 class ByteArena:
     """Append-only bytes addressed by (offset, length). ``spill_dir``: where the file goes
-    (default: the system's temporary folder)."""
+    (default: the system's temporary folder).
+
+    An arena opened from an index image (:meth:`from_file`) reads its first bytes from the image's
+    file, read-only; what is appended after them is kept as in any arena."""
 
     def __init__(self, spill_dir: str | Path | None = None, memory_limit: int = MEMORY_LIMIT) -> None:
         self.spill_dir = spill_dir
         self.memory_limit = memory_limit
         self.size = 0
+        self._base = 0  # bytes read from the base file; the memory or the spill file holds the rest
+        self._base_fd: int | None = None
         self._mem: bytearray | None = bytearray()
         self._fd: int | None = None
         self._lock = threading.Lock()  # writers only; readers never wait
@@ -45,13 +53,14 @@ class ByteArena:
         """Store ``blob``; returns its offset."""
         with self._lock:
             first = self.size
-            if self._fd is None and first + len(blob) > self.memory_limit:
+            tail = first - self._base  # where it goes in the memory or the spill file
+            if self._fd is None and tail + len(blob) > self.memory_limit:
                 self._spill()
             if self._fd is None:
                 assert self._mem is not None
                 self._mem += blob
             elif blob:
-                os.pwrite(self._fd, blob, first)
+                os.pwrite(self._fd, blob, tail)
             self.size = first + len(blob)
         return first
 
@@ -76,10 +85,45 @@ class ByteArena:
         self._mem = None
 
     def read(self, offset: int, length: int) -> bytes:
+        if offset < self._base:  # from the base file, and what follows it when a read runs past it
+            assert self._base_fd is not None
+            head = min(length, self._base - offset)
+            first = os.pread(self._base_fd, head, offset)
+            return first if head == length else first + self.read(self._base, length - head)
+        offset -= self._base
         mem = self._mem
         if mem is not None and offset + length <= len(mem):
             return bytes(mem[offset : offset + length])
         fd = self._fd
         if fd is None:  # pragma: no cover - a reader only asks for what a snapshot published
-            raise IndexError(f"bytes at {offset}+{length} are past the arena's end")
+            raise IndexError(f"bytes at {offset + self._base}+{length} are past the arena's end")
         return os.pread(fd, length, offset)
+
+    # ------------------------------------------------------------------ images
+    def write_to(self, path: Path) -> int:
+        """Write the arena's bytes to a new file at ``path`` (fsynced); returns how many. Appends
+        that come meanwhile are not in it: the caller holds the writers off."""
+        with self._lock:
+            size = self.size
+        with path.open("wb") as out:
+            for offset in range(0, size, _COPY_BLOCK):
+                out.write(self.read(offset, min(_COPY_BLOCK, size - offset)))
+            out.flush()
+            os.fsync(out.fileno())
+        return size
+
+    @classmethod
+    def from_file(
+        cls, path: Path, size: int, spill_dir: str | Path | None = None, memory_limit: int = MEMORY_LIMIT
+    ) -> Self:
+        """An arena whose first ``size`` bytes are read from ``path`` (opened read-only: appends
+        go to memory, then to a spill file, as in any arena; a later image replacing ``path``
+        leaves this arena reading the file it opened)."""
+        fd = os.open(path, os.O_RDONLY)
+        if os.fstat(fd).st_size < size:
+            os.close(fd)
+            raise OSError(f"{path} holds fewer than {size} bytes")
+        arena = cls(spill_dir, memory_limit)
+        weakref.finalize(arena, os.close, fd)
+        arena._base_fd, arena._base, arena.size = fd, size, size
+        return arena

@@ -26,10 +26,11 @@ import logging
 import math
 import threading
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from itertools import chain
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -135,6 +136,35 @@ class LiveIndex:
         character), in two parts the analyzer has usually seen already (the title for every
         chunk of the document, the text when the chunk was embedded)."""
         return self.analyzer.analyze(chunk.title) + self.analyzer.analyze(chunk.text)
+
+    # ------------------------------------------------------------------ images
+    def image_settings(self) -> dict[str, Any]:
+        """What an image of this index must have been made with to be opened by it."""
+        return {
+            "dim": self.dim,
+            "analyzer": self.analyzer.fingerprint(),
+            "k1": self.k1,
+            "b": self.b,
+            "epsilon": self.epsilon,
+            "dense_backend": self.dense_backend,
+            "compact_dead_fraction": self.compact_dead_fraction,
+            "ann_threshold": self.ann_threshold,
+        }
+
+    @contextmanager
+    def writes_held(self) -> Iterator[dict[str, Any]]:
+        """Writers held off (readers go on) while an image is made of the state it yields: every
+        attribute but the analyzer, which whoever opens the image gives (:mod:`verityrag.index.image`)."""
+        with self._write_lock:
+            yield {name: value for name, value in vars(self).items() if name != "analyzer"}
+
+    def load_image_state(self, state: Mapping[str, Any]) -> None:
+        """Become the index an image kept; the caller checked it was made with
+        :meth:`image_settings` equal to this index's."""
+        with self._write_lock:
+            kept = {"analyzer": self.analyzer, "_write_lock": self._write_lock}
+            self.__dict__.update(state)
+            self.__dict__.update(kept)
 
     # ------------------------------------------------------------------ reads
     def snapshot(self) -> IndexSnapshot:

@@ -6,6 +6,9 @@ document survives the process being killed. ``synchronous=NORMAL`` (the
 default, ``durability="process"``) survives a process crash; ``"power"`` uses
 ``synchronous=FULL`` to also survive power loss at the cost of an fsync per write.
 
+Every write also counts up the store's ``generation`` (in the same transaction): an index image
+(:mod:`verityrag.index.image`) is of one generation, and any write since makes it stale.
+
 Each document row records when it was ingested (``ingested_at``, Unix seconds, set by the
 store when the transaction writes it): citations and the trace show it. The column was added
 without a schema version change: a store made before it gets the column on open (its rows
@@ -66,6 +69,10 @@ CREATE INDEX IF NOT EXISTS documents_by_seq ON documents(seq);
 """
 
 
+#: The meta key counting the store's write transactions.
+GENERATION_KEY = "generation"
+
+
 @dataclass(frozen=True, slots=True)
 class StoredDocument:
     document: Document
@@ -80,6 +87,7 @@ class SQLiteDocumentStore:
     def __init__(self, path: str | Path, durability: Durability = "process") -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
+        self.last_generation: int | None = None  # the generation this object's latest write made
         folder = self.path.parent
         if folder.exists() and not folder.is_dir():  # the caller's setting: say so, not FileExistsError
             raise StorageError(f"the data folder {folder} is a file: give a folder (it is made if missing)")
@@ -137,6 +145,21 @@ class SQLiteDocumentStore:
                 raise
 
     # ------------------------------------------------------------------- meta
+    def generation(self) -> int:
+        """How many writes the store has committed (0 for a store from before they were counted)."""
+        return int(self.get_meta(GENERATION_KEY) or 0)
+
+    def _next_generation(self, conn: sqlite3.Connection) -> int:
+        """Count this write transaction (call inside it): the generation it makes, also kept as
+        :attr:`last_generation` (what this object's latest write made, whoever else writes)."""
+        row = conn.execute("SELECT value FROM meta WHERE key=?", (GENERATION_KEY,)).fetchone()
+        generation = (int(row[0]) if row else 0) + 1
+        conn.execute(
+            "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (GENERATION_KEY, str(generation))
+        )
+        self.last_generation = generation
+        return generation
+
     def get_meta(self, key: str) -> str | None:
         with self._connection("reading") as conn:
             row = conn.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
@@ -159,6 +182,7 @@ class SQLiteDocumentStore:
         ``ingested_at`` (Unix seconds, default now) is recorded on every document written."""
         when = time.time() if ingested_at is None else ingested_at
         with self._transaction() as conn:
+            self._next_generation(conn)
             (seq,) = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM documents").fetchone()
             for i, (doc, chunks, vectors) in enumerate(items):
                 terms: list[tuple[str | None, bytes | None]] = (
@@ -185,8 +209,10 @@ class SQLiteDocumentStore:
                 )
 
     def delete(self, doc_id: str) -> bool:
-        with self._connection("writing to") as conn:
+        with self._transaction() as conn:
             cur = conn.execute("DELETE FROM documents WHERE doc_id=?", (doc_id,))
+            if cur.rowcount > 0:
+                self._next_generation(conn)
         return cur.rowcount > 0
 
     def replace_vectors(
@@ -198,6 +224,7 @@ class SQLiteDocumentStore:
         """Overwrite stored vectors (after the embedder changed) and term counts (after the
         analyzer changed), with ``meta`` in the same transaction."""
         with self._transaction() as conn:
+            self._next_generation(conn)
             conn.executemany(
                 "UPDATE chunks SET vector=? WHERE chunk_id=?",
                 [(v.astype(np.float32).tobytes(), cid) for cid, v in vectors_by_chunk.items()],

@@ -32,6 +32,7 @@ from verityrag.config import Settings
 from verityrag.embed.embedder import Embedder
 from verityrag.errors import InvalidInputError
 from verityrag.index.filters import AnyFilter, MetadataIndex, as_filter
+from verityrag.index.image import image_generation, read_image, write_image
 from verityrag.index.live import LiveIndex
 from verityrag.index.protocol import AnyIndex, check_unique_ids
 from verityrag.index.store import SQLiteDocumentStore
@@ -50,6 +51,8 @@ DATA_DIR_ENV = "VERITYRAG_DATA_DIR"
 # and the demos pass it, so a benchmark never restores a user's documents nor writes into their store.
 IN_MEMORY = ""
 STORE_FILENAME = "verityrag.sqlite3"
+#: The index image beside the store (verityrag.index.image): what a restart opens instead of re-indexing.
+IMAGE_DIR = "index_image"
 DocumentLike = Document | Mapping[str, Any] | tuple[str, str, str]
 
 
@@ -195,9 +198,13 @@ class DocumentWriter:
                 f"is for the embedded index; {type(index).__name__} is its own durable store "
                 f"(unset {DATA_DIR_ENV} or data_dir)",
             )
+        # The store generation the index holds exactly (its restore, then each write of this
+        # writer); None once it may not (another process wrote): no image is made of it then.
+        self._indexed_generation: int | None = None
         if data_dir is not None:
             self.store = SQLiteDocumentStore(data_dir / STORE_FILENAME, settings.durability)
-            self.restore(self.store)
+            if not self._open_image():
+                self.restore(self.store)
 
     def validate(self, doc: Document) -> Document:
         """The checks ingest runs on a document; returns it as it is stored.
@@ -270,6 +277,7 @@ class DocumentWriter:
             if self.store is not None:
                 items = [(p.document, p.chunks, p.vectors) for p in prepared]
                 self.store.put_many(items, counts, ingested_at=now)
+                self._wrote(self.store)
             else:  # the index keeps no metadata: without a store it lives here
                 for doc, *_ in prepared:
                     self._metadata.pop(doc.doc_id, None)
@@ -324,6 +332,9 @@ class DocumentWriter:
         """Remove a document from the store and both indexes. False if it was not there."""
         with self._lock:
             removed = self.store.delete(doc_id) if self.store is not None else False
+            if removed:
+                assert self.store is not None
+                self._wrote(self.store)
             self._metadata.pop(doc_id, None)
             self._ingested_at.pop(doc_id, None)
             self.metadata_index.remove(doc_id)
@@ -401,11 +412,69 @@ class DocumentWriter:
                 text = text.ljust(c.start) + c.text[max(len(text) - c.start, 0) :]
         return Document(doc_id, chunks[0].title, text, dict(self._metadata.get(doc_id, {})))
 
+    def _wrote(self, store: SQLiteDocumentStore) -> None:
+        """After a write of this writer's: the index holds the store's next generation, unless
+        another process wrote in between (then its writes are in the store, not the index)."""
+        held = self._indexed_generation
+        self._indexed_generation = (
+            store.last_generation if held is not None and store.last_generation == held + 1 else None
+        )
+
+    def _image_made_with(self) -> dict[str, Any]:
+        assert isinstance(self.index, LiveIndex)
+        return {"index": self.index.image_settings(), "embedder": self.embedder.fingerprint()}
+
+    def _open_image(self) -> bool:
+        """Open the index image beside the store when it is of the store's generation and made
+        with these settings (:mod:`verityrag.index.image`); False: restore from the store."""
+        if self.store is None or self.data_dir is None or not isinstance(self.index, LiveIndex):
+            return False
+        if len(self.index):
+            return False
+        started = time.perf_counter()
+        generation = self.store.generation()
+        state = read_image(self.data_dir / IMAGE_DIR, generation, self._image_made_with())
+        if state is None:
+            return False
+        index_state, metadata_index = state
+        self.index.load_image_state(index_state)
+        self.metadata_index = metadata_index
+        self._indexed_generation = generation
+        logger.info(
+            "opened the index image of %d documents (%d chunks) in %.2fs",
+            self.index.n_documents,
+            len(self.index),
+            time.perf_counter() - started,
+        )
+        return True
+
+    def checkpoint(self) -> bool:
+        """Write the index image for the store's generation beside the store (a clean stop), so the
+        next start opens it instead of re-indexing; True when the image on disk is of the
+        store's generation. Nothing is written for an index that may not hold the store exactly
+        (another process wrote to it), or without a store."""
+        if self.store is None or self.data_dir is None or not isinstance(self.index, LiveIndex):
+            return False
+        folder = self.data_dir / IMAGE_DIR
+        with self._lock, self.index.writes_held() as index_state:
+            generation = self.store.generation()
+            if self._indexed_generation != generation:
+                logger.warning(
+                    "no index image written: another process wrote to %s since this index was built",
+                    self.store.path,
+                )
+                return False
+            if image_generation(folder) == generation:
+                return True
+            write_image(folder, generation, self._image_made_with(), (index_state, self.metadata_index))
+        return True
+
     def restore(self, store: SQLiteDocumentStore) -> None:
         """Load the store's documents into the index (re-embedding only if the embedder changed),
         streamed in batches of :data:`RESTORE_BATCH` documents: a million chunks are never all in
         memory at once, besides the index itself."""
         started = time.perf_counter()
+        before = store.generation()
         fingerprint = self.embedder.fingerprint()
         stored_fp = store.get_meta("embedder")
         reembed = stored_fp is not None and stored_fp != fingerprint
@@ -457,6 +526,8 @@ class DocumentWriter:
         # Every new vector, count and the fingerprints that describe them in ONE transaction: a
         # crash while re-embedding leaves the old store intact, never half old, half new.
         store.replace_vectors(new_vectors, meta=meta, term_counts_by_chunk=new_counts)
+        # Exactly the store, unless another process wrote while it was read.
+        self._indexed_generation = store.last_generation if store.last_generation == before + 1 else None
         if batch:
             self.index.apply(batch, term_counts=counts)
         logger.info(

@@ -128,13 +128,18 @@ def wait_healthy(service: Service, timeout_s: float) -> None:
         time.sleep(0.25)
 
 
+#: How long a service may take to stop: the API writes the index image at its clean stop (about
+#: 25 s at a million chunks); killed sooner, the next start rebuilds the index from the store.
+STOP_WAIT_S = 120.0
+
+
 def _stop(services: list[Service]) -> None:
     for service in services:
         if service.process.poll() is None:
             service.process.terminate()
     for service in services:
         try:
-            service.process.wait(15)
+            service.process.wait(STOP_WAIT_S)
         except subprocess.TimeoutExpired:
             service.process.kill()
 

@@ -1,0 +1,219 @@
+"""The index image (verityrag.index.image): a restart after a clean stop opens it and answers as the
+index it was made of; a stale, damaged, foreign or half-written image is passed over and the index
+rebuilt from the store, which stays the truth."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from verityrag import VerityRAGPipeline
+from verityrag.config import Settings
+from verityrag.embed.hashing import HashingEmbedder
+from verityrag.index.image import MANIFEST, image_generation
+from verityrag.index.live import LiveIndex
+from verityrag.ingest.writer import IMAGE_DIR, DocumentWriter
+from verityrag.types import Document
+
+pytestmark = pytest.mark.unit
+
+SETTINGS = Settings(reader=False)
+DOCS = [
+    Document(
+        "ferry",
+        "MV Corran Bell",
+        "The MV Corran Bell is 64 metres long. It sails from Oban to Mull.",
+        {"source": "leaflet"},
+    ),
+    Document(
+        "mill",
+        "Tide mill",
+        "The tide mill at Wexcombe was built in 1790 by Ann Carrow.",
+        {"source": "museum"},
+    ),
+    Document(
+        "engine", "Steam engine", "The steam engine converts heat into work. James Watt improved it.", {}
+    ),
+]
+QUERIES = ["how long is the ferry", "who built the tide mill", "steam engine heat", "Oban Mull"]
+
+
+def _answers(pipeline: VerityRAGPipeline) -> list[Any]:
+    """What a restart must keep: lexical, dense and fused hits, filters, listings, documents."""
+    index = pipeline.index
+    vector = pipeline.embedder.encode(["ferry length"])[0]
+    return [
+        [(h.chunk_id, round(h.score, 9)) for q in QUERIES for h in pipeline.retriever.search(q, 5)],
+        [(s.chunk.chunk_id, round(s.score, 9)) for q in QUERIES for s in index.search_lexical(q, 5)],
+        [(s.chunk.chunk_id, round(s.score, 9)) for s in index.search_dense(vector, 5)],
+        [d.doc_id for d in pipeline.list_documents(filter={"source": "leaflet"})[1]],
+        pipeline.get_document("mill"),
+        [c.text for c in index.chunks_of("ferry")],
+        (len(index), index.n_documents),
+    ]
+
+
+def _filled(folder: Path, **index_options: Any) -> list[Any]:
+    """A stopped pipeline in ``folder`` holding DOCS (one replaced, one deleted on the way); its answers."""
+    embedder = HashingEmbedder()
+    index = LiveIndex(embedder.dim, **index_options) if index_options else None
+    with VerityRAGPipeline(embedder, folder, SETTINGS, index=index) as pipeline:
+        pipeline.ingest_documents([*DOCS, Document("gone", "Gone", "A document deleted before the stop.")])
+        pipeline.ingest_document("ferry", DOCS[0].title, DOCS[0].text, DOCS[0].metadata)  # replaced
+        pipeline.delete_document("gone")
+        return _answers(pipeline)
+
+
+def _reopen(folder: Path, **index_options: Any) -> VerityRAGPipeline:
+    embedder = HashingEmbedder()
+    index = LiveIndex(embedder.dim, **index_options) if index_options else None
+    return VerityRAGPipeline(embedder, folder, SETTINGS, index=index)
+
+
+@pytest.fixture
+def rebuilds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the restores from the store (an image opened is none)."""
+    calls: list[int] = []
+    original = DocumentWriter.restore
+
+    def counted(self: DocumentWriter, store: Any) -> None:
+        calls.append(1)
+        original(self, store)
+
+    monkeypatch.setattr(DocumentWriter, "restore", counted)
+    return calls
+
+
+@pytest.mark.parametrize(
+    "index_options",
+    [{}, {"text_memory_limit": 64}, {"dense_backend": "hnsw"}],
+    ids=["default", "texts spilled to a file", "hnsw graph"],
+)
+def test_a_restart_after_a_clean_stop_opens_the_image_and_answers_alike(
+    tmp_path: Path, rebuilds: list[int], index_options: dict[str, Any]
+) -> None:
+    before = _filled(tmp_path, **index_options)
+    rebuilds.clear()
+    with _reopen(tmp_path, **index_options) as reopened:
+        assert rebuilds == []
+        assert _answers(reopened) == before
+        # and it goes on: a write after the image is kept, in the store and the next image
+        reopened.ingest_document("pier", "Pier", "The pier at Oban is 200 metres long.")
+        after = _answers(reopened)
+    with _reopen(tmp_path, **index_options) as again:
+        assert rebuilds == []
+        assert _answers(again) == after
+
+
+def test_a_write_after_the_image_without_a_clean_stop_rebuilds_from_the_store(
+    tmp_path: Path, rebuilds: list[int]
+) -> None:
+    _filled(tmp_path)
+    crashed = _reopen(tmp_path)
+    crashed.ingest_document("pier", "Pier", "The pier at Oban is 200 metres long.")
+    expected = _answers(crashed)
+    assert crashed.store is not None
+    crashed.store.close()  # killed: no close(), so the image is of the generation before the write
+    rebuilds.clear()
+    with _reopen(tmp_path) as restarted:
+        assert rebuilds == [1]
+        assert _answers(restarted) == expected
+
+
+@pytest.mark.parametrize("damage", ["truncated", "flipped", "manifest", "missing"])
+def test_a_damaged_image_is_passed_over_and_the_index_rebuilt(
+    tmp_path: Path, rebuilds: list[int], caplog: pytest.LogCaptureFixture, damage: str
+) -> None:
+    before = _filled(tmp_path)
+    folder = tmp_path / IMAGE_DIR
+    state = folder / "state.pkl"
+    if damage == "truncated":
+        state.write_bytes(state.read_bytes()[:-10])
+    elif damage == "flipped":
+        data = bytearray((folder / "arena0.bin").read_bytes())
+        data[5] ^= 0xFF
+        (folder / "arena0.bin").write_bytes(bytes(data))
+    elif damage == "manifest":
+        (folder / MANIFEST).write_text("{not json", encoding="utf-8")
+    else:
+        state.unlink()
+    rebuilds.clear()
+    with caplog.at_level(logging.WARNING, logger="verityrag.index.image"), _reopen(tmp_path) as reopened:
+        assert rebuilds == [1]
+        assert _answers(reopened) == before
+    assert "rebuilding from the store" in caplog.text
+
+
+def test_an_image_made_with_other_settings_is_not_opened(tmp_path: Path, rebuilds: list[int]) -> None:
+    _filled(tmp_path)
+    rebuilds.clear()
+    with _reopen(tmp_path, k1=1.2) as other:
+        assert rebuilds == [1]
+        assert other.index.k1 == 1.2  # BM25 as this index scores it, not as the image's did
+
+
+def test_no_image_is_made_of_an_index_another_process_wrote_past(
+    tmp_path: Path, rebuilds: list[int], caplog: pytest.LogCaptureFixture
+) -> None:
+    _filled(tmp_path)
+    first, second = _reopen(tmp_path), _reopen(tmp_path)  # two processes on one data folder
+    second.ingest_document("pier", "Pier", "The pier at Oban is 200 metres long.")
+    with caplog.at_level(logging.WARNING, logger="verityrag.ingest.writer"):
+        assert first.checkpoint() is False  # its index lacks the pier
+    assert "another process wrote" in caplog.text
+    second.close()  # this one holds the store exactly: its image is the store's
+    assert first.store is not None
+    first.store.close()
+    rebuilds.clear()
+    with _reopen(tmp_path) as restarted:
+        assert rebuilds == []
+        assert restarted.get_document("pier") is not None
+
+
+def test_a_write_cut_short_leaves_the_old_image_or_none(tmp_path: Path, rebuilds: list[int]) -> None:
+    before = _filled(tmp_path)
+    folder = tmp_path / IMAGE_DIR
+    generation = image_generation(folder)
+    # what a crash inside write_image leaves: a half-written new folder beside the whole old one
+    half = tmp_path / f"{IMAGE_DIR}.new"
+    shutil.copytree(folder, half)
+    (half / MANIFEST).unlink()
+    rebuilds.clear()
+    with _reopen(tmp_path) as reopened:
+        assert rebuilds == []
+        assert _answers(reopened) == before
+        reopened.ingest_document("pier", "Pier", "The pier at Oban is 200 metres long.")
+    assert not half.exists()  # the next image was written over it
+    assert image_generation(folder) == (generation or 0) + 1
+
+
+def test_an_in_memory_pipeline_has_no_image_to_write() -> None:
+    pipeline = VerityRAGPipeline(settings=SETTINGS)
+    pipeline.ingest_document("d", "D", "Nothing is kept.")
+    assert pipeline.checkpoint() is False
+    pipeline.close()
+
+
+@pytest.mark.parametrize("memory_limit", [1 << 20, 4], ids=["tail in memory", "tail spilled"])
+def test_an_arena_opened_from_an_image_reads_across_its_base_and_writes_itself_whole(
+    tmp_path: Path, memory_limit: int
+) -> None:
+    from verityrag.index._arena import ByteArena
+
+    original = ByteArena(memory_limit=memory_limit)
+    original.append(b"abcdef")
+    assert original.write_to(tmp_path / "image.bin") == 6
+    (tmp_path / "image.bin").write_bytes((tmp_path / "image.bin").read_bytes() + b"junk past the size")
+    opened = ByteArena.from_file(tmp_path / "image.bin", 6, memory_limit=memory_limit)
+    assert opened.append(b"ghij") == 6
+    assert opened.read(0, 6) == b"abcdef"
+    assert opened.read(4, 4) == b"efgh"  # a run of rows across the base
+    assert opened.read(6, 4) == b"ghij"
+    assert opened.write_to(tmp_path / "next.bin") == 10
+    assert (tmp_path / "next.bin").read_bytes() == b"abcdefghij"
+    (tmp_path / "image.bin").unlink()  # the next image replaced it: the open file still reads
+    assert opened.read(0, 10) == b"abcdefghij"

@@ -1,0 +1,234 @@
+"""The index image: the embedded index as it stood at one store generation, so that a restart
+opens it instead of re-indexing every stored chunk.
+
+    <data dir>/index_image/
+        manifest.json   format, the store generation, what the index was built with (its settings,
+                        the analyzer's and the embedder's fingerprints), each file's size and CRC-32
+        state.pkl       the index and what else the writer keeps (pickle protocol 5), without
+                        its arrays, byte arenas and locks
+        buffers.bin     the arrays' bytes, out of band, one after the other (64-byte aligned),
+        buffers.json    and where each starts and ends: read back as one allocation, each
+                        array a view into it
+        arena0.bin ...  the byte arenas (chunk texts, float32 vector rows), one file each
+
+Written at a clean stop (``VerityRAGPipeline.close``) into a new folder that replaces the old one
+by rename, so a crash while writing leaves the old image or none; read at the next start when its
+generation is the store's and it was made with the same settings. The store stays the truth: an
+image that is stale (a write since), damaged (a size or checksum that does not match) or made
+otherwise is passed over, and the index is rebuilt from the store.
+"""
+
+from __future__ import annotations
+
+import _thread
+import io
+import json
+import logging
+import os
+import pickle
+import shutil
+import threading
+import time
+import zlib
+from pathlib import Path
+from typing import Any
+
+from verityrag.index._arena import ByteArena
+from verityrag.index._chunks import TextArena
+
+logger = logging.getLogger(__name__)
+
+FORMAT = "verityrag-index-image/1"
+MANIFEST = "manifest.json"
+STATE = "state.pkl"
+BUFFERS = "buffers.bin"
+BUFFER_INDEX = "buffers.json"
+_ALIGN = 64
+_ARENA_TYPES: dict[str, type[ByteArena]] = {"ByteArena": ByteArena, "TextArena": TextArena}
+_LOCK_TYPES = (_thread.LockType, type(threading.RLock()))
+_READ_BLOCK = 8 * 1024 * 1024
+
+
+class _ImagePickler(pickle.Pickler):
+    """Pickles the state, writing each arena to its own file and leaving locks out."""
+
+    def __init__(self, file: io.BufferedWriter, folder: Path, buffers: list[pickle.PickleBuffer]) -> None:
+        super().__init__(file, protocol=5, buffer_callback=buffers.append)
+        self.folder = folder
+        self.arenas: dict[int, tuple[Any, ...]] = {}
+
+    def persistent_id(self, obj: Any) -> tuple[Any, ...] | None:
+        if isinstance(obj, ByteArena):
+            if id(obj) not in self.arenas:
+                name = f"arena{len(self.arenas)}.bin"
+                size = obj.write_to(self.folder / name)
+                spill = None if obj.spill_dir is None else str(obj.spill_dir)
+                self.arenas[id(obj)] = ("arena", type(obj).__name__, name, size, spill, obj.memory_limit)
+            return self.arenas[id(obj)]
+        if isinstance(obj, _LOCK_TYPES):
+            return ("lock", isinstance(obj, type(threading.RLock())))
+        return None
+
+
+class _ImageUnpickler(pickle.Unpickler):
+    def __init__(self, file: io.BufferedReader, folder: Path, buffers: list[memoryview]) -> None:
+        super().__init__(file, buffers=buffers)
+        self.folder = folder
+        self.arenas: dict[str, ByteArena] = {}
+
+    def persistent_load(self, pid: tuple[Any, ...]) -> Any:
+        if pid[0] == "lock":
+            return threading.RLock() if pid[1] else threading.Lock()
+        if pid[0] == "arena":
+            _, kind, name, size, spill, memory_limit = pid
+            if name not in self.arenas:
+                self.arenas[name] = _ARENA_TYPES[kind].from_file(
+                    self.folder / name, size, spill, memory_limit
+                )
+            return self.arenas[name]
+        raise pickle.UnpicklingError(f"unknown persistent id {pid[0]!r}")
+
+
+def _crc32(path: Path) -> int:
+    crc = 0
+    with path.open("rb") as f:
+        while block := f.read(_READ_BLOCK):
+            crc = zlib.crc32(block, crc)
+    return crc
+
+
+def _write_buffers(path: Path, buffers: list[pickle.PickleBuffer]) -> list[list[int]]:
+    """The out-of-band buffers one after the other, each start aligned; their [start, end)."""
+    spans = []
+    with path.open("wb") as f:
+        offset = 0
+        for buffer in buffers:
+            raw = buffer.raw()
+            pad = -offset % _ALIGN
+            f.write(b"\0" * pad)
+            offset += pad
+            f.write(raw)
+            spans.append([offset, offset + raw.nbytes])
+            offset += raw.nbytes
+        f.flush()
+        os.fsync(f.fileno())
+    return spans
+
+
+def _read_buffers(path: Path, spans: list[list[int]]) -> list[memoryview]:
+    """``buffers.bin`` read into one writable allocation; a view of it per buffer."""
+    data = bytearray(path.stat().st_size)
+    with path.open("rb", buffering=0) as f:
+        view = memoryview(data)
+        done = 0
+        while done < len(data):
+            n = f.readinto(view[done:])
+            if not n:
+                raise OSError(f"{path} ended early")
+            done += n
+    return [view[start:end] for start, end in spans]
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def image_generation(folder: Path) -> int | None:
+    """The store generation of the image in ``folder`` (None: no readable manifest)."""
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        return int(manifest["generation"]) if manifest.get("format") == FORMAT else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def write_image(folder: Path, generation: int, made_with: dict[str, Any], state: Any) -> int:
+    """Write ``state`` as the image of store generation ``generation`` in ``folder``, replacing
+    what was there only once the new one is complete on disk; returns its size in bytes. The
+    caller holds the index's writers off while it runs."""
+    started = time.perf_counter()
+    fresh = folder.with_name(f"{folder.name}.new")
+    shutil.rmtree(fresh, ignore_errors=True)  # a write that a crash cut short
+    fresh.mkdir(parents=True)
+    buffers: list[pickle.PickleBuffer] = []
+    with (fresh / STATE).open("wb") as state_file:
+        _ImagePickler(state_file, fresh, buffers).dump(state)
+        state_file.flush()
+        os.fsync(state_file.fileno())
+    spans = _write_buffers(fresh / BUFFERS, buffers)
+    (fresh / BUFFER_INDEX).write_text(json.dumps(spans), encoding="utf-8")
+    files = {p.name: {"size": p.stat().st_size, "crc32": _crc32(p)} for p in sorted(fresh.iterdir())}
+    manifest = {"format": FORMAT, "generation": generation, "made_with": made_with, "files": files}
+    with (fresh / MANIFEST).open("w", encoding="utf-8") as f:
+        json.dump(manifest, f, sort_keys=True)
+        f.flush()
+        os.fsync(f.fileno())
+    _fsync_dir(fresh)
+    old = folder.with_name(f"{folder.name}.old")
+    shutil.rmtree(old, ignore_errors=True)
+    if folder.exists():
+        folder.rename(old)
+    fresh.rename(folder)
+    _fsync_dir(folder.parent)
+    shutil.rmtree(old, ignore_errors=True)
+    size = sum(int(f["size"]) for f in files.values())
+    logger.info(
+        "index image of store generation %d written to %s (%.0f MB) in %.2fs",
+        generation,
+        folder,
+        size / 1e6,
+        time.perf_counter() - started,
+    )
+    return size
+
+
+def read_image(folder: Path, generation: int, made_with: dict[str, Any]) -> Any | None:
+    """The state the image in ``folder`` holds, if it is of store generation ``generation``, made
+    with ``made_with``, and whole; else None (and the log says why)."""
+    if not (folder / MANIFEST).is_file():
+        return None
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        logger.warning("index image at %s is unreadable (%s): rebuilding from the store", folder, exc)
+        return None
+    if manifest.get("format") != FORMAT:
+        logger.info("index image at %s is of another format: rebuilding from the store", folder)
+        return None
+    if manifest.get("generation") != generation:
+        logger.info(
+            "index image at %s is of store generation %s, the store is at %d: rebuilding from the store",
+            folder,
+            manifest.get("generation"),
+            generation,
+        )
+        return None
+    if manifest.get("made_with") != made_with:
+        logger.info("index image at %s was made with other settings: rebuilding from the store", folder)
+        return None
+    for name, expected in manifest.get("files", {}).items():
+        path = folder / name
+        if not path.is_file() or path.stat().st_size != expected["size"] or _crc32(path) != expected["crc32"]:
+            logger.warning("index image file %s is missing or damaged: rebuilding from the store", path)
+            return None
+    try:
+        buffers = _read_buffers(
+            folder / BUFFERS, json.loads((folder / BUFFER_INDEX).read_text(encoding="utf-8"))
+        )
+        with (folder / STATE).open("rb") as f:
+            return _ImageUnpickler(f, folder, buffers).load()
+    except (
+        OSError,
+        ValueError,
+        pickle.UnpicklingError,
+        EOFError,
+        AttributeError,
+        ImportError,
+        KeyError,
+    ) as exc:
+        logger.warning("index image at %s could not be read (%s): rebuilding from the store", folder, exc)
+        return None
