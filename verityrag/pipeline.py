@@ -181,8 +181,10 @@ class VerityRAGPipeline:
     def close(self) -> None:
         """A clean stop: :meth:`checkpoint`, then the store closed (once: a second call does
         nothing). The pipeline is not used after."""
-        if self.store is not None and not self._closed:
-            self._closed = True
+        if self._closed:
+            return
+        self._closed = True
+        if self.store is not None:
             self.checkpoint()
             self.store.close()
 

@@ -23,21 +23,22 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from verityrag.config import Settings
 from verityrag.embed.embedder import Embedder
+from verityrag.embed.hashing import HashingEmbedder
 from verityrag.errors import InvalidInputError
 from verityrag.index.filters import AnyFilter, MetadataIndex, as_filter
 from verityrag.index.image import image_generation, read_image, write_image
 from verityrag.index.live import LiveIndex
 from verityrag.index.protocol import AnyIndex, check_unique_ids
 from verityrag.index.store import SQLiteDocumentStore
+from verityrag.ingest.parallel import PARALLEL_MIN_DOCUMENTS, Prepared, Preparer, WorkerPool
 from verityrag.text.analyzer import Analyzer
-from verityrag.text.chunking import chunk_spans
 from verityrag.text.unicode import check_utf8
 from verityrag.types import Chunk, Document, Provenance, is_valid_doc_id
 
@@ -54,18 +55,6 @@ STORE_FILENAME = "verityrag.sqlite3"
 #: The index image beside the store (verityrag.index.image): what a restart opens instead of re-indexing.
 IMAGE_DIR = "index_image"
 DocumentLike = Document | Mapping[str, Any] | tuple[str, str, str]
-
-
-class PreparedDocument(NamedTuple):
-    """A validated document, chunked, embedded and analyzed: what a commit writes."""
-
-    document: Document
-    chunks: list[Chunk]
-    vectors: npt.NDArray[np.float32]
-    term_counts: list[dict[str, int]]  # per chunk: the terms BM25 indexes and the store keeps
-
-
-Prepared = list[PreparedDocument]
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,6 +190,7 @@ class DocumentWriter:
         # The store generation the index holds exactly (its restore, then each write of this
         # writer); None once it may not (another process wrote): no image is made of it then.
         self._indexed_generation: int | None = None
+        self._workers = WorkerPool()  # bulk preparation on both cores, where it pays
         if data_dir is not None:
             self.store = SQLiteDocumentStore(data_dir / STORE_FILENAME, settings.durability)
             if not self._open_image():
@@ -236,35 +226,39 @@ class DocumentWriter:
             )
         return dataclasses.replace(doc, metadata=json.loads(dumped))
 
-    def chunk(self, doc: Document) -> list[Chunk]:
-        spans = chunk_spans(
-            doc.doc_id,
-            doc.text,
-            max_words=self.settings.chunk_max_words,
-            overlap_sentences=self.settings.chunk_overlap_sentences,
+    def preparer(self) -> Preparer:
+        """How this writer chunks, embeds and analyzes a document (picklable: for the workers)."""
+        return Preparer(
+            self.embedder,
+            self.analyzer,
+            self.settings.chunk_max_words,
+            self.settings.chunk_overlap_sentences,
         )
-        return [
-            Chunk(s.chunk_id, doc.doc_id, doc.title, doc.text[s.start : s.end], s.position, s.start, s.end)
-            for s in spans
-        ]
+
+    def chunk(self, doc: Document) -> list[Chunk]:
+        return self.preparer().chunk(doc)
 
     def prepare(self, docs: list[Document]) -> Prepared:
-        """Chunk, embed (one encoder call for all their chunks) and analyze ``docs``.
+        """Chunk, embed (one encoder call for all their chunks) and analyze ``docs``, in process."""
+        return self.preparer()(docs)
 
-        Terms are counted here, right after embedding, while the analyzer still holds the texts
-        it analyzed for the (hashing) embedder: counted at the commit, a 5,000-document batch had
-        outgrown that cache and every chunk was analyzed twice (~30% of a bulk build's time)."""
-        chunked = [self.chunk(doc) for doc in docs]
-        texts = [c.text for chunks in chunked for c in chunks]
-        vectors = self.embedder.encode(texts) if texts else np.zeros((0, self.embedder.dim), np.float32)
-        out = []
-        offset = 0
-        for doc, chunks in zip(docs, chunked, strict=True):
-            vecs = vectors[offset : offset + len(chunks)]
-            (counts,) = self.index.term_counts([(doc.doc_id, chunks, vecs)])
-            out.append(PreparedDocument(doc, chunks, vecs, counts))
-            offset += len(chunks)
-        return out
+    def _prepare_all(self, docs: list[Document], batch_size: int, bar: Any) -> Prepared:
+        """Every document prepared, ``batch_size`` per encoder call: by the worker processes when
+        it pays (a large batch, the hashing embedder, two cores), else here."""
+        batches = [docs[first : first + batch_size] for first in range(0, len(docs), batch_size)]
+        if (
+            len(docs) >= PARALLEL_MIN_DOCUMENTS
+            and isinstance(self.embedder, HashingEmbedder)
+            and self._workers.useful
+        ):
+            prepared = self._workers.prepare(self.preparer(), batches)
+            bar.update(len(docs))
+            return prepared
+        prepared = []
+        for batch in batches:
+            prepared += self.prepare(batch)
+            bar.update(len(batch))
+        return prepared
 
     def commit(self, prepared: Prepared) -> None:
         # Durable store first (one transaction: all of ``prepared`` or none), then the index:
@@ -316,12 +310,8 @@ class DocumentWriter:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=len(docs), desc="ingest", unit="doc", disable=not show)
-        prepared: Prepared = []
         try:
-            for first in range(0, len(docs), batch_size):
-                batch = docs[first : first + batch_size]
-                prepared += self.prepare(batch)
-                bar.update(len(batch))
+            prepared = self._prepare_all(docs, batch_size, bar)
         finally:
             bar.close()
         if prepared:
