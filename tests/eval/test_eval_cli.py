@@ -135,7 +135,7 @@ def test_eval_external_questions_file_is_evaluated_on_same_corpus(tmp_path: Path
     assert data["config"]["questions_file"].endswith("q.jsonl")
 
 
-# --guard / --answerability without their models: tests/models/test_crossenc_eval_flags.py;
+# --guard / --answerability without their models: tests/models/test_cross_encoder_eval_flags.py;
 # --real-llm: tests/llm/test_llm_eval_cli.py.
 
 

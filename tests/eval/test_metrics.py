@@ -239,7 +239,7 @@ def test_weighted_auroc_with_unit_weights_is_sklearns_auroc_ties_included() -> N
     scores = np.round(rng.random(300) + 0.3 * labels, 1)  # rounded: many ties
     [auc] = weighted_aurocs(labels, scores, np.ones((1, 300)))
     assert auc == pytest.approx(roc_auc_score(labels, scores))
-    assert auroc(scores.tolist(), labels.tolist()) == pytest.approx(auc)  # the crossenc figures' AUROC
+    assert auroc(scores.tolist(), labels.tolist()) == pytest.approx(auc)  # the cross-encoder figures' AUROC
     with pytest.raises(ValueError, match="both classes"):
         auroc([0.1, 0.2], [1, 1])
 
