@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import pytest
 
-from verityrag.index import _postings, bm25
+from verityrag.index import _bm25_compiled, _postings, bm25
 from verityrag.index.live import IndexSnapshot, LiveIndex
 from verityrag.types import Chunk
 
@@ -25,15 +25,24 @@ VOCAB = [f"kw{i}" for i in range(120)]
 
 
 @pytest.fixture(
-    params=[(8, 16, 0, 4), (32, 40, 0, 8), (128, 512, 4096, 64)],
-    ids=["tiny-blocks", "small-blocks", "default"],
+    params=[
+        (8, 16, 0, 4, False),
+        (32, 40, 0, 8, False),
+        (128, 512, 4096, 64, False),
+        (128, 512, 4096, 64, True),
+    ],
+    ids=["tiny-blocks", "small-blocks", "default", "compiled"],
 )
 def pruning(
     request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[tuple[int, int, int]]:
     """(BLOCK, LONG, SMALL) for the whole test (the segment reads BLOCK when it is made), and
-    the blocks of the first round."""
-    block, long, small, first_round = request.param
+    the blocks of the first round. ``search_lexical`` takes the vectorised block-max scorer, or
+    with ``compiled`` the numba one (where it is installed)."""
+    block, long, small, first_round, compiled = request.param
+    if compiled and not _bm25_compiled.AVAILABLE:
+        pytest.skip("numba is not installed")
+    monkeypatch.setattr(_bm25_compiled, "AVAILABLE", compiled)
     monkeypatch.setattr(_postings, "BLOCK", block)
     monkeypatch.setattr(_postings, "LONG", long)
     monkeypatch.setattr(bm25, "SMALL", small)

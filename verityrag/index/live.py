@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+import verityrag.index._bm25_compiled as _bm25_compiled
 import verityrag.index._postings as _postings
 import verityrag.index.bm25 as bm25
 from verityrag.errors import InvalidInputError
@@ -303,7 +304,8 @@ class LiveIndex:
         snapshot: IndexSnapshot | None = None,
         doc_ids: Collection[str] | None = None,
     ) -> list[Scored]:
-        """Top-``k`` chunks by BM25 (exact; block-max pruning). ``query``: text or analyzed terms.
+        """Top-``k`` chunks by BM25, exact: every posting scored in compiled code (numba), else the
+        vectorised block-max scorer (the same ranking). ``query``: text or analyzed terms.
 
         ``doc_ids``: only these documents' chunks (a metadata filter's documents); scored
         exhaustively over them, with the whole snapshot's statistics (IDF, average length).
@@ -319,7 +321,11 @@ class LiveIndex:
             cand = scores[touched]
             top = top_positions(cand, k)
             return list(map(Scored, snap.chunks(touched[top].tolist()), cand[top].tolist()))
-        slots, scores = bm25.top_k(snap, self._query_terms(snap, terms), k, self.k1, self.b)
+        query_terms = self._query_terms(snap, terms)
+        if k <= 0 or not query_terms:
+            return []
+        top_k = _bm25_compiled.top_k if _bm25_compiled.AVAILABLE else bm25.top_k
+        slots, scores = top_k(snap, query_terms, k, self.k1, self.b)
         return list(map(Scored, snap.chunks(slots.tolist()), scores.tolist()))
 
     def search_lexical_exhaustive(
