@@ -10,18 +10,14 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from verityrag import Settings, VerityRAGPipeline  # noqa: E402
-from verityrag.eval.benchmarks import SyntheticDocs, grow_to  # noqa: E402
-from verityrag.index import _bm25_compiled, bm25  # noqa: E402
-from verityrag.pipeline import IN_MEMORY  # noqa: E402
-from verityrag.serve.bundled_corpus import DEFAULT_DATA_DIR, load_corpus, load_questions  # noqa: E402
+from verityrag import Settings, VerityRAGPipeline
+from verityrag.eval.benchmarks import SyntheticDocs, grow_to
+from verityrag.index import _bm25_compiled, bm25
+from verityrag.pipeline import IN_MEMORY
+from verityrag.serve.bundled_corpus import DEFAULT_DATA_DIR, load_corpus, load_questions
 
 
 def main(argv: list[str] | None = None) -> int:
