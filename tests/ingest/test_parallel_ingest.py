@@ -43,6 +43,9 @@ def test_the_workers_build_the_index_preparing_in_process_builds(monkeypatch: py
         return original(self, preparer, batches)
 
     monkeypatch.setattr(parallel.WorkerPool, "prepare", counted)
+    # The suite's other tests leave threads behind (servers, pools); the workers only run the
+    # preparer, which takes none of their locks.
+    monkeypatch.setattr(parallel, "_other_threads", list)
     in_process = _built(1, docs, monkeypatch)
     assert started == []
     on_workers = _built(2, docs, monkeypatch)
@@ -61,3 +64,18 @@ def test_the_workers_build_the_index_preparing_in_process_builds(monkeypatch: py
         assert [(s.chunk.chunk_id, s.score) for s in a.search_dense(vector, 10)] == [
             (s.chunk.chunk_id, s.score) for s in b.search_dense(vector, 10)
         ]
+
+
+def test_no_worker_is_forked_beside_another_thread() -> None:
+    import threading
+
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait, name="a server thread")
+    other.start()
+    try:
+        assert "a server thread" in parallel._other_threads()
+        assert not parallel.WorkerPool(2).useful
+    finally:
+        stop.set()
+        other.join()
+    assert not parallel.WorkerPool(1).useful
