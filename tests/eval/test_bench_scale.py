@@ -54,7 +54,7 @@ def test_scale_table_one_column_per_scale_and_peer_ratios() -> None:
     assert lines[0].startswith("| figure")
     assert "| 100k | 1M | target |" in lines[0]
     assert all(line.count("|") == lines[0].count("|") for line in lines)
-    assert "| BM25 top-10 (block-max) | 1.00 / 2.00 | 4.00 / 8.00 |" in table
+    assert "| BM25 top-10 (search_lexical) | 1.00 / 2.00 | 4.00 / 8.00 |" in table
     assert "ours / it 0.50; add 5,000.0 ms | would need ~40 GB |" in table
     assert "| tantivy: BM25 top-10; ratio; add a chunk | n/a | failed |" in table
     assert "0.50 / 1.00 (2.00)" in table  # streaming p50 over the 1k-chunk figure
