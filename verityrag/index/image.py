@@ -129,6 +129,14 @@ def _read_buffers(path: Path, spans: list[list[int]]) -> list[memoryview]:
     return [view[start:end] for start, end in spans]
 
 
+def _write_synced(path: Path, text: str) -> None:
+    """A small file written and fsynced, as every file of an image is before the folder is."""
+    with path.open("w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+
+
 def _fsync_dir(folder: Path) -> None:
     fd = os.open(folder, os.O_RDONLY)
     try:
@@ -160,13 +168,10 @@ def write_image(folder: Path, generation: int, made_with: dict[str, Any], state:
         state_file.flush()
         os.fsync(state_file.fileno())
     spans = _write_buffers(fresh / BUFFERS, buffers)
-    (fresh / BUFFER_INDEX).write_text(json.dumps(spans), encoding="utf-8")
+    _write_synced(fresh / BUFFER_INDEX, json.dumps(spans))
     files = {p.name: {"size": p.stat().st_size, "crc32": _crc32(p)} for p in sorted(fresh.iterdir())}
     manifest = {"format": FORMAT, "generation": generation, "made_with": made_with, "files": files}
-    with (fresh / MANIFEST).open("w", encoding="utf-8") as f:
-        json.dump(manifest, f, sort_keys=True)
-        f.flush()
-        os.fsync(f.fileno())
+    _write_synced(fresh / MANIFEST, json.dumps(manifest, sort_keys=True))
     _fsync_dir(fresh)
     old = folder.with_name(f"{folder.name}.old")
     shutil.rmtree(old, ignore_errors=True)
