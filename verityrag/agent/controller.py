@@ -456,9 +456,10 @@ class AgentController:
         """The gates before an answer is written, in order (:mod:`verityrag.agent.gates`)."""
         gates: list[AgentGate] = [EnoughEvidence(self.config.gate_min_chunks, self.reader is not None)]
         if self.reader is not None:
-            gates.append(ReaderDecision(self.effective_reader_threshold()))
+            threshold = self.effective_reader_threshold()  # the reader's span and a rival's alike
+            gates.append(ReaderDecision(threshold))
             if self.config.report_conflicts:
-                gates.append(SourcesAgree(self.effective_reader_threshold()))
+                gates.append(SourcesAgree(threshold))
         if self.answerability is not None:
             gates.append(
                 LearnedCheckGate(
