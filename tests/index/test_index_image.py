@@ -217,3 +217,30 @@ def test_an_arena_opened_from_an_image_reads_across_its_base_and_writes_itself_w
     assert (tmp_path / "next.bin").read_bytes() == b"abcdefghij"
     (tmp_path / "image.bin").unlink()  # the next image replaced it: the open file still reads
     assert opened.read(0, 10) == b"abcdefghij"
+
+
+def test_postings_opened_from_an_image_take_new_postings_as_a_rebuilt_index_does(
+    tmp_path: Path, rebuilds: list[int]
+) -> None:
+    # The image holds every term's postings in one array; a term opened from it is a slice of
+    # that array, so its next posting must go to a buffer of its own, never over its neighbour's.
+    later = [
+        Document("pier", "Pier", "The pier at Oban is 200 metres long. The ferry sails from it.", {}),
+        Document("mill2", "Second tide mill", "Another tide mill, built by Ann Carrow in 1795.", {}),
+    ]
+    _filled(tmp_path)
+    rebuilds.clear()
+    with _reopen(tmp_path) as reopened:
+        assert rebuilds == []
+        for term, posting in reopened.index.snapshot().segment.postings.items():
+            assert len(posting.slots) == len(posting.tfs) == posting.n, term
+        reopened.ingest_document("steam", "Steam", "Steam engine heat: the steam engine of the mill.")
+        reopened.ingest_documents(later)  # the bulk path
+        opened = _answers(reopened)
+    reference = VerityRAGPipeline(HashingEmbedder(), settings=SETTINGS)
+    reference.ingest_documents([*DOCS, Document("gone", "Gone", "A document deleted before the stop.")])
+    reference.ingest_document("ferry", DOCS[0].title, DOCS[0].text, DOCS[0].metadata)
+    reference.delete_document("gone")
+    reference.ingest_document("steam", "Steam", "Steam engine heat: the steam engine of the mill.")
+    reference.ingest_documents(later)
+    assert opened[1] == _answers(reference)[1]  # the BM25 hits and scores

@@ -38,7 +38,8 @@ from verityrag.index._chunks import TextArena
 
 logger = logging.getLogger(__name__)
 
-FORMAT = "verityrag-index-image/1"
+# 2: a segment's postings packed (snapshot.PackedPostings)
+FORMAT = "verityrag-index-image/2"
 MANIFEST = "manifest.json"
 STATE = "state.pkl"
 BUFFERS = "buffers.bin"

@@ -9,10 +9,11 @@ An :class:`IndexSnapshot` fixes how much of a segment a reader sees: the slots
 
 from __future__ import annotations
 
+import pickle
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -68,6 +69,76 @@ class Segment:
     vectors: ColumnBlocks | QuantizedColumns | None = None
     ann: HnswIndex | None = None
     block: int = 128  # slots per block of the BM25 block maxima
+
+    def __getstate__(self) -> dict[str, object]:
+        state = dict(self.__dict__)
+        state["postings"] = PackedPostings.pack(self.postings)
+        return state
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        packed = state["postings"]
+        if not isinstance(packed, PackedPostings):
+            raise pickle.UnpicklingError("a segment pickled without its postings packed")
+        self.__dict__.update(state, postings=packed.unpack())
+
+
+class PackedPostings(NamedTuple):
+    """A segment's postings as a pickle (the index image) holds them: every term's slots in one
+    array, its frequencies in another (per width), the terms in order and their lengths.
+
+    A million chunks have over a million terms: pickled one by one, each of their two arrays
+    came back as a view on a memoryview of its own, about 150 bytes per array more than the
+    postings themselves (over 300 MiB). Unpacked, each is a plain slice of the one array."""
+
+    terms: list[str]
+    lengths: npt.NDArray[np.int64]
+    wide: npt.NDArray[np.bool_]  # the terms whose frequencies are uint32
+    slots: npt.NDArray[np.int32]
+    narrow_tfs: npt.NDArray[np.uint16]
+    wide_tfs: npt.NDArray[np.uint32]
+    blocks: list[BlockMax | None]
+
+    @classmethod
+    def pack(cls, postings: dict[str, Posting]) -> PackedPostings:
+        entries = list(postings.values())
+        lengths = np.fromiter((p.n for p in entries), dtype=np.int64, count=len(entries))
+        wide = np.fromiter((p.tfs.dtype == np.uint32 for p in entries), dtype=np.bool_, count=len(entries))
+
+        def joined(arrays: list[npt.NDArray[Any]], dtype: Any) -> npt.NDArray[Any]:
+            return np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.zeros(0, dtype)
+
+        return cls(
+            terms=list(postings),
+            lengths=lengths,
+            wide=wide,
+            slots=joined([p.slots[: p.n] for p in entries], np.int32),
+            narrow_tfs=joined([p.tfs[: p.n] for p in entries if p.tfs.dtype != np.uint32], np.uint16),
+            wide_tfs=joined([p.tfs[: p.n] for p in entries if p.tfs.dtype == np.uint32], np.uint32),
+            blocks=[p.blocks for p in entries],
+        )
+
+    def unpack(self) -> dict[str, Posting]:
+        """The postings, each array a slice of the packed ones, exactly as long as the list: the
+        next posting a writer appends to a term goes to a new buffer, never past the slice."""
+        ends = np.cumsum(self.lengths).tolist()
+        starts = [0, *ends[:-1]]
+        narrow_ends = np.cumsum(np.where(self.wide, 0, self.lengths)).tolist()
+        wide_ends = np.cumsum(np.where(self.wide, self.lengths, 0)).tolist()
+        slots, narrow, wide_tfs = self.slots, self.narrow_tfs, self.wide_tfs
+        lengths = self.lengths.tolist()
+        tfs = [
+            wide_tfs[w_end - n : w_end] if is_wide else narrow[n_end - n : n_end]
+            for n, is_wide, n_end, w_end in zip(
+                lengths, self.wide.tolist(), narrow_ends, wide_ends, strict=True
+            )
+        ]
+        return dict(
+            zip(
+                self.terms,
+                map(Posting, map(slots.__getitem__, map(slice, starts, ends)), tfs, lengths, self.blocks),
+                strict=True,
+            )
+        )
 
 
 @dataclass(frozen=True, eq=False)
