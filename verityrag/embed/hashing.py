@@ -10,6 +10,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from verityrag.embed import _hashing_compiled
 from verityrag.embed.embedder import FloatMatrix, l2_normalise
 from verityrag.errors import InvalidInputError
 from verityrag.text.analyzer import DEFAULT_ANALYZER, Analyzer
@@ -73,6 +74,16 @@ class HashingEmbedder:
         # A str is a Sequence[str] too: encoded, it gave one row per character.
         if isinstance(texts, str):
             raise InvalidInputError("texts", "expected a sequence of strings, got one str")
+        if _hashing_compiled.AVAILABLE and self.ngram_range[1] <= 2:
+            term_lists = [self.analyzer.analyze(text) for text in texts]
+            return l2_normalise(
+                _hashing_compiled.hashed_counts(term_lists, self._dim, self.ngram_range, _hash)
+            )
+        return self.encode_reference(texts)
+
+    def encode_reference(self, texts: Sequence[str]) -> FloatMatrix:
+        """:meth:`encode` in Python, feature string by feature string: what the compiled path
+        must match bit for bit, and what serves without numba or for n-grams past two."""
         dim = self._dim
         out = np.zeros((len(texts), dim), dtype=np.float32)
         # Every feature of every text, then one scatter-add: the same float32 additions, in the
