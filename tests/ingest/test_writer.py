@@ -111,14 +111,13 @@ def test_bulk_ingest_analyzes_each_chunk_once(monkeypatch: pytest.MonkeyPatch) -
 
     monkeypatch.setattr(analyzer_module, "_RECENT", 8)
     fresh: dict[str, int] = {}
-    findall = analyzer_module._TOKEN_RE.findall
+    tokens = analyzer_module._tokens
 
-    class Counting:
-        def findall(self, text: str) -> list[str]:
-            fresh[text] = fresh.get(text, 0) + 1
-            return findall(text)
+    def counting(text: str) -> list[str]:
+        fresh[text] = fresh.get(text, 0) + 1
+        return tokens(text)
 
-    monkeypatch.setattr(analyzer_module, "_TOKEN_RE", Counting())
+    monkeypatch.setattr(analyzer_module, "_tokens", counting)
     pipeline = VerityRAGPipeline(data_dir=None, settings=Settings(reader=False))
     docs = [(f"d{i}", "", f"Document number {i} is about rivers and lakes.") for i in range(60)]
     pipeline.ingest_documents(docs, batch_size=4)

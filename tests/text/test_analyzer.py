@@ -81,3 +81,59 @@ def test_fingerprint_other_stopwords_of_same_size_changes_fingerprint() -> None:
     assert Analyzer(stopwords=set(swapped)).fingerprint() == Analyzer(stopwords=sorted(swapped)).fingerprint()
     # The default list keeps the fingerprint existing stores and models recorded.
     assert Analyzer(stopwords=sorted(ENGLISH_STOPWORDS)).fingerprint() == "analyzer:v2:stem=1:stop=152"
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("stem", [True, False])
+def test_analyze_gives_each_tokens_term_as_filtering_then_stemming_would(
+    stem: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The analyzer remembers each token's term (None for a stopword) and forgets them all
+    # past a bound; the terms must be the plain ones, before and after it forgets.
+    import json
+    from pathlib import Path
+
+    import snowballstemmer
+
+    from verityrag.text import analyzer as analyzer_module
+
+    monkeypatch.setattr(analyzer_module, "_TERM_CACHE", 500)
+    stemmer = snowballstemmer.stemmer("english")
+    analyzer = Analyzer(stem=stem)
+    corpus = Path(__file__).resolve().parents[2] / "data" / "built" / "corpus.jsonl"
+    texts = ["The Straße and THE café's 3 ravens were running", "", "of the and"]
+    if corpus.exists():
+        with corpus.open(encoding="utf-8") as fh:
+            texts += [json.loads(line)["text"] for _, line in zip(range(200), fh, strict=False)]
+    for text in texts:
+        plain = [t for t in analyzer.tokenize(text) if t not in analyzer.stopwords]
+        expected = [stemmer.stemWord(t) for t in plain] if stem else plain
+        assert analyzer.analyze(text) == expected
+    assert len(analyzer._terms) <= 500
+
+
+@pytest.mark.unit
+def test_an_analyzer_sent_to_another_process_leaves_what_it_remembers_behind() -> None:
+    import pickle
+
+    analyzer = Analyzer()
+    analyzer.analyze("The ravens were running over the hills")
+    copy = pickle.loads(pickle.dumps(analyzer))
+    assert len(copy._terms) == 0
+    assert copy._recent == copy._older == {}
+    assert copy.analyze("The ravens were running") == analyzer.analyze("The ravens were running")
+    assert copy.fingerprint() == analyzer.fingerprint()
+
+
+@pytest.mark.unit
+def test_ascii_text_is_split_into_the_tokens_the_pattern_finds() -> None:
+    import random
+
+    from verityrag.text import analyzer as analyzer_module
+
+    rng = random.Random(5)
+    every_ascii = "".join(map(chr, range(128)))
+    texts = [every_ascii, "a_b c-d e.f 3.14 x\ty\nz", ""]
+    texts += ["".join(rng.choice(every_ascii) for _ in range(rng.randrange(60))) for _ in range(500)]
+    for text in texts:
+        assert analyzer_module._tokens(text) == analyzer_module._TOKEN_RE.findall(text)
