@@ -10,7 +10,7 @@ import pytest
 
 from verityrag import Settings, VerityRAGPipeline
 from verityrag.eval.benchmarks import SyntheticDocs
-from verityrag.ingest import parallel
+from verityrag.ingest import parallel, writer
 from verityrag.pipeline import IN_MEMORY
 from verityrag.serve.bundled_corpus import load_corpus
 
@@ -34,7 +34,8 @@ def test_the_workers_build_the_index_preparing_in_process_builds(monkeypatch: py
     if not CORPUS.exists():
         pytest.skip("make data builds the bundled corpus")
     maker = SyntheticDocs(load_corpus(CORPUS), seed=3)
-    docs = [maker.make() for _ in range(parallel.PARALLEL_MIN_DOCUMENTS + 10)]
+    monkeypatch.setattr(writer, "PARALLEL_MIN_DOCUMENTS", 2000)  # the default takes 20,000
+    docs = [maker.make() for _ in range(2010)]
     started: list[int] = []
     original = parallel.WorkerPool.prepare
 

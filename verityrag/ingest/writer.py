@@ -37,6 +37,7 @@ from verityrag.index.image import image_generation, read_image, write_image
 from verityrag.index.live import LiveIndex
 from verityrag.index.protocol import AnyIndex, check_unique_ids
 from verityrag.index.store import SQLiteDocumentStore
+from verityrag.ingest.collector_pause import collector_paused
 from verityrag.ingest.parallel import PARALLEL_MIN_DOCUMENTS, Prepared, Preparer, WorkerPool
 from verityrag.text.analyzer import Analyzer
 from verityrag.text.unicode import check_utf8
@@ -193,8 +194,9 @@ class DocumentWriter:
         self._workers = WorkerPool()  # bulk preparation on both cores, where it pays
         if data_dir is not None:
             self.store = SQLiteDocumentStore(data_dir / STORE_FILENAME, settings.durability)
-            if not self._open_image():
-                self.restore(self.store)
+            with collector_paused():  # a start makes the whole index's objects at once
+                if not self._open_image():
+                    self.restore(self.store)
 
     def validate(self, doc: Document) -> Document:
         """The checks ingest runs on a document; returns it as it is stored.
@@ -310,12 +312,13 @@ class DocumentWriter:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=len(docs), desc="ingest", unit="doc", disable=not show)
-        try:
-            prepared = self._prepare_all(docs, batch_size, bar)
-        finally:
-            bar.close()
-        if prepared:
-            self.commit(prepared)
+        with collector_paused():
+            try:
+                prepared = self._prepare_all(docs, batch_size, bar)
+            finally:
+                bar.close()
+            if prepared:
+                self.commit(prepared)
         return len(docs)
 
     def delete(self, doc_id: str) -> bool:
