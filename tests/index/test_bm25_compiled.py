@@ -78,3 +78,20 @@ def test_an_older_snapshot_sees_what_it_saw(pipeline: VerityRAGPipeline) -> None
     now = index.snapshot()
     after = _bm25_compiled.top_k(now, index._query_terms(now, terms_text), 10, index.k1, index.b)
     assert not set(np.asarray(after[0]).tolist()) & set(np.asarray(before[0][:3]).tolist())
+
+
+def test_a_term_with_frequencies_past_uint16_scores_as_the_reference() -> None:
+    # Such a term's frequencies are uint32, the others' uint16: the kernel reads both as stored.
+    p = VerityRAGPipeline(settings=Settings(reader=False), data_dir=IN_MEMORY)
+    p.ingest_document("long", "Long", "steam " * 70_000)  # one sentence: one chunk, tf 70,000
+    p.ingest_documents(
+        [(f"d{i}", "", f"The steam engine number {i} pumps water from the mine.") for i in range(40)]
+    )
+    index = p.index
+    snap = index.snapshot()
+    assert snap.segment.postings["steam"].tfs.dtype == np.uint32
+    terms = index._query_terms(snap, index.analyzer.analyze("steam engine water"))
+    slots, scores = _bm25_compiled.top_k(snap, terms, 10, index.k1, index.b)
+    ref_slots, ref_scores = _reference(snap, terms, 10, index.k1, index.b)
+    assert slots.tolist() == ref_slots.tolist()
+    assert scores.tobytes() == ref_scores.tobytes()
