@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from verityrag.index import _scan_compiled
 from verityrag.index._arena import ByteArena
 from verityrag.index._growable import GrowableArray
 from verityrag.index._visibility import VisibleSlots
@@ -65,8 +66,26 @@ def _hide_dead(scores: F32, snap: VisibleSlots) -> F32:
 def _add_rows(
     blocks: Sequence[npt.NDArray[Any]], block_cols: int, weights: F32, rows: list[int], n: int
 ) -> F32:
-    """``sum(weights[r] * block[r, :])`` over ``rows``, per block, up to slot ``n``: numpy ufuncs
-    (no BLAS threads, no gathered copy of the rows)."""
+    """``sum(weights[r] * block[r, :])`` over ``rows``, per block, up to slot ``n``: compiled
+    (numba), else numpy ufuncs (no BLAS threads, no gathered copy of the rows)."""
+    if _scan_compiled.AVAILABLE:
+        out = np.zeros(n, dtype=np.float32)
+        row_ids = np.asarray(rows, dtype=np.int64)
+        query32 = np.asarray(weights, dtype=np.float32)
+        for index, block in enumerate(blocks):
+            first = index * block_cols
+            if first >= n:
+                break
+            cols = min(n - first, block_cols)
+            _scan_compiled.add_rows(block, row_ids, query32, cols, out[first : first + cols])
+        return out
+    return _add_rows_reference(blocks, block_cols, weights, rows, n)
+
+
+def _add_rows_reference(
+    blocks: Sequence[npt.NDArray[Any]], block_cols: int, weights: F32, rows: list[int], n: int
+) -> F32:
+    """:func:`_add_rows` in numpy: the reference the compiled scan matches bit for bit."""
     out = np.zeros(n, dtype=np.float32)
     scratch = np.empty(min(n, block_cols), dtype=np.float32)
     for index, block in enumerate(blocks):
