@@ -16,8 +16,10 @@ each step in its own process (so each memory figure is its own):
 * ``durable``: the same build into a SQLite store, stopped without an image; then ``restore``: a
   new process rebuilds the index from the store (restore time, RAM after restore) and stops
   cleanly (writing the index image: its time and size); then ``reopen``: a third process opens
-  the image (reopen time, RAM, the same BM25 top-10 as the rebuilt index) and measures durable
-  streaming ingest.
+  the image (reopen time, RAM, the same BM25 top-10 as the rebuilt index), measures durable
+  streaming ingest, deletes 20 documents and exits without a clean stop; then ``crash``: a fourth
+  process opens the image and replays those writes from the store (its start time, RAM, and
+  the same BM25 top-10 as the process that wrote them).
 
 Streaming ingest is also measured at 1k chunks for the ratio. Writes scripts/results/bench_scale.json
 (README's scale table is generated from it by scripts/update_readme_results.py) and prints the table.
@@ -32,6 +34,7 @@ import argparse
 import gc
 import hashlib
 import json
+import logging
 import os
 import platform
 import subprocess
@@ -227,6 +230,23 @@ def worker_reopen(store: Path) -> dict[str, Any]:
     docs.counter = 50_000_000  # new document ids: added, not replaced
     times, found = timed_stream_ingest(pipeline, [docs.make() for _ in range(200)])
     out["durable_stream_ingest"] = {**percentiles(times), "read_after_write": found}
+    for doc_id in [f"syn-{n:07d}" for n in range(1, 2000, 100)]:  # and some deletions
+        pipeline.delete_document(doc_id)
+    out["top10_after_writes"] = top10_fingerprint(pipeline, questions())
+    return out  # exits without close(): the next start finds the writes since the image
+
+
+def worker_crash(store: Path) -> dict[str, Any]:
+    """A start after a crash: the image opened and the writes since replayed from the store."""
+    said: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: said.append(record.getMessage())  # type: ignore[method-assign]
+    writer_log = logging.getLogger("verityrag.ingest.writer")
+    writer_log.addHandler(handler)
+    writer_log.setLevel(logging.INFO)
+    pipeline, out = _started(store, "crash_start")
+    out["how"] = next((m for m in said if m.startswith(("replayed", "restored"))), "?")
+    pipeline.close()
     return out
 
 
@@ -344,6 +364,7 @@ def orchestrate(args: argparse.Namespace) -> dict[str, Any]:
                 )
                 entry["restore"] = run_worker(["--worker", "restore", "--store", str(store)], args.timeout)
                 entry["reopen"] = run_worker(["--worker", "reopen", "--store", str(store)], args.timeout)
+                entry["crash"] = run_worker(["--worker", "crash", "--store", str(store)], args.timeout)
                 subprocess.run(["rm", "-rf", str(store)], check=False)
             results["scales"][str(scale)] = entry
             write(results, args.out)  # what is done so far survives a later failure
@@ -370,7 +391,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=5400.0, help="seconds for each step")
     # Internal: one step, run by the orchestrator in its own process.
     parser.add_argument(
-        "--worker", choices=["index", "durable", "restore", "reopen", "small"], help=argparse.SUPPRESS
+        "--worker",
+        choices=["index", "durable", "restore", "reopen", "crash", "small"],
+        help=argparse.SUPPRESS,
     )
     parser.add_argument("--worker-out", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--scale", type=int, help=argparse.SUPPRESS)
@@ -387,6 +410,8 @@ def main(argv: list[str] | None = None) -> int:
             result = worker_restore(args.store)
         elif args.worker == "reopen":
             result = worker_reopen(args.store)
+        elif args.worker == "crash":
+            result = worker_crash(args.store)
         else:
             result = worker_small()
         args.worker_out.write_text(json.dumps(result), encoding="utf-8")

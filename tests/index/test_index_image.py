@@ -16,7 +16,7 @@ from verityrag.config import Settings
 from verityrag.embed.hashing import HashingEmbedder
 from verityrag.index.image import MANIFEST, image_generation
 from verityrag.index.live import LiveIndex
-from verityrag.ingest.writer import IMAGE_DIR, DocumentWriter
+from verityrag.ingest.writer import IMAGE_DIR, STORE_FILENAME, DocumentWriter
 from verityrag.types import Document
 
 pytestmark = pytest.mark.unit
@@ -109,7 +109,39 @@ def test_a_restart_after_a_clean_stop_opens_the_image_and_answers_alike(
         assert _answers(again) == after
 
 
-def test_a_write_after_the_image_without_a_clean_stop_rebuilds_from_the_store(
+def test_a_start_after_a_crash_opens_the_image_and_replays_the_writes_since(
+    tmp_path: Path, rebuilds: list[int]
+) -> None:
+    _filled(tmp_path)
+    crashed = _reopen(tmp_path)
+    crashed.ingest_document("pier", "Pier", "The pier at Oban is 200 metres long.", {"source": "leaflet"})
+    crashed.ingest_documents([Document("quay", "Quay", "The quay at Mull is older than the pier.")])
+    crashed.ingest_document("mill", "Tide mill", "The tide mill at Wexcombe was rebuilt in 1820.", {})
+    crashed.delete_document("engine")
+    crashed.ingest_document("gone2", "Gone", "Written and deleted between the image and the crash.")
+    crashed.delete_document("gone2")
+    crashed.delete_document("ferry")
+    crashed.ingest_document(
+        "ferry", DOCS[0].title, "The MV Corran Bell is 70 metres long now.", {"source": "leaflet"}
+    )
+    expected = _answers(crashed)
+    assert crashed.store is not None
+    crashed.store.close()  # killed: no close(), so the image is of the generation before the writes
+    rebuilds.clear()
+    with _reopen(tmp_path) as restarted:
+        assert rebuilds == []  # the image, and the writes since replayed from the store
+        assert _answers(restarted) == expected
+        assert restarted.get_document("engine") is None
+        restarted.ingest_document("after", "After", "A write after the replay is kept.")
+        expected = _answers(restarted)
+    with _reopen(tmp_path) as again:  # the clean stop wrote a new image, the log is trimmed
+        assert rebuilds == []
+        assert _answers(again) == expected
+        assert again.store is not None
+        assert again.store.changes_since(again.store.generation()) == []
+
+
+def test_writes_since_the_image_that_cannot_be_replayed_rebuild_from_the_store(
     tmp_path: Path, rebuilds: list[int]
 ) -> None:
     _filled(tmp_path)
@@ -117,11 +149,33 @@ def test_a_write_after_the_image_without_a_clean_stop_rebuilds_from_the_store(
     crashed.ingest_document("pier", "Pier", "The pier at Oban is 200 metres long.")
     expected = _answers(crashed)
     assert crashed.store is not None
-    crashed.store.close()  # killed: no close(), so the image is of the generation before the write
+    crashed.store.replace_vectors(
+        {}, term_counts_by_chunk={"pier#0": {"pier": 1, "oban": 1, "long": 1, "metr": 1}}
+    )
+    crashed.store.close()
     rebuilds.clear()
     with _reopen(tmp_path) as restarted:
         assert rebuilds == [1]
-        assert _answers(restarted) == expected
+        assert _answers(restarted)[2:] == expected[2:]  # rebuilt from the store as it now is
+
+
+def test_an_image_ahead_of_the_store_is_passed_over(tmp_path: Path, rebuilds: list[int]) -> None:
+    _filled(tmp_path)  # the image, then the store put back as it was before the last writes
+    shutil.copy(tmp_path / STORE_FILENAME, tmp_path / "older.db")
+    with _reopen(tmp_path) as pipeline:
+        pipeline.ingest_document("pier", "Pier", "The pier at Oban is 200 metres long.")
+    image = tmp_path / IMAGE_DIR
+    kept = tmp_path / "kept_image"
+    shutil.copytree(image, kept)
+    for suffix in ("", "-wal", "-shm"):
+        (tmp_path / f"{STORE_FILENAME}{suffix}").unlink(missing_ok=True)
+    shutil.copy(tmp_path / "older.db", tmp_path / STORE_FILENAME)
+    shutil.rmtree(image)
+    shutil.copytree(kept, image)
+    rebuilds.clear()
+    with _reopen(tmp_path) as restarted:
+        assert rebuilds == [1]
+        assert restarted.get_document("pier") is None
 
 
 @pytest.mark.parametrize("damage", ["truncated", "flipped", "manifest", "missing"])

@@ -132,7 +132,7 @@ def test_version_1_store_is_read_and_marked_current(tmp_path: Path) -> None:
     store.set_meta("schema_version", "1")
     store.close()
     reopened = SQLiteDocumentStore(tmp_path / "s.db")
-    assert reopened.get_meta("schema_version") == SCHEMA_VERSION == "2"
+    assert reopened.get_meta("schema_version") == SCHEMA_VERSION == "3"
     (stored,) = reopened.iter_documents(dim=4)
     assert stored.term_counts == [{"ant": 3}, {"crawl": 1}]
 
@@ -250,3 +250,37 @@ def test_store_made_before_ingest_times_gets_the_column_and_reads_them_as_unknow
     reopened.put_many([_item("b", "bee buzz")])
     assert reopened.provenance(["b"])["b"].ingested_at is not None
     assert reopened.get_meta("schema_version") == SCHEMA_VERSION  # unchanged: older versions still read it
+
+
+def test_deletions_are_logged_and_the_writes_since_a_generation_read_back(tmp_path: Path) -> None:
+    store = SQLiteDocumentStore(tmp_path / "s.db")
+    store.put_many([_item("a", "ant crawl"), _item("b", "bee buzz")])
+    then, seq = store.generation(), store.last_seq()
+    store.delete("a")
+    store.put_many([_item("c", "cat purr"), _item("b", "bee hums")])  # one new, one replaced
+    store.delete("c")
+    store.put_many([_item("c", "cat again")])
+    assert store.delete("nobody") is False  # no write, nothing logged
+    assert store.changes_since(then) == ["a", "c"]
+    assert [s.document.doc_id for s in store.iter_documents(dim=4, after_seq=seq)] == ["b", "c"]
+    assert store.changes_since(store.generation()) == []
+    store.forget_deletions_through(store.generation() - 1)  # c's deletion came before the last put
+    assert store.changes_since(then) == []
+
+
+def test_writes_that_cannot_be_replayed_say_so(tmp_path: Path) -> None:
+    store = SQLiteDocumentStore(tmp_path / "s.db")
+    store.put_many([_item("a", "ant crawl")])
+    then = store.generation()
+    store.replace_vectors({"a#0": np.ones(4, dtype=np.float32)})  # vectors rewritten in place
+    assert store.changes_since(then) is None
+    assert store.changes_since(store.generation()) == []
+    store.close()
+    # a version-2 store logged no deletions: only what comes after opening it here replays
+    with sqlite3.connect(tmp_path / "s.db") as conn:
+        conn.execute("UPDATE meta SET value='2' WHERE key='schema_version'")
+        conn.execute("DELETE FROM meta WHERE key='deletions_logged_from'")
+    reopened = SQLiteDocumentStore(tmp_path / "s.db")
+    assert reopened.get_meta("schema_version") == SCHEMA_VERSION
+    assert reopened.changes_since(then) is None
+    assert reopened.changes_since(reopened.generation()) == []

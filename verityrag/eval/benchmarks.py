@@ -337,6 +337,18 @@ def scale_table(r: dict[str, Any]) -> str:
             "yes",
         ),
         row(
+            "start after a crash: the image and the writes since replayed",
+            each(
+                lambda c: "{:.1f} s ({}), {:,.0f} MB, answers as before the crash: {}".format(
+                    c["crash"]["crash_start_s"],
+                    "replayed" if c["crash"]["how"].startswith("replayed") else "rebuilt",
+                    c["crash"]["rss_after_crash_start_mb"],
+                    "yes" if c["crash"]["top10_fingerprint"] == c["reopen"]["top10_after_writes"] else "NO",
+                )
+            ),
+            "",
+        ),
+        row(
             "durable streaming ingest",
             each(
                 lambda c: _ms(

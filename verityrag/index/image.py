@@ -2,8 +2,9 @@
 opens it instead of re-indexing every stored chunk.
 
     <data dir>/index_image/
-        manifest.json   format, the store generation, what the index was built with (its settings,
-                        the analyzer's and the embedder's fingerprints), each file's size and CRC-32
+        manifest.json   format, the store generation and the last document seq it holds, what the
+                        index was built with (its settings, the analyzer's and the embedder's
+                        fingerprints), each file's size and CRC-32
         state.pkl       the index and what else the writer keeps (pickle protocol 5), without
                         its arrays, byte arenas and locks
         buffers.bin     the arrays' bytes, out of band, one after the other (64-byte aligned),
@@ -12,10 +13,11 @@ opens it instead of re-indexing every stored chunk.
         arena0.bin ...  the byte arenas (chunk texts, float32 vector rows), one file each
 
 Written at a clean stop (``VerityRAGPipeline.close``) into a new folder that replaces the old one
-by rename, so a crash while writing leaves the old image or none; read at the next start when its
-generation is the store's and it was made with the same settings. The store stays the truth: an
-image that is stale (a write since), damaged (a size or checksum that does not match) or made
-otherwise is passed over, and the index is rebuilt from the store.
+by rename, so a crash while writing leaves the old image or none; read at the next start when it
+was made with the same settings and its generation is the store's or an earlier one (a crash
+since: the writer replays the store's writes after it). The store stays the truth: an image that
+is damaged (a size or checksum that does not match), made otherwise, or ahead of the store is
+passed over, and the index is rebuilt from the store.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import threading
 import time
 import zlib
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from verityrag.index._arena import ByteArena
 from verityrag.index._chunks import TextArena
@@ -155,8 +157,15 @@ def image_generation(folder: Path) -> int | None:
         return None
 
 
-def write_image(folder: Path, generation: int, made_with: dict[str, Any], state: Any) -> int:
-    """Write ``state`` as the image of store generation ``generation`` in ``folder``, replacing
+class OpenedImage(NamedTuple):
+    state: Any
+    generation: int  # the store generation it is of
+    seq: int | None  # the seq of the last document it holds (None: not recorded, no replay)
+
+
+def write_image(folder: Path, generation: int, seq: int, made_with: dict[str, Any], state: Any) -> int:
+    """Write ``state`` as the image of store generation ``generation`` (whose last document has
+    ``seq``) in ``folder``, replacing
     what was there only once the new one is complete on disk; returns its size in bytes. The
     caller holds the index's writers off while it runs."""
     started = time.perf_counter()
@@ -171,7 +180,13 @@ def write_image(folder: Path, generation: int, made_with: dict[str, Any], state:
     spans = _write_buffers(fresh / BUFFERS, buffers)
     _write_synced(fresh / BUFFER_INDEX, json.dumps(spans))
     files = {p.name: {"size": p.stat().st_size, "crc32": _crc32(p)} for p in sorted(fresh.iterdir())}
-    manifest = {"format": FORMAT, "generation": generation, "made_with": made_with, "files": files}
+    manifest = {
+        "format": FORMAT,
+        "generation": generation,
+        "seq": seq,
+        "made_with": made_with,
+        "files": files,
+    }
     _write_synced(fresh / MANIFEST, json.dumps(manifest, sort_keys=True))
     _fsync_dir(fresh)
     old = folder.with_name(f"{folder.name}.old")
@@ -192,9 +207,9 @@ def write_image(folder: Path, generation: int, made_with: dict[str, Any], state:
     return size
 
 
-def read_image(folder: Path, generation: int, made_with: dict[str, Any]) -> Any | None:
-    """The state the image in ``folder`` holds, if it is of store generation ``generation``, made
-    with ``made_with``, and whole; else None (and the log says why)."""
+def read_image(folder: Path, newest: int, made_with: dict[str, Any]) -> OpenedImage | None:
+    """The image in ``folder``, if it is of store generation ``newest`` or an earlier one with its
+    seq recorded, made with ``made_with``, and whole; else None (and the log says why)."""
     if not (folder / MANIFEST).is_file():
         return None
     try:
@@ -205,12 +220,13 @@ def read_image(folder: Path, generation: int, made_with: dict[str, Any]) -> Any 
     if manifest.get("format") != FORMAT:
         logger.info("index image at %s is of another format: rebuilding from the store", folder)
         return None
-    if manifest.get("generation") != generation:
+    generation, seq = manifest.get("generation"), manifest.get("seq")
+    if not isinstance(generation, int) or generation > newest or (generation < newest and seq is None):
         logger.info(
             "index image at %s is of store generation %s, the store is at %d: rebuilding from the store",
             folder,
-            manifest.get("generation"),
             generation,
+            newest,
         )
         return None
     if manifest.get("made_with") != made_with:
@@ -226,7 +242,7 @@ def read_image(folder: Path, generation: int, made_with: dict[str, Any]) -> Any 
             folder / BUFFERS, json.loads((folder / BUFFER_INDEX).read_text(encoding="utf-8"))
         )
         with (folder / STATE).open("rb") as f:
-            return _ImageUnpickler(f, folder, buffers).load()
+            return OpenedImage(_ImageUnpickler(f, folder, buffers).load(), generation, seq)
     except (
         OSError,
         ValueError,

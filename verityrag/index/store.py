@@ -7,7 +7,10 @@ default, ``durability="process"``) survives a process crash; ``"power"`` uses
 ``synchronous=FULL`` to also survive power loss at the cost of an fsync per write.
 
 Every write also counts up the store's ``generation`` (in the same transaction): an index image
-(:mod:`verityrag.index.image`) is of one generation, and any write since makes it stale.
+(:mod:`verityrag.index.image`) is of one generation. What changed since one is in the store too:
+documents written after it have a larger ``seq``, and each deletion is logged with its
+generation (``deletions``, trimmed once an image covers it), so a start after a crash opens the
+last image and replays the writes since instead of re-indexing everything.
 
 Each document row records when it was ingested (``ingested_at``, Unix seconds, set by the
 store when the transaction writes it): citations and the trace show it. The column was added
@@ -38,8 +41,11 @@ Durability = Literal["process", "power"]
 # 65535, so BM25 after a restart differed from BM25 before it). A version-1 store is a valid
 # version-2 store (every row uint16): opening one marks it 2, and an older VerityRAG then
 # refuses it rather than misread a uint32 row.
-SCHEMA_VERSION = "2"
-_UPGRADABLE = {"1"}
+# 3: deletions are logged (an index image replays them). Opening a version-2 store marks it 3
+# and notes the generation the log starts at: an older VerityRAG, which would delete without
+# logging, then refuses the store instead of leaving an image's replay wrong.
+SCHEMA_VERSION = "3"
+_UPGRADABLE = {"1", "2"}
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -66,11 +72,19 @@ CREATE TABLE IF NOT EXISTS chunks (
 );
 CREATE INDEX IF NOT EXISTS chunks_by_doc ON chunks(doc_id, position);
 CREATE INDEX IF NOT EXISTS documents_by_seq ON documents(seq);
+-- each deletion and the generation that made it, from DELETIONS_LOGGED_FROM on
+CREATE TABLE IF NOT EXISTS deletions (doc_id TEXT NOT NULL, generation INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS deletions_by_generation ON deletions(generation);
 """
 
 
 #: The meta key counting the store's write transactions.
 GENERATION_KEY = "generation"
+#: The meta key of the generation from which every deletion is in the log.
+DELETIONS_LOGGED_FROM = "deletions_logged_from"
+#: The meta key of the last generation that rewrote stored vectors or term counts in place
+#: (:meth:`SQLiteDocumentStore.replace_vectors`): those writes cannot be replayed.
+REWRITTEN_AT = "rewritten_at"
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +123,8 @@ class SQLiteDocumentStore:
             raise StorageError(f"cannot open the document store at {self.path}: {exc}") from exc
         stored = self.get_meta("schema_version")
         if stored is None or stored in _UPGRADABLE:
+            if self.get_meta(DELETIONS_LOGGED_FROM) is None:
+                self.set_meta(DELETIONS_LOGGED_FROM, str(self.generation()))
             self.set_meta("schema_version", SCHEMA_VERSION)
         elif stored != SCHEMA_VERSION:
             raise StorageError(
@@ -212,7 +228,8 @@ class SQLiteDocumentStore:
         with self._transaction() as conn:
             cur = conn.execute("DELETE FROM documents WHERE doc_id=?", (doc_id,))
             if cur.rowcount > 0:
-                self._next_generation(conn)
+                generation = self._next_generation(conn)
+                conn.execute("INSERT INTO deletions(doc_id, generation) VALUES (?, ?)", (doc_id, generation))
         return cur.rowcount > 0
 
     def replace_vectors(
@@ -224,7 +241,11 @@ class SQLiteDocumentStore:
         """Overwrite stored vectors (after the embedder changed) and term counts (after the
         analyzer changed), with ``meta`` in the same transaction."""
         with self._transaction() as conn:
-            self._next_generation(conn)
+            generation = self._next_generation(conn)
+            if vectors_by_chunk or term_counts_by_chunk:
+                conn.execute(
+                    "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (REWRITTEN_AT, str(generation))
+                )
             conn.executemany(
                 "UPDATE chunks SET vector=? WHERE chunk_id=?",
                 [(v.astype(np.float32).tobytes(), cid) for cid, v in vectors_by_chunk.items()],
@@ -237,7 +258,39 @@ class SQLiteDocumentStore:
                 "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", list((meta or {}).items())
             )
 
+    def forget_deletions_through(self, generation: int) -> None:
+        """Drop the logged deletions up to ``generation`` (an index image holds them now)."""
+        with self._connection("writing to") as conn:
+            conn.execute("DELETE FROM deletions WHERE generation <= ?", (generation,))
+
     # ------------------------------------------------------------------ reads
+    def last_seq(self) -> int:
+        """The ``seq`` of the latest document written (documents written later have larger ones)."""
+        with self._connection("reading") as conn:
+            (seq,) = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM documents").fetchone()
+        return int(seq)
+
+    def changes_since(self, generation: int) -> list[str] | None:
+        """The ids of the documents deleted after store generation ``generation`` (oldest first;
+        a document written again since is among them too), or None when the writes since cannot
+        be replayed: deletions from before the log began, or stored vectors rewritten in place.
+        The documents written since are :meth:`iter_documents` past the ``seq`` of then."""
+        with self._connection("reading") as conn:
+            meta = dict(
+                conn.execute(
+                    "SELECT key, value FROM meta WHERE key IN (?, ?)", (DELETIONS_LOGGED_FROM, REWRITTEN_AT)
+                ).fetchall()
+            )
+            if (
+                int(meta.get(DELETIONS_LOGGED_FROM, 0)) > generation
+                or int(meta.get(REWRITTEN_AT, -1)) > generation
+            ):
+                return None
+            rows = conn.execute(
+                "SELECT doc_id FROM deletions WHERE generation > ? ORDER BY generation", (generation,)
+            ).fetchall()
+        return [row[0] for row in rows]
+
     def count(self) -> int:
         with self._connection("reading") as conn:
             (n,) = conn.execute("SELECT COUNT(*) FROM documents").fetchone()
@@ -288,17 +341,25 @@ class SQLiteDocumentStore:
                     out[doc_id] = (title, json.loads(metadata), ingested_at)
         return out
 
-    def iter_documents(self, dim: int, batch_size: int = 2000) -> Iterator[StoredDocument]:
+    def iter_documents(
+        self, dim: int, batch_size: int = 2000, after_seq: int = 0
+    ) -> Iterator[StoredDocument]:
         """Every document in ingest order with its chunks and vectors (for restore), streamed: two
         cursors in step (documents by seq; chunks by document seq, then position, read through
-        the indexes without a sort), so a million chunks never sit in memory at once."""
+        the indexes without a sort), so a million chunks never sit in memory at once.
+
+        ``after_seq``: only the documents written after the one with that ``seq``."""
         with self._connection("reading") as conn:
-            docs = conn.execute("SELECT doc_id, title, text, metadata FROM documents ORDER BY seq")
+            docs = conn.execute(
+                "SELECT doc_id, title, text, metadata FROM documents WHERE seq > ? ORDER BY seq", (after_seq,)
+            )
             # CROSS JOIN keeps documents the outer loop: rows come in seq order from the index,
             # never gathered into a temporary sorted table (vectors and all).
             rows = conn.cursor().execute(
                 "SELECT c.doc_id, c.chunk_id, c.position, c.start, c.end, c.vector, c.terms, c.tfs"
-                " FROM documents d CROSS JOIN chunks c ON c.doc_id = d.doc_id ORDER BY d.seq, c.position"
+                " FROM documents d CROSS JOIN chunks c ON c.doc_id = d.doc_id WHERE d.seq > ?"
+                " ORDER BY d.seq, c.position",
+                (after_seq,),
             )
             pending = rows.fetchone()
             while batch := docs.fetchmany(batch_size):

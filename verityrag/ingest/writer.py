@@ -36,7 +36,7 @@ from verityrag.index.filters import AnyFilter, MetadataIndex, as_filter
 from verityrag.index.image import image_generation, read_image, write_image
 from verityrag.index.live import LiveIndex
 from verityrag.index.protocol import AnyIndex, check_unique_ids
-from verityrag.index.store import SQLiteDocumentStore
+from verityrag.index.store import SQLiteDocumentStore, StoredDocument
 from verityrag.ingest.collector_pause import collector_paused
 from verityrag.ingest.parallel import PARALLEL_MIN_DOCUMENTS, Prepared, Preparer, WorkerPool
 from verityrag.text.analyzer import Analyzer
@@ -418,21 +418,43 @@ class DocumentWriter:
         return {"index": self.index.image_settings(), "embedder": self.embedder.fingerprint()}
 
     def _open_image(self) -> bool:
-        """Open the index image beside the store when it is of the store's generation and made
-        with these settings (:mod:`verityrag.index.image`); False: restore from the store."""
+        """Open the index image beside the store when it was made with these settings and is of
+        the store's generation, or of an earlier one whose writes since the store can replay
+        (:mod:`verityrag.index.image`: a start after a crash); False: restore from the store."""
         if self.store is None or self.data_dir is None or not isinstance(self.index, LiveIndex):
             return False
         if len(self.index):
             return False
         started = time.perf_counter()
-        generation = self.store.generation()
-        state = read_image(self.data_dir / IMAGE_DIR, generation, self._image_made_with())
-        if state is None:
+        store = self.store
+        newest = store.generation()
+        opened = read_image(self.data_dir / IMAGE_DIR, newest, self._image_made_with())
+        if opened is None:
             return False
-        index_state, metadata_index = state
+        # Behind the store (a crash since): the deletions and the documents written since.
+        deleted: list[str] = []
+        after_seq: int | None = None
+        if opened.generation < newest:
+            changes = store.changes_since(opened.generation)
+            if changes is None:
+                logger.info("the store's writes since the index image cannot be replayed: rebuilding")
+                return False
+            deleted, after_seq = changes, opened.seq
+        index_state, metadata_index = opened.state
         self.index.load_image_state(index_state)
         self.metadata_index = metadata_index
-        self._indexed_generation = generation
+        if after_seq is not None:
+            for doc_id in deleted:
+                self.metadata_index.remove(doc_id)
+                self.index.delete(doc_id)
+            replayed = self._replay(store.iter_documents(self.embedder.dim, after_seq=after_seq))
+            logger.info(
+                "replayed %d deletions and %d documents written since the index image",
+                len(deleted),
+                replayed,
+            )
+        # Exactly the store, unless another process wrote while it was read.
+        self._indexed_generation = newest if store.generation() == newest else None
         logger.info(
             "opened the index image of %d documents (%d chunks) in %.2fs",
             self.index.n_documents,
@@ -440,6 +462,26 @@ class DocumentWriter:
             time.perf_counter() - started,
         )
         return True
+
+    def _replay(self, written: Iterable[StoredDocument]) -> int:
+        """Index the documents written since the image, as stored (the image was made with this
+        embedder and analyzer, and so were they: a store whose vectors were rewritten since is
+        not replayed); how many."""
+        batch: list[tuple[str, list[Chunk], npt.NDArray[np.float32]]] = []
+        counts: list[list[dict[str, int]]] = []
+        done = 0
+        for stored in written:
+            upsert = (stored.document.doc_id, stored.chunks, stored.vectors)
+            counts.append(stored.term_counts or self.index.term_counts([upsert])[0])
+            batch.append(upsert)
+            self.metadata_index.put(stored.document.doc_id, stored.document.metadata)
+            done += 1
+            if len(batch) >= RESTORE_BATCH:
+                self.index.apply(batch, term_counts=counts)
+                batch, counts = [], []
+        if batch:
+            self.index.apply(batch, term_counts=counts)
+        return done
 
     def checkpoint(self) -> bool:
         """Write the index image for the store's generation beside the store (a clean stop), so the
@@ -459,7 +501,14 @@ class DocumentWriter:
                 return False
             if image_generation(folder) == generation:
                 return True
-            write_image(folder, generation, self._image_made_with(), (index_state, self.metadata_index))
+            write_image(
+                folder,
+                generation,
+                self.store.last_seq(),
+                self._image_made_with(),
+                (index_state, self.metadata_index),
+            )
+            self.store.forget_deletions_through(generation)  # the image holds them now
         return True
 
     def restore(self, store: SQLiteDocumentStore) -> None:
