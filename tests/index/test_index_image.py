@@ -298,3 +298,20 @@ def test_postings_opened_from_an_image_take_new_postings_as_a_rebuilt_index_does
     reference.ingest_document("steam", "Steam", "Steam engine heat: the steam engine of the mill.")
     reference.ingest_documents(later)
     assert opened[1] == _answers(reference)[1]  # the BM25 hits and scores
+
+
+def test_a_document_written_after_the_images_latest_was_deleted_is_replayed(
+    tmp_path: Path, rebuilds: list[int]
+) -> None:
+    _filled(tmp_path)  # its latest document is the replaced "ferry"
+    crashed = _reopen(tmp_path)
+    crashed.delete_document("ferry")
+    crashed.ingest_document("pier", "Pier", "The pier at Oban is 200 metres long.")
+    expected = _answers(crashed)
+    assert crashed.store is not None
+    crashed.store.close()
+    rebuilds.clear()
+    with _reopen(tmp_path) as restarted:
+        assert rebuilds == []
+        assert restarted.get_document("pier") is not None
+        assert _answers(restarted) == expected

@@ -80,6 +80,10 @@ CREATE INDEX IF NOT EXISTS deletions_by_generation ON deletions(generation);
 
 #: The meta key counting the store's write transactions.
 GENERATION_KEY = "generation"
+#: The meta key of the largest ``seq`` ever given: a document written after another always has a
+#: larger one, even when the one with the largest was deleted (``MAX(seq) + 1`` gave its number
+#: again, and a replay from an image that held it would have missed the new document).
+LAST_SEQ_KEY = "last_seq"
 #: The meta key of the generation from which every deletion is in the log.
 DELETIONS_LOGGED_FROM = "deletions_logged_from"
 #: The meta key of the last generation that rewrote stored vectors or term counts in place
@@ -199,7 +203,7 @@ class SQLiteDocumentStore:
         when = time.time() if ingested_at is None else ingested_at
         with self._transaction() as conn:
             self._next_generation(conn)
-            (seq,) = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM documents").fetchone()
+            seq = self._last_seq(conn)
             for i, (doc, chunks, vectors) in enumerate(items):
                 terms: list[tuple[str | None, bytes | None]] = (
                     [(None, None)] * len(chunks)
@@ -223,6 +227,7 @@ class SQLiteDocumentStore:
                         )
                     ],
                 )
+            conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (LAST_SEQ_KEY, str(seq)))
 
     def delete(self, doc_id: str) -> bool:
         with self._transaction() as conn:
@@ -267,8 +272,14 @@ class SQLiteDocumentStore:
     def last_seq(self) -> int:
         """The ``seq`` of the latest document written (documents written later have larger ones)."""
         with self._connection("reading") as conn:
-            (seq,) = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM documents").fetchone()
-        return int(seq)
+            return self._last_seq(conn)
+
+    @staticmethod
+    def _last_seq(conn: sqlite3.Connection) -> int:
+        # A store from before the key was kept has only its rows to say.
+        (largest,) = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM documents").fetchone()
+        row = conn.execute("SELECT value FROM meta WHERE key=?", (LAST_SEQ_KEY,)).fetchone()
+        return max(int(largest), int(row[0]) if row else 0)
 
     def changes_since(self, generation: int) -> list[str] | None:
         """The ids of the documents deleted after store generation ``generation`` (oldest first;
