@@ -74,6 +74,15 @@ def _reopen(folder: Path, **index_options: Any) -> VerityRAGPipeline:
     return VerityRAGPipeline(embedder, folder, SETTINGS, index=index)
 
 
+def _killed(pipeline: VerityRAGPipeline) -> list[Any]:
+    """Its answers, then the process "killed": the store closed without ``close()``, so the
+    image on disk stays of the generation before its writes."""
+    answers = _answers(pipeline)
+    assert pipeline.store is not None
+    pipeline.store.close()
+    return answers
+
+
 @pytest.fixture
 def rebuilds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Counts the restores from the store (an image opened is none)."""
@@ -124,9 +133,7 @@ def test_a_start_after_a_crash_opens_the_image_and_replays_the_writes_since(
     crashed.ingest_document(
         "ferry", DOCS[0].title, "The MV Corran Bell is 70 metres long now.", {"source": "leaflet"}
     )
-    expected = _answers(crashed)
-    assert crashed.store is not None
-    crashed.store.close()  # killed: no close(), so the image is of the generation before the writes
+    expected = _killed(crashed)
     rebuilds.clear()
     with _reopen(tmp_path) as restarted:
         assert rebuilds == []  # the image, and the writes since replayed from the store
@@ -307,9 +314,7 @@ def test_a_document_written_after_the_images_latest_was_deleted_is_replayed(
     crashed = _reopen(tmp_path)
     crashed.delete_document("ferry")
     crashed.ingest_document("pier", "Pier", "The pier at Oban is 200 metres long.")
-    expected = _answers(crashed)
-    assert crashed.store is not None
-    crashed.store.close()
+    expected = _killed(crashed)
     rebuilds.clear()
     with _reopen(tmp_path) as restarted:
         assert rebuilds == []
