@@ -320,3 +320,16 @@ def test_a_document_written_after_the_images_latest_was_deleted_is_replayed(
         assert rebuilds == []
         assert restarted.get_document("pier") is not None
         assert _answers(restarted) == expected
+
+
+def test_the_manifest_sums_each_file_as_it_is_on_disk(tmp_path: Path) -> None:
+    import json
+    import zlib
+
+    _filled(tmp_path)
+    manifest = json.loads((tmp_path / IMAGE_DIR / MANIFEST).read_text(encoding="utf-8"))
+    on_disk = sorted(p.name for p in (tmp_path / IMAGE_DIR).iterdir() if p.name != MANIFEST)
+    assert sorted(manifest["files"]) == on_disk
+    for name, expected in manifest["files"].items():
+        data = (tmp_path / IMAGE_DIR / name).read_bytes()
+        assert expected == {"size": len(data), "crc32": zlib.crc32(data)}, name
