@@ -20,7 +20,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,7 @@ from verityrag.errors import InvalidInputError
 from verityrag.index.filters import AnyFilter, MetadataIndex, as_filter
 from verityrag.index.image import image_generation, read_image, write_image
 from verityrag.index.live import LiveIndex
-from verityrag.index.protocol import AnyIndex, check_unique_ids
+from verityrag.index.protocol import AnyIndex, Upsert, check_unique_ids
 from verityrag.index.store import SQLiteDocumentStore, StoredDocument
 from verityrag.ingest.collector_pause import collector_paused
 from verityrag.ingest.parallel import PARALLEL_MIN_DOCUMENTS, Prepared, Preparer, WorkerPool
@@ -154,6 +154,9 @@ DocumentPage = tuple[int, list[DocumentSummary]]
 
 #: Documents restored per index write (a batch's chunks, vectors and term counts are in memory).
 RESTORE_BATCH = 5000
+
+# A stored document to index: the document, its upsert, its chunks' term counts.
+_StoredEntry = tuple[Document, Upsert, list[dict[str, int]]]
 
 
 class DocumentWriter:
@@ -467,14 +470,25 @@ class DocumentWriter:
         """Index the documents written since the image, as stored (the image was made with this
         embedder and analyzer, and so were they: a store whose vectors were rewritten since is
         not replayed); how many."""
-        batch: list[tuple[str, list[Chunk], npt.NDArray[np.float32]]] = []
+
+        def entries() -> Iterator[_StoredEntry]:
+            for stored in written:
+                upsert = (stored.document.doc_id, stored.chunks, stored.vectors)
+                yield stored.document, upsert, stored.term_counts or self.index.term_counts([upsert])[0]
+
+        return self._index_in_batches(entries())
+
+    def _index_in_batches(self, entries: Iterable[_StoredEntry]) -> int:
+        """Index stored documents (each with its upsert and term counts) and their metadata,
+        :data:`RESTORE_BATCH` at a time: a million chunks are never all in memory at once,
+        besides the index itself; how many."""
+        batch: list[Upsert] = []
         counts: list[list[dict[str, int]]] = []
         done = 0
-        for stored in written:
-            upsert = (stored.document.doc_id, stored.chunks, stored.vectors)
-            counts.append(stored.term_counts or self.index.term_counts([upsert])[0])
+        for document, upsert, term_counts in entries:
             batch.append(upsert)
-            self.metadata_index.put(stored.document.doc_id, stored.document.metadata)
+            counts.append(term_counts)
+            self.metadata_index.put(document.doc_id, document.metadata)
             done += 1
             if len(batch) >= RESTORE_BATCH:
                 self.index.apply(batch, term_counts=counts)
@@ -513,8 +527,7 @@ class DocumentWriter:
 
     def restore(self, store: SQLiteDocumentStore) -> None:
         """Load the store's documents into the index (re-embedding only if the embedder changed),
-        streamed in batches of :data:`RESTORE_BATCH` documents: a million chunks are never all in
-        memory at once, besides the index itself."""
+        streamed in batches of :data:`RESTORE_BATCH` documents."""
         started = time.perf_counter()
         before = store.generation()
         fingerprint = self.embedder.fingerprint()
@@ -523,35 +536,32 @@ class DocumentWriter:
         if reembed:
             logger.warning("embedder changed (%s -> %s): re-embedding stored chunks", stored_fp, fingerprint)
         dim = self.embedder.dim if not reembed else int(store.get_meta("embedder_dim") or 0)
-        batch: list[tuple[str, list[Chunk], npt.NDArray[np.float32]]] = []
-        counts: list[list[dict[str, int]]] = []
         # Stored term counts are reusable only if the same analyzer made them.
         same_analyzer = store.get_meta("analyzer") == self.analyzer.fingerprint()
         new_vectors: dict[str, npt.NDArray[np.float32]] = {}
         new_counts: dict[str, dict[str, int]] = {}
         legacy: list[str] = []
-        for stored in store.iter_documents(dim):
-            doc_id, chunks = stored.document.doc_id, stored.chunks
-            vectors = stored.vectors
-            if reembed:
-                vectors = self.embedder.encode([c.text for c in chunks])
-                new_vectors.update(zip((c.chunk_id for c in chunks), vectors, strict=True))
-            upsert = (doc_id, chunks, vectors)
-            if same_analyzer and stored.term_counts is not None:
-                counts.append(stored.term_counts)
-            else:
-                counts.append(self.index.term_counts([upsert])[0])
-                if not same_analyzer:
-                    # Counted again by this analyzer and stored under its fingerprint: left as they
-                    # were, the next restore would read the old analyzer's counts as this one's.
-                    new_counts.update(zip((c.chunk_id for c in chunks), counts[-1], strict=True))
-            batch.append(upsert)
-            self.metadata_index.put(doc_id, stored.document.metadata)
-            if not is_valid_doc_id(doc_id):
-                legacy.append(doc_id)
-            if len(batch) >= RESTORE_BATCH:
-                self.index.apply(batch, term_counts=counts)
-                batch, counts = [], []
+
+        def entries() -> Iterator[_StoredEntry]:
+            for stored in store.iter_documents(dim):
+                doc_id, chunks = stored.document.doc_id, stored.chunks
+                vectors = stored.vectors
+                if reembed:
+                    vectors = self.embedder.encode([c.text for c in chunks])
+                    new_vectors.update(zip((c.chunk_id for c in chunks), vectors, strict=True))
+                upsert = (doc_id, chunks, vectors)
+                counts = stored.term_counts
+                if not same_analyzer or counts is None:
+                    counts = self.index.term_counts([upsert])[0]
+                    if not same_analyzer:
+                        # Counted again by this analyzer and stored under its fingerprint: left as
+                        # they were, the next restore would read the old analyzer's counts as its.
+                        new_counts.update(zip((c.chunk_id for c in chunks), counts, strict=True))
+                if not is_valid_doc_id(doc_id):
+                    legacy.append(doc_id)
+                yield stored.document, upsert, counts
+
+        self._index_in_batches(entries())
         if legacy:
             logger.warning(
                 "%d stored document(s) have ids today's rules refuse (first: %r): kept and "
@@ -570,8 +580,6 @@ class DocumentWriter:
         store.replace_vectors(new_vectors, meta=meta, term_counts_by_chunk=new_counts)
         # Exactly the store, unless another process wrote while it was read.
         self._indexed_generation = store.last_generation if store.last_generation == before + 1 else None
-        if batch:
-            self.index.apply(batch, term_counts=counts)
         logger.info(
             "restored %d documents (%d chunks) from %s in %.2fs",
             self.index.n_documents,
