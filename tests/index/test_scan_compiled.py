@@ -32,8 +32,8 @@ def test_compiled_scan_sums_as_the_numpy_loop_bit_for_bit(dtype: type, n: int) -
     query = np.zeros(dim, dtype=np.float32)
     rows = sorted(rng.choice(dim, size=20, replace=False).tolist())
     query[rows] = rng.standard_normal(20).astype(np.float32)
-    compiled = _vectors._add_rows(blocks, block_cols, query, rows, n)
-    reference = _vectors._add_rows_reference(blocks, block_cols, query, rows, n)
+    compiled = _vectors._add_rows(blocks, block_cols, query, rows, n, compiled=True)
+    reference = _vectors._add_rows(blocks, block_cols, query, rows, n, compiled=False)
     assert compiled.dtype == reference.dtype == np.float32
     assert compiled.tobytes() == reference.tobytes()
 

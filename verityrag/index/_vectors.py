@@ -64,41 +64,39 @@ def _hide_dead(scores: F32, snap: VisibleSlots) -> F32:
 
 
 def _add_rows(
-    blocks: Sequence[npt.NDArray[Any]], block_cols: int, weights: F32, rows: list[int], n: int
+    blocks: Sequence[npt.NDArray[Any]],
+    block_cols: int,
+    weights: F32,
+    rows: list[int],
+    n: int,
+    compiled: bool | None = None,
 ) -> F32:
     """``sum(weights[r] * block[r, :])`` over ``rows``, per block, up to slot ``n``: compiled
-    (numba), else numpy ufuncs (no BLAS threads, no gathered copy of the rows)."""
-    if _scan_compiled.AVAILABLE:
-        out = np.zeros(n, dtype=np.float32)
-        row_ids = np.asarray(rows, dtype=np.int64)
-        query32 = np.asarray(weights, dtype=np.float32)
-        for index, block in enumerate(blocks):
-            first = index * block_cols
-            if first >= n:
-                break
-            cols = min(n - first, block_cols)
-            _scan_compiled.add_rows(block, row_ids, query32, cols, out[first : first + cols])
-        return out
-    return _add_rows_reference(blocks, block_cols, weights, rows, n)
-
-
-def _add_rows_reference(
-    blocks: Sequence[npt.NDArray[Any]], block_cols: int, weights: F32, rows: list[int], n: int
-) -> F32:
-    """:func:`_add_rows` in numpy: the reference the compiled scan matches bit for bit."""
+    (numba) when it is there, else numpy ufuncs (no BLAS threads, no gathered copy of the rows),
+    the reference the compiled scan matches bit for bit (``compiled=False``)."""
+    if compiled is None:
+        compiled = _scan_compiled.AVAILABLE
+    add = _scan_compiled.add_rows if compiled else _add_block_rows
     out = np.zeros(n, dtype=np.float32)
-    scratch = np.empty(min(n, block_cols), dtype=np.float32)
+    row_ids = np.asarray(rows, dtype=np.int64)
+    query32 = np.asarray(weights, dtype=np.float32)
     for index, block in enumerate(blocks):
         first = index * block_cols
         if first >= n:
             break
         cols = min(n - first, block_cols)
-        target = out[first : first + cols]
-        part = scratch[:cols]
-        for row in rows:
-            np.multiply(block[row, :cols], weights[row], out=part)
-            np.add(target, part, out=target)
+        add(block, row_ids, query32, cols, out[first : first + cols])
     return out
+
+
+def _add_block_rows(
+    block: npt.NDArray[Any], rows: npt.NDArray[np.int64], weights: F32, cols: int, target: F32
+) -> None:
+    """One block of :func:`_add_rows` in numpy: each row's products, then their sum, in place."""
+    part = np.empty(cols, dtype=np.float32)
+    for row in rows.tolist():
+        np.multiply(block[row, :cols], weights[row], out=part)
+        np.add(target, part, out=target)
 
 
 def _write_columns(
