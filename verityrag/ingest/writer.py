@@ -429,20 +429,22 @@ class DocumentWriter:
         if len(self.index):
             return False
         started = time.perf_counter()
-        store = self.store
+        store, folder = self.store, self.data_dir / IMAGE_DIR
         newest = store.generation()
-        opened = read_image(self.data_dir / IMAGE_DIR, newest, self._image_made_with())
-        if opened is None:
-            return False
-        # Behind the store (a crash since): the deletions and the documents written since.
+        # Behind the store (a crash since): whether the writes since can be replayed, and the
+        # deletions among them, asked before the image is read (at 1M chunks that takes seconds).
+        of = image_generation(folder)
         deleted: list[str] = []
-        after_seq: int | None = None
-        if opened.generation < newest:
-            changes = store.changes_since(opened.generation)
+        if of is not None and of < newest:
+            changes = store.changes_since(of)
             if changes is None:
                 logger.info("the store's writes since the index image cannot be replayed: rebuilding")
                 return False
-            deleted, after_seq = changes, opened.seq
+            deleted = changes
+        opened = read_image(folder, newest, self._image_made_with())
+        if opened is None or opened.generation != of:  # (another image written meanwhile)
+            return False
+        after_seq = opened.seq if opened.generation < newest else None
         index_state, metadata_index = opened.state
         self.index.load_image_state(index_state)
         self.metadata_index = metadata_index
