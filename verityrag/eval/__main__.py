@@ -97,6 +97,21 @@ def build_parser() -> argparse.ArgumentParser:
         "(where a setting may be chosen)",
     )
     p.add_argument(
+        "--domains",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="ask each domain of DIR (one JSON file each, as ../shared/domains) of a fresh pipeline holding "
+        "it alone and beside the bundled corpus as `make run` serves it (writes "
+        "eval_report_domains_<DIR's name>.json unless --out is given)",
+    )
+    p.add_argument(
+        "--domain-modes",
+        default="alone,beside",
+        metavar="MODES",
+        help="with --domains: alone, beside, or both (comma-separated; default both)",
+    )
+    p.add_argument(
         "--ragtruth",
         action="store_true",
         help="score verifiers on RAGTruth-QA and HaluEval-QA instead "
@@ -167,11 +182,13 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--out {args.out}: cannot create its folder ({exc.strerror})")
     # The plots are written before the JSON: a bad folder found after the run lost the report.
     plots_dir: Path = args.plots_dir or default_plots_dir(args.out)
-    if not (args.ragtruth or args.real_llm or args.per_article or args.no_plots):
+    if not (args.ragtruth or args.real_llm or args.per_article or args.domains or args.no_plots):
         try:
             plots_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             parser.error(f"--plots-dir {plots_dir}: cannot create the folder ({exc.strerror})")
+    if args.domains is not None:
+        return _domains(args, parser)
     if args.per_article:
         return _per_article(args)
     if args.ragtruth:
@@ -203,6 +220,36 @@ def main(argv: list[str] | None = None) -> int:
         f"written: {out}, {md_path}"
         + (f", plots in {Path(next(iter(plots.values()))).parent}" if plots else "")
     )
+    return 0
+
+
+def _domains(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from verityrag.config import Settings
+    from verityrag.eval.domains import MODES, headline, run_domains
+
+    if args.per_article or args.ragtruth or args.real_llm or args.questions or args.max_test_questions:
+        parser.error(
+            "--domains asks every question of each domain: not with --per-article, --ragtruth, "
+            "--real-llm, --questions or --max-test-questions"
+        )
+    modes = [m.strip() for m in args.domain_modes.split(",") if m.strip()]
+    if not modes or any(m not in MODES for m in modes):
+        parser.error(f"--domain-modes: give {' or '.join(MODES)}, comma-separated")
+    settings = Settings.from_env({**os.environ, "VERITYRAG_PROFILE": args.profile}).replace(
+        reader=not args.without_reader
+    )
+    try:
+        report = run_domains(args.domains, settings, modes, progress=not args.no_progress)
+    except VerityRAGError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    name = args.domains.resolve().name
+    out = Path(f"eval_report_domains_{name}.json") if str(args.out) == "eval_report.json" else args.out
+    write_json(report, out)
+    width = max(len(row) for row, _ in headline(report))
+    for row, value in headline(report):
+        print(f"{row:<{width}}  {value}")
+    print(f"written: {out}")
     return 0
 
 
