@@ -235,3 +235,21 @@ def test_another_documents_different_answer_is_an_alternative() -> None:
     assert reading.short_answer.text == "64 metres"
     # The Corran Bell's 88 metres is not about this ship; "64" is the same answer.
     assert [(a.text, a.doc_id, a.answer_logit) for a in reading.alternatives] == [("70 metres", "log", 3.0)]
+
+
+def test_a_run_under_a_heading_is_read_after_it_and_no_answer_comes_from_the_heading() -> None:
+    text = "Opening hours\n\nDay: Saturday; Brackenford: 7am to 4pm\n\nDay: Sunday; Brackenford: Closed"
+    chunk = _chunk("h#0", text)
+    ranked = _ranked([chunk], [(0, 1)])
+    reader = EvidenceReader(_FakeModel(None), evidence_tokens=40)
+    read, passages, _ = reader.passages([Hit(chunk, 1.0)], ranked)
+    assert read == "Opening hours Day: Saturday; Brackenford: 7am to 4pm"
+    assert [p.heading for p in passages] == [True, False]
+    # A span in the heading is passed over: the reader's next span is the answer.
+    heading_only = EvidenceReader(_FakeModel("Opening hours")).read(
+        "When do you open?", [Hit(chunk, 1.0)], ranked
+    )
+    assert heading_only.short_answer is None
+    found = EvidenceReader(_FakeModel("7am to 4pm")).read("When do you open?", [Hit(chunk, 1.0)], ranked)
+    assert found.short_answer is not None
+    assert [s.text for s in found.sentences] == ["Day: Saturday; Brackenford: 7am to 4pm"]

@@ -64,7 +64,8 @@ def test_parse_docx_tables_are_read_row_by_row() -> None:
             table.cell(r, c).text = value
     out = io.BytesIO()
     document.save(out)
-    assert parse_file("t.docx", out.getvalue()).text == "Engine Year\n\nWatt 1776"
+    # The first row is the header, said once and then with each cell of every row
+    assert parse_file("t.docx", out.getvalue()).text == "Engine; Year\n\nEngine: Watt; Year: 1776"
 
 
 def test_parse_docx_reads_a_nested_table_with_its_outer_row_and_keeps_tabs_and_breaks() -> None:
@@ -85,8 +86,8 @@ def test_parse_docx_reads_a_nested_table_with_its_outer_row_and_keeps_tabs_and_b
     out = io.BytesIO()
     document.save(out)
     text = parse_file("nested.docx", out.getvalue()).text
-    # The inner cells line by line within the outer row (python-docx's cell text left them out)
-    assert text.split("\n\n") == ["Before the table.", "Outer\nInner A\nInner B", "After the\ntable."]
+    # The inner cells within the outer row (python-docx's cell text left them out)
+    assert text.split("\n\n") == ["Before the table.", "Outer; Inner A Inner B", "After the\ntable."]
 
 
 def test_parse_docx_zip_without_document_is_refused() -> None:
@@ -106,7 +107,7 @@ def test_parse_html_drops_scripts_and_styles_and_keeps_blocks_apart() -> None:
     )
     parsed = parse_file("page.html", html.encode())
     assert parsed.title == "Steam & Power"
-    assert parsed.text == f"Steam\n\n{WATT}\n\none\n\ntwo\n\nEngine Year"
+    assert parsed.text == f"Steam\n\n{WATT}\n\n- one\n\n- two\n\nEngine: Year"
 
 
 def test_parse_html_without_title_uses_first_h1() -> None:
@@ -130,7 +131,7 @@ def test_parse_markdown_strips_markup_and_takes_h1_as_title() -> None:
     parsed = parse_file("notes.md", md.encode())
     assert parsed.format == "markdown"
     assert parsed.title == "The Steam Engine"
-    assert parsed.text == f"The Steam Engine\n\n{WATT}\n\none"
+    assert parsed.text == f"The Steam Engine\n\n{WATT}\n\n- one"
 
 
 def test_parse_markdown_front_matter_title_is_used_and_not_indexed() -> None:
@@ -241,6 +242,56 @@ def test_html_read_in_pieces_gives_the_text_read_at_once(monkeypatch: pytest.Mon
     html = ("<html><body><table>" + "".join(rows) + "</table></body></html>").encode()
     assert len(html) > 1 << 20
     in_pieces = parse_file("table.html", html).text
-    assert [line for line in in_pieces.splitlines() if line][-1] == "Engine & 24999 1799"
+    assert [line for line in in_pieces.splitlines() if line][-1] == "Engine & 24999: 1799"
     monkeypatch.setattr(parsers, "_FEED_CHARS", len(html))
     assert parse_file("table.html", html).text == in_pieces
+
+
+def test_a_table_row_carries_its_column_headers() -> None:
+    html = (
+        "<html><body><h2>Opening hours</h2><table><thead><tr><th>Day</th><th>Brackenford</th>"
+        "<th>Ostley Cross</th></tr></thead><tbody><tr><td>Saturday</td><td>7am to 4pm</td>"
+        "<td>8am to 2pm</td></tr><tr><td>Sunday</td><td>8am to 12 noon</td><td></td></tr>"
+        "</tbody></table></body></html>"
+    )
+    assert parse_file("hours.html", html.encode()).text.split("\n\n") == [
+        "Opening hours",
+        "Day; Brackenford; Ostley Cross",
+        "Day: Saturday; Brackenford: 7am to 4pm; Ostley Cross: 8am to 2pm",
+        "Day: Sunday; Brackenford: 8am to 12 noon",  # an empty cell is left out
+    ]
+    md = "## Bread\n\n| Loaf | Price |\n|---|---|\n| White bloomer, large | £3.10 |\n"
+    assert parse_file("prices.md", md.encode()).text.split("\n\n") == [
+        "Bread",
+        "Loaf; Price",
+        "Loaf: White bloomer, large; Price: £3.10",
+    ]
+
+
+def test_lists_stay_items_and_a_line_break_in_markup_is_a_space() -> None:
+    html = "<ol><li>Fill in a\nform</li><li>Pay</li></ol><ul><li>Card only</li></ul><pre>a\nb</pre>"
+    assert parse_file("p.html", html.encode()).text.split("\n\n") == [
+        "1. Fill in a form",
+        "2. Pay",
+        "- Card only",
+        "a\nb",
+    ]
+
+
+def test_a_dot_leader_reads_as_item_and_value_and_a_menu_is_not_text() -> None:
+    assert (
+        parse_file("l.txt", b"Sourdough ........ \xc2\xa33.80\nRye....\xc2\xa34").text
+        == "Sourdough: £3.80\nRye: £4"
+    )
+    html = "<html><body><nav><a href='/'>Home</a> | <a href='/p'>Prices</a></nav><p>Hello there.</p></body></html>"
+    assert parse_file("n.html", html.encode()).text == "Hello there."
+
+
+def test_a_row_label_column_is_said_with_each_cell() -> None:
+    html = (
+        "<table><tr><th></th><th>Tannery Gallery</th><th>Orchard Gallery</th></tr>"
+        "<tr><td>Address</td><td>2 Tanyard Row</td><td>18 Orchard Street</td></tr></table>"
+    )
+    assert parse_file("t.html", html.encode()).text.split("\n\n")[-1] == (
+        "Address, Tannery Gallery: 2 Tanyard Row; Address, Orchard Gallery: 18 Orchard Street"
+    )

@@ -130,3 +130,14 @@ def test_chunk_spans_blank_text_returns_no_chunks() -> None:
 def test_chunk_spans_bad_parameters_raise(kwargs: dict[str, int], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         chunk_spans("d", "Some text.", **kwargs)
+
+
+def test_a_heading_starts_a_chunk_without_overlap() -> None:
+    text = "Our shops\n\nWe have two shops. Both bake daily.\n\nOpening hours\n\nDay: Monday; Brackenford: Closed"
+    chunks = chunk_spans("d", text, max_words=100, overlap_sentences=1)
+    assert [text[c.start : c.end] for c in chunks] == [
+        "Our shops\n\nWe have two shops. Both bake daily.",
+        "Opening hours\n\nDay: Monday; Brackenford: Closed",
+    ]
+    # Prose without line breaks chunks as before.
+    assert len(chunk_spans("d", "One. Two. Three.", max_words=100)) == 1

@@ -39,6 +39,7 @@ from verityrag.generation.sentence_selector import ScoredSentence
 from verityrag.text.answer_types import AnswerType, expected_type, matches
 from verityrag.text.answers import answer_tokens
 from verityrag.text.sentences import sentence_spans
+from verityrag.text.sections import heading_before, heading_flags
 from verityrag.text.stopwords import ENGLISH_STOPWORDS
 from verityrag.text.subjects import Subject, missing_subjects, question_subjects, text_terms
 from verityrag.types import Chunk, Citation, CitedSentence, Hit, ShortAnswer
@@ -100,6 +101,7 @@ class _Passage:
     start: int  # in the chunk's text
     end: int
     offset: int  # where it begins in the text the reader reads
+    heading: bool = False  # the name of the section of the passage after it: context, never an answer
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,7 +233,9 @@ class EvidenceReader:
 
         Sentences are taken best first until the budget is spent (the first always, cut by the
         model's window if it is longer); those of one chunk are joined in their order, merged
-        where they touch, and the chunks follow the rank of their best sentence.
+        where they touch, and the chunks follow the rank of their best sentence. A run of
+        sentences under a heading of its chunk (:mod:`verityrag.text.sections`) is read after
+        that heading, which is context: no answer is taken from it.
         """
         chunks = {h.chunk_id: h.chunk for h in hits}
         picked: dict[str, list[tuple[int, int]]] = {}
@@ -258,11 +262,19 @@ class EvidenceReader:
                     runs[-1][1] = max(runs[-1][1], end)
                 else:
                     runs.append([start, end])
+            pieces: list[tuple[int, int, bool]] = []
             for start, end in runs:
+                heading = heading_before(chunk.text, start) if "\n" in chunk.text else None
+                if heading is not None and not any(s <= heading[0] < e for s, e, _ in pieces):
+                    if not any(s <= heading[0] < e for s, e in runs):
+                        pieces.append((heading[0], heading[1], True))
+                        used += self.model.count_tokens(chunk.text[heading[0] : heading[1]])
+                pieces.append((start, end, False))
+            for start, end, is_heading in pieces:
                 if text_parts:
                     text_parts.append(" ")
                     offset += 1
-                passages.append(_Passage(chunk, start, end, offset))
+                passages.append(_Passage(chunk, start, end, offset, is_heading))
                 piece = chunk.text[start:end]
                 text_parts.append(piece)
                 offset += len(piece)
@@ -307,18 +319,20 @@ class EvidenceReader:
                 lacking_by_chunk[chunk.chunk_id] = _missing_in(subjects, chunk)
             return lacking_by_chunk[chunk.chunk_id]
 
-        missing: tuple[str, ...] = ()
+        missing: tuple[str, ...] | None = None
         for rank, span in enumerate(result.spans):
             passage = _passage_of(passages, span.start)
+            if passage.heading:
+                continue  # a section's name is its context, not an answer
             lacking = missing_in(passage.chunk)
-            if rank == 0:
+            if missing is None:  # the best answer's
                 missing = lacking
             if not lacking:
                 break
         else:
             # No span's passage names what the question asks about: the model's own decision value
             # is kept (the gate reads it), the answer is none.
-            return Reading(None, _clip(result.answer_logit), (), kind, False, used, missing)
+            return Reading(None, _clip(result.answer_logit), (), kind, False, used, missing or ())
         start = passage.start + span.start - passage.offset
         end = min(passage.end, passage.start + span.end - passage.offset)
         span_text = passage.chunk.text[start:end].strip()
@@ -382,8 +396,11 @@ def _other_sources(
     key (the spans come best first), then sorted by answer logit."""
     best: dict[str, Alternative] = {}
     for span in result.spans:
-        chunk = _passage_of(passages, span.start).chunk
+        passage = _passage_of(passages, span.start)
+        chunk = passage.chunk
         text = span.text.strip()
+        if passage.heading:
+            continue
         key = one_per(chunk)
         if not text or _same_source(chunk, chosen) or key in best or not keep(text) or missing_in(chunk):
             continue
@@ -450,6 +467,7 @@ def answer_sentences(
     spans = sentence_spans(chunk.text)
     if not spans:
         return ()
+    headings = heading_flags(chunk.text, spans)
     holding = [i for i, (s, e) in enumerate(spans) if s < max(end, start + 1) and e > start]
     if not holding:
         holding = [min(range(len(spans)), key=lambda i: abs(spans[i][0] - start))]
@@ -458,7 +476,8 @@ def answer_sentences(
     if best_here is not None:
         cit = best_here.sentence.citations[0]
         index = next((i for i, (s, e) in enumerate(spans) if s == cit.start and e == cit.end), None)
-        if index is not None and (index == holding[0] - 1 or index == holding[-1] + 1):
+        beside = index is not None and (index == holding[0] - 1 or index == holding[-1] + 1)
+        if index is not None and beside and not headings[index]:
             chosen.add(index)
     return tuple(
         CitedSentence(

@@ -180,11 +180,15 @@ def _decode(filename: str, data: bytes) -> str:
 
 _SPACES = re.compile(r"[^\S\n]+")
 _BLANK_LINES = re.compile(r"\n{3,}")
+# A dot leader between an item and its value ("Sourdough ........ £3.80").
+_LEADER = re.compile(r"[^\S\n]*(?:\.{4,}|\u2026{2,})[^\S\n]*(?=\S)")
 
 
 def _normalise(text: str) -> str:
-    """Runs of spaces to one, lines trimmed, at most one blank line between blocks."""
+    """Runs of spaces to one, lines trimmed, at most one blank line between blocks; a dot leader
+    becomes ": " ("Sourdough: £3.80")."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\x00", "")
+    text = _LEADER.sub(": ", text)
     lines = [_SPACES.sub(" ", line).strip() for line in text.split("\n")]
     return _BLANK_LINES.sub("\n\n", "\n".join(lines)).strip()
 
@@ -249,17 +253,60 @@ class _TextBudget:
 # Elements that end a line of text; blocks get a blank line around them.
 _BLOCKS = frozenset(
     "address article aside blockquote dd div dl dt figcaption figure footer form h1 h2 h3 h4 h5 h6 "
-    "header hr li main nav ol p pre section table tbody thead tfoot ul caption details summary".split()
+    "header hr li main nav ol p pre section tbody thead tfoot ul caption details summary".split()
 )
-_LINES = frozenset({"br", "tr"})
+_LINES = frozenset({"br"})
 _CELLS = frozenset({"td", "th"})
 # Elements whose content is never text for a reader; <title> is kept apart as the title.
-_HIDDEN = frozenset({"script", "style", "noscript", "template", "title"})
+# (<nav>: a site's menu, the same links on every page, is no document's text.)
+_HIDDEN = frozenset({"script", "style", "noscript", "template", "title", "nav"})
+_LISTS = frozenset({"ul", "ol"})
+
+
+def table_row_text(cells: list[str], header: list[str] | None) -> str:
+    """A table row as a line a reader can use on its own: each cell after its column's header
+    ("Loaf: White bloomer; Size: 800g; Price: £3.10"); where the header's first cell is empty the
+    first column labels the row, and each cell says both ("Address, Tannery Gallery: 2 Tanyard
+    Row; Address, Orchard Gallery: 18 Orchard Street"). Without a header, a two-cell row reads as
+    "label: value" and a longer one as its cells joined by "; ". Empty cells are left out."""
+    if header and len(header) > 1:
+        label = cells[0] if not header[0] and cells and cells[0] else ""
+        parts = [label] if label and not any(cells[1:]) else []
+        for i, cell in enumerate(cells):
+            if not cell or (label and i == 0):
+                continue
+            name = header[i] if i < len(header) else ""
+            if label:
+                name = f"{label}, {name}" if name else label
+            parts.append(f"{name}: {cell}" if name and name != cell else cell)
+        return "; ".join(parts)
+    filled = [c for c in cells if c]
+    if len(filled) == 2:
+        return f"{filled[0]}: {filled[1]}"
+    return "; ".join(filled)
+
+
+class _Table:
+    """A table being read: its header row (the first row of header cells, or of <thead>), the row
+    and cell being read."""
+
+    def __init__(self) -> None:
+        self.header: list[str] | None = None
+        self.rows = 0
+        self.row: list[str] | None = None
+        self.row_is_header = True
+        self.cell: list[str] | None = None
+        self.in_head = False
 
 
 class _TextTarget:
     """lxml parser target: the text of an HTML document with line breaks where blocks end; the
-    <title> and first <h1> kept apart. Events come from libxml2's HTML parser, fed in pieces."""
+    <title> and first <h1> kept apart. Events come from libxml2's HTML parser, fed in pieces.
+
+    Structure a reader needs is kept: each table row is one line, its cells after their column's
+    header (:func:`table_row_text`), rows a blank line apart; a list item starts with "- " (or its
+    number in an ordered list); a heading is a block of its own. A line break in the markup is a
+    space, as a browser shows it (but in <pre>)."""
 
     def __init__(self) -> None:
         self.parts: list[str] = []
@@ -269,38 +316,112 @@ class _TextTarget:
         self._in_title = False
         self._in_h1 = False
         self._h1_done = False
+        self._pre = 0
+        self._lists: list[list[int]] = []  # per open list: [number of the next item], or [] for <ul>
+        self._table: _Table | None = None
+        self._nested_tables = 0  # tables inside a cell: read as the cell's text
+
+    def _emit(self, text: str) -> None:
+        table = self._table
+        if table is not None and table.cell is not None:
+            table.cell.append(" " if not text.strip() else text)
+        elif table is not None and table.row is not None:
+            return  # text between cells
+        else:
+            self.parts.append(text)
 
     def start(self, tag: str, attrib: object) -> None:
         if tag in _HIDDEN:
             self._hidden += 1
             self._in_title = self._in_title or tag == "title"
-        elif tag in _BLOCKS:
-            self.parts.append("\n\n")
+            return
+        if tag == "table":
+            if self._table is not None:
+                self._nested_tables += 1
+            else:
+                self._table = _Table()
+                self.parts.append("\n\n")
+            return
+        table = self._table
+        if table is not None and not self._nested_tables:
+            if tag == "thead":
+                table.in_head = True
+            elif tag == "tr":
+                table.row, table.row_is_header = [], True
+            elif tag in _CELLS and table.row is not None:
+                table.cell = []
+                table.row_is_header = table.row_is_header and (tag == "th" or table.in_head)
+            elif tag in _BLOCKS or tag in _LINES:
+                self._emit(" ")
+            return
+        if tag in _LISTS:
+            self._lists.append([1] if tag == "ol" else [])
+        if tag == "pre":
+            self._pre += 1
+        if tag in _BLOCKS:
+            self._emit("\n\n")
+            if tag == "li":
+                numbering = self._lists[-1] if self._lists else []
+                if numbering:
+                    self._emit(f"{numbering[0]}. ")
+                    numbering[0] += 1
+                else:
+                    self._emit("- ")
             if tag == "h1" and not self._h1_done:
                 self._in_h1 = True
         elif tag in _LINES:
-            self.parts.append("\n")
+            self._emit("\n")
         elif tag in _CELLS:
-            self.parts.append(" ")
+            self._emit(" ")
 
     def end(self, tag: str) -> None:
         if tag in _HIDDEN:
             self._hidden -= 1
             if tag == "title":
                 self._in_title = False
-        elif tag in _BLOCKS:
-            self.parts.append("\n\n")
+            return
+        table = self._table
+        if tag == "table" and table is not None:
+            if self._nested_tables:
+                self._nested_tables -= 1
+            else:
+                self._table = None
+                self.parts.append("\n\n")
+            return
+        if table is not None and not self._nested_tables:
+            if tag == "thead":
+                table.in_head = False
+            elif tag in _CELLS and table.cell is not None and table.row is not None:
+                table.row.append(" ".join("".join(table.cell).split()))
+                table.cell = None
+            elif tag == "tr" and table.row is not None:
+                cells, table.row = table.row, None
+                if table.rows == 0 and table.row_is_header and any(cells):
+                    table.header = cells  # said once as a line of its own, then with every row
+                    self.parts.append("\n\n" + "; ".join(c for c in cells if c) + "\n\n")
+                elif any(cells):
+                    self.parts.append("\n\n" + table_row_text(cells, table.header) + "\n\n")
+                table.rows += 1
+            elif tag in _BLOCKS or tag in _LINES:
+                self._emit(" ")
+            return
+        if tag in _LISTS and self._lists:
+            self._lists.pop()
+        if tag == "pre" and self._pre:
+            self._pre -= 1
+        if tag in _BLOCKS:
+            self._emit("\n\n")
             if tag == "h1" and self._in_h1:
                 self._in_h1, self._h1_done = False, True
-        elif tag == "tr":
-            self.parts.append("\n")
 
     def data(self, data: str) -> None:
         if self._hidden:
             if self._in_title:
                 self.title_parts.append(data)
             return
-        self.parts.append(data)
+        if not self._pre:
+            data = data.replace("\r", " ").replace("\n", " ")
+        self._emit(data)
         if self._in_h1:
             self.h1_parts.append(data)
 
@@ -485,6 +606,8 @@ def _parse_docx(filename: str, data: bytes, budget: _TextBudget | None = None) -
     budget = budget or _TextBudget(filename, None)
     blocks: list[str] = []
     heading = ""
+    table: Any = None  # the table whose rows are being read (held: its proxy stays the same)
+    header: list[str] | None = None
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as z:
             title = _docx_core_title(z)
@@ -501,8 +624,13 @@ def _parse_docx(filename: str, data: bytes, budget: _TextBudget | None = None) -
                         outer = parent.getparent() if parent is not None else None
                         if outer is not None and outer.tag == _W_TC:
                             continue  # a nested table's row: read with the outer cell
-                        cells = element.iterchildren(_W_TC)
-                        text = " ".join("\n".join(_docx_text(p) for p in c.iter(_W_P)) for c in cells)
+                        cells = [
+                            " ".join(" ".join(_docx_text(p) for p in c.iter(_W_P)).split())
+                            for c in element.iterchildren(_W_TC)
+                        ]
+                        if parent is not table:  # a table's first row is its header
+                            table, header = parent, (cells if len(cells) > 1 and all(cells) else None)
+                        text = "; ".join(cells) if cells is header else table_row_text(cells, header)
                     if text:
                         budget.take(text)
                         blocks.append(text)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from verityrag.text.sections import heading_flags
 from verityrag.text.sentences import sentence_spans
 
 
@@ -29,6 +30,9 @@ def chunk_spans(doc_id: str, text: str, max_words: int = 120, overlap_sentences:
     an answer that straddles a boundary is still whole in one chunk. A single
     sentence longer than ``max_words`` becomes a chunk of its own (it is never cut
     mid-sentence: the grounding checker cites whole sentences).
+
+    A heading (:mod:`verityrag.text.sections`) starts a chunk, with no overlap: a section's
+    chunk holds its name, and no chunk ends on the name of the section after it.
     """
     if max_words < 1:
         raise ValueError("max_words must be >= 1")
@@ -38,12 +42,18 @@ def chunk_spans(doc_id: str, text: str, max_words: int = 120, overlap_sentences:
     if not spans:
         return []
     words = [len(text[s:e].split()) for s, e in spans]
+    headings = heading_flags(text, spans)
     chunks: list[ChunkSpan] = []
     first = 0
     while first < len(spans):
         last = first
         total = words[first]
-        while last + 1 < len(spans) and total + words[last + 1] <= max_words:
+        while (
+            last + 1 < len(spans)
+            and total + words[last + 1] <= max_words
+            # a heading after something that is not one starts the next chunk
+            and not (headings[last + 1] and not headings[last])
+        ):
             last += 1
             total += words[last]
         position = len(chunks)
@@ -54,6 +64,9 @@ def chunk_spans(doc_id: str, text: str, max_words: int = 120, overlap_sentences:
         # until the next new sentence fits beside it: otherwise the next chunk would
         # hold only overlap, a repeat of this one.
         nxt = last + 1
+        if headings[nxt]:
+            first = nxt
+            continue
         first = max(nxt - overlap_sentences, first + 1)
         while first < nxt and sum(words[first : nxt + 1]) > max_words:
             first += 1

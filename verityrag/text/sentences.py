@@ -1,4 +1,11 @@
-"""Sentence splitting with character spans, so citations can point into the source text."""
+"""Sentence splitting with character spans, so citations can point into the source text.
+
+Documents as organisations write them are not only prose: a heading, a list item, a table row
+(rendered by the parsers as "Loaf: White bloomer; Price: £3.10") or a price line ends at its line
+break with no full stop. A line break therefore ends a sentence too, except where a line was
+wrapped: the next line goes on in lower case, or the line is as long as wrapped prose is (a PDF's
+or an e-mail's) and stops without punctuation. A blank line always ends one.
+"""
 
 from __future__ import annotations
 
@@ -41,11 +48,69 @@ def _ends_with_abbreviation(text: str, end: int) -> bool:
     return len(word) == 1 and word.isalpha()
 
 
+#: A line at least this long that stops without punctuation is wrapped prose, not a heading or
+#: a row: the next line goes on with its sentence.
+WRAPPED_LINE_CHARS = 60
+_LINE_END_PUNCTUATION = frozenset(".!?:;,\"'\u201d\u2019)")
+
+
+def _continues(line: str, following: str) -> bool:
+    """Whether the line break between ``line`` and ``following`` (both stripped, non-empty) is
+    a wrap inside one sentence rather than the end of a unit."""
+    first = following[0]
+    if first.isalpha() and first.islower():
+        return not line.endswith((".", "!", "?"))
+    if first.isdigit() and line[-1].isalnum():  # "O\n2", "(CO\n2)": a subscript set on a line of its own
+        return True
+    return len(line) >= WRAPPED_LINE_CHARS and line[-1] not in _LINE_END_PUNCTUATION and first.isalnum()
+
+
+def line_units(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each run of lines that may hold one sentence: lines are joined where
+    one was wrapped (:func:`_continues`); a blank line always parts them."""
+    units: list[tuple[int, int]] = []
+    if "\n" not in text:
+        return [(0, len(text))] if text.strip() else []
+    unit_start = -1
+    previous = ""
+    position = 0
+    for raw in text.split("\n"):
+        line = raw.strip()
+        line_start = position
+        position += len(raw) + 1
+        if not line:
+            if unit_start >= 0:
+                units.append((unit_start, line_start - 1))
+                unit_start = -1
+            previous = ""
+            continue
+        if unit_start >= 0 and not _continues(previous, line):
+            units.append((unit_start, line_start - 1))
+            unit_start = -1
+        if unit_start < 0:
+            unit_start = line_start
+        previous = line
+    if unit_start >= 0:
+        units.append((unit_start, len(text)))
+    return units
+
+
 def sentence_spans(text: str) -> list[tuple[int, int]]:
-    """``(start, end)`` offsets of each sentence in ``text``, surrounding whitespace excluded."""
+    """``(start, end)`` offsets of each sentence in ``text``, surrounding whitespace excluded;
+    a line break ends a sentence where :func:`line_units` says so."""
+    if "\n" not in text:
+        return _prose_spans(text, 0, len(text))
     spans: list[tuple[int, int]] = []
-    start = 0
-    for match in _BOUNDARY_RE.finditer(text):
+    for start, end in line_units(text):
+        spans += _prose_spans(text, start, end)
+    return spans
+
+
+def _prose_spans(text: str, begin: int, stop: int) -> list[tuple[int, int]]:
+    """The sentences of ``text[begin:stop]`` by their end punctuation."""
+    spans: list[tuple[int, int]] = []
+    start = begin
+    for match in _BOUNDARY_RE.finditer(text, begin, stop):
         first = match.group(1)
         caseless = first.isalpha() and first.lower() == first.upper()  # Arabic, Hebrew, CJK...
         if not (first.isupper() or first.istitle() or first.isdigit() or caseless):
@@ -56,7 +121,7 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
         end = match.end()
         _append_trimmed(text, start, end, spans)
         start = end
-    _append_trimmed(text, start, len(text), spans)
+    _append_trimmed(text, start, stop, spans)
     return spans
 
 
