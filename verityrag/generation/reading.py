@@ -38,8 +38,8 @@ from typing import Protocol
 from verityrag.generation.sentence_selector import ScoredSentence
 from verityrag.text.answer_types import AnswerType, expected_type, matches
 from verityrag.text.answers import answer_tokens
-from verityrag.text.sentences import sentence_spans
 from verityrag.text.sections import heading_before, heading_flags
+from verityrag.text.sentences import sentence_spans
 from verityrag.text.stopwords import ENGLISH_STOPWORDS
 from verityrag.text.subjects import Subject, missing_subjects, question_subjects, text_terms
 from verityrag.types import Chunk, Citation, CitedSentence, Hit, ShortAnswer
@@ -265,10 +265,13 @@ class EvidenceReader:
             pieces: list[tuple[int, int, bool]] = []
             for start, end in runs:
                 heading = heading_before(chunk.text, start) if "\n" in chunk.text else None
-                if heading is not None and not any(s <= heading[0] < e for s, e, _ in pieces):
-                    if not any(s <= heading[0] < e for s, e in runs):
-                        pieces.append((heading[0], heading[1], True))
-                        used += self.model.count_tokens(chunk.text[heading[0] : heading[1]])
+                if (
+                    heading is not None
+                    and not any(s <= heading[0] < e for s, e, _ in pieces)
+                    and not any(s <= heading[0] < e for s, e in runs)
+                ):
+                    pieces.append((heading[0], heading[1], True))
+                    used += self.model.count_tokens(chunk.text[heading[0] : heading[1]])
                 pieces.append((start, end, False))
             for start, end, is_heading in pieces:
                 if text_parts:
@@ -320,7 +323,7 @@ class EvidenceReader:
             return lacking_by_chunk[chunk.chunk_id]
 
         missing: tuple[str, ...] | None = None
-        for rank, span in enumerate(result.spans):
+        for span in result.spans:
             passage = _passage_of(passages, span.start)
             if passage.heading:
                 continue  # a section's name is its context, not an answer
@@ -336,7 +339,7 @@ class EvidenceReader:
         start = passage.start + span.start - passage.offset
         end = min(passage.end, passage.start + span.end - passage.offset)
         span_text = passage.chunk.text[start:end].strip()
-        own = _clip(span.score - result.null_score if rank else result.answer_logit)
+        own = _clip(result.answer_logit if span is result.spans[0] else span.score - result.null_score)
         agreeing = _corroborations(result, passages, passage.chunk, span_text, missing_in)
         logit = corroborated_logit(own, [a.answer_logit for a in agreeing])
         short = ShortAnswer(span_text, passage.chunk.chunk_id, start, end, probability(logit))
