@@ -32,20 +32,25 @@ def _words(text: str, chunk: ChunkSpan) -> int:
 
 
 @pytest.mark.parametrize("seed", range(8))
-def test_chunk_spans_random_text_no_chunk_over_max_words_unless_one_sentence(seed: int) -> None:
+def test_chunk_spans_random_text_no_chunk_over_max_words(seed: int) -> None:
     text = _text(seed, 40)
     chunks = chunk_spans("d", text, max_words=30)
     assert len(chunks) > 5
     for chunk in chunks:
-        assert _words(text, chunk) <= 30 or len(_sentences_in(text, chunk)) == 1
+        assert _words(text, chunk) <= 30  # a longer sentence is cut at words
 
 
-def test_chunk_spans_single_long_sentence_is_one_whole_chunk() -> None:
+def test_a_sentence_over_the_limit_is_cut_at_words_into_chunks_within_it() -> None:
     long_sentence = "Long " + " ".join(["word"] * 50) + " end."
     text = f"Short one. {long_sentence} Short two."
     chunks = [text[c.start : c.end] for c in chunk_spans("d", text, max_words=10)]
-    assert long_sentence in chunks
-    assert all(long_sentence not in c or c == long_sentence for c in chunks)
+    assert all(len(c.split()) <= 10 for c in chunks)
+    assert " ".join(chunks).count("word") >= 50  # nothing lost
+    # A CSV line of any length: chunks of the limit, not one chunk of all of it.
+    row = ",".join(f"cell{i}" for i in range(30)).replace(",", ", ")
+    assert all(
+        len(text_.split()) <= 8 for text_ in (row[c.start : c.end] for c in chunk_spans("d", row, 8, 0))
+    )
 
 
 def test_chunk_spans_equal_sentences_overlap_by_exactly_one_sentence() -> None:
@@ -88,7 +93,7 @@ def test_chunk_spans_overlap_that_does_not_fit_beside_next_sentence_is_dropped()
 
 @pytest.mark.parametrize("seed", range(4))
 def test_chunk_spans_all_sentences_covered(seed: int) -> None:
-    text = _text(seed, 25)
+    text = _text(seed, 25, hi=20)  # sentences within the limit: each is whole in a chunk
     chunks = chunk_spans("d", text, max_words=20)
     for s, e in sentence_spans(text):
         assert any(c.start <= s and e <= c.end for c in chunks)
@@ -107,7 +112,7 @@ def test_chunk_spans_same_input_gives_same_chunks() -> None:
 
 
 def test_chunk_spans_spans_start_and_end_on_sentence_boundaries() -> None:
-    text = "  Lead in.  " + _text(2, 20) + "  "
+    text = "  Lead in.  " + _text(2, 20, hi=20) + "  "
     starts = {s for s, _ in sentence_spans(text)}
     ends = {e for _, e in sentence_spans(text)}
     for chunk in chunk_spans("d", text, max_words=20):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from verityrag.text.sections import heading_flags
@@ -27,9 +28,10 @@ def chunk_spans(doc_id: str, text: str, max_words: int = 120, overlap_sentences:
     """Group whole sentences into chunks of at most ``max_words`` words.
 
     Consecutive chunks share their last/first ``overlap_sentences`` sentences so
-    an answer that straddles a boundary is still whole in one chunk. A single
-    sentence longer than ``max_words`` becomes a chunk of its own (it is never cut
-    mid-sentence: the grounding checker cites whole sentences).
+    an answer that straddles a boundary is still whole in one chunk. A sentence
+    longer than ``max_words`` (a text without sentence ends: a CSV line, a log) is cut at word
+    boundaries into pieces of ``max_words`` words, each a sentence of its own: no chunk is longer
+    than ``max_words`` words.
 
     A heading (:mod:`verityrag.text.sections`) starts a chunk, with no overlap: a section's
     chunk holds its name, and no chunk ends on the name of the section after it.
@@ -42,6 +44,9 @@ def chunk_spans(doc_id: str, text: str, max_words: int = 120, overlap_sentences:
     if not spans:
         return []
     words = [len(text[s:e].split()) for s, e in spans]
+    if max(words) > max_words:
+        spans = _bounded(text, spans, words, max_words)
+        words = [len(text[s:e].split()) for s, e in spans]
     headings = heading_flags(text, spans)
     chunks: list[ChunkSpan] = []
     first = 0
@@ -71,3 +76,23 @@ def chunk_spans(doc_id: str, text: str, max_words: int = 120, overlap_sentences:
         while first < nxt and sum(words[first : nxt + 1]) > max_words:
             first += 1
     return chunks
+
+
+_WORD_RUN = re.compile(r"\S+")
+
+
+def _bounded(
+    text: str, spans: list[tuple[int, int]], counts: list[int], max_words: int
+) -> list[tuple[int, int]]:
+    """``spans`` (of ``counts`` words each) with each span of more than ``max_words`` words cut
+    into pieces of that many."""
+    out: list[tuple[int, int]] = []
+    for (start, end), count in zip(spans, counts, strict=True):
+        if count <= max_words:
+            out.append((start, end))
+            continue
+        words = [m.span() for m in _WORD_RUN.finditer(text, start, end)]
+        for i in range(0, len(words), max_words):
+            piece = words[i : i + max_words]
+            out.append((piece[0][0], piece[-1][1]))
+    return out
