@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import random
 import shutil
 import sys
 import time
@@ -57,18 +58,41 @@ RESULTS = datasets.REPO_ROOT / "scripts" / "results" / "reader.json"
 EXIT_RESUME = 75
 
 
-def ensure_data(folder: Path, seed: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
-    """The train and validation examples, built once into ``folder`` (manifest.json written last)."""
+def ensure_data(
+    folder: Path,
+    seed: int,
+    domains: tuple[Path, ...] = (),
+    squad_fraction: float = 1.0,
+    domain_repeat: int = 1,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
+    """The train and validation examples, built once into ``folder`` (manifest.json written last);
+    built again when the seed or the mix (user-domain folders, SQuAD share) differs."""
     manifest = folder / "manifest.json"
-    if not manifest.is_file() or json.loads(manifest.read_text())["seed"] != seed:
+    mix = {
+        "domains": [str(d.resolve()) for d in domains],
+        "squad_fraction": squad_fraction,
+        "domain_repeat": domain_repeat,
+    }
+    recorded = json.loads(manifest.read_text()) if manifest.is_file() else None
+    plain = {"domains": [], "squad_fraction": 1.0, "domain_repeat": 1}
+    if recorded is None or recorded["seed"] != seed or recorded.get("mix", plain) != mix:
         built = reader_data.build(seed)
+        if squad_fraction < 1.0:
+            rng = random.Random(seed + 7)
+            built["train"] = [r for r in built["train"] if rng.random() < squad_fraction]
+        if domains:
+            from verityrag.train import domain_reader_data
+
+            rows = domain_reader_data.build(list(domains), seed)
+            built["train"] += rows * domain_repeat
+            random.Random(seed).shuffle(built["train"])
         digests = {
             name: reader_data.write_examples(folder / f"{name}.jsonl.gz", rows)
             for name, rows in built.items()
         }
         summary = {name: reader_data.summary(rows) for name, rows in built.items()}
         manifest.write_text(
-            json.dumps({"seed": seed, "sha256": digests, "summary": summary}, indent=2) + "\n"
+            json.dumps({"seed": seed, "mix": mix, "sha256": digests, "summary": summary}, indent=2) + "\n"
         )
     meta = json.loads(manifest.read_text())
     train = reader_data.read_examples(folder / "train.jsonl.gz")
@@ -184,6 +208,29 @@ def main(argv: list[str] | None = None) -> int:
         "the data and changes --seed for another batch order",
     )
     p.add_argument(
+        "--domains",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="add examples from the user domains of DIR (repeat for more; verityrag.train."
+        "domain_reader_data): never the dev or test domains",
+    )
+    p.add_argument(
+        "--squad-fraction",
+        type=float,
+        default=1.0,
+        metavar="F",
+        help="keep this share of the SQuAD training examples (a fine-tune from --base-model replays a sample)",
+    )
+    p.add_argument(
+        "--domain-repeat",
+        type=int,
+        default=1,
+        metavar="N",
+        help="with --domains: each domain example N times",
+    )
+    p.add_argument(
         "--base-model",
         type=Path,
         default=None,
@@ -220,7 +267,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.export_checkpoint is not None:
         return export_checkpoint(args.work / "run", args.export_checkpoint)
     data_seed = args.seed if args.data_seed is None else args.data_seed
-    train, validation, data_meta = ensure_data(args.work / "data", data_seed)
+    if not 0.0 < args.squad_fraction <= 1.0:
+        p.error("--squad-fraction must be in (0, 1]")
+    if args.domain_repeat < 1:
+        p.error("--domain-repeat must be >= 1")
+    for folder in args.domains:
+        if folder.resolve().name in ("dev", "test"):
+            p.error(
+                f"--domains {folder}: the dev and test domains are for tuning and measuring, not training"
+            )
+    train, validation, data_meta = ensure_data(
+        args.work / "data", data_seed, tuple(args.domains), args.squad_fraction, args.domain_repeat
+    )
     if args.measure is not None:
         return measure_folder(args.measure, validation, data_meta, full=not args.quick)
     print(f"reader data: {data_meta['summary']['train']}", flush=True)
