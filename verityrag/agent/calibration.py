@@ -58,6 +58,30 @@ def gold_in(hits: Sequence[Hit], answers: Sequence[str]) -> bool:
     return any(contains_gold(h.chunk.text, answers) for h in hits)
 
 
+def gate_rows(
+    controller: AgentController, labelled: Labelled, gate_label: str = "evidence"
+) -> tuple[list[list[float]], list[bool], list[bool]]:
+    """What the gate learns from ``labelled`` asked of ``controller``'s corpus (one attempt each):
+    its features, whether answering would be right (``gate_label``: a gold answer in the evidence
+    the generator reads, or in the answer it would give) and whether the question is unanswerable."""
+    snap = controller.index.snapshot()
+    max_hits = controller.generator.max_hits
+    features: list[list[float]] = []
+    correct: list[bool] = []
+    must_abstain: list[bool] = []
+    for question, answers in labelled:
+        q = controller.query_terms(question, snap)
+        attempt = controller.attempt(q, question, "original", snap)
+        answer = attempt.sentences[0].sentence.text if attempt.sentences else ""
+        features.append(list(attempt.features))
+        if gate_label == "answer":
+            correct.append(bool(answers) and contains_gold(answer, answers))
+        else:  # "evidence": a gold answer is in the evidence the generator reads
+            correct.append(bool(answers) and gold_in(attempt.hits[:max_hits], answers))
+        must_abstain.append(not answers)
+    return features, correct, must_abstain
+
+
 def fit_sufficiency_gate(
     controller: AgentController,
     labelled: Labelled,
@@ -68,17 +92,7 @@ def fit_sufficiency_gate(
     builds the agent looping with another gate (the out-of-fold check of reformulation)."""
     snap = controller.index.snapshot()
     max_hits = controller.generator.max_hits
-    features, correct, must_abstain = [], [], []
-    for question, answers in labelled:
-        q = controller.query_terms(question, snap)
-        attempt = controller.attempt(q, question, "original", snap)
-        answer = attempt.sentences[0].sentence.text if attempt.sentences else ""
-        features.append(attempt.features)
-        if settings.gate_label == "answer":
-            correct.append(bool(answers) and contains_gold(answer, answers))
-        else:  # "evidence": a gold answer is in the evidence the generator reads
-            correct.append(bool(answers) and gold_in(attempt.hits[:max_hits], answers))
-        must_abstain.append(not answers)
+    features, correct, must_abstain = gate_rows(controller, labelled, settings.gate_label)
     # A gate for an agent that reads takes the reader's features too (the attempts carry them).
     feature_set = GATE_FEATURES + READER_FEATURES if len(features[0]) > len(GATE_FEATURES) else GATE_FEATURES
     gate = SufficiencyGate(abstention_target=settings.abstention_target, features=feature_set).fit(
