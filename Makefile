@@ -8,7 +8,7 @@ LINTED := verityrag tests scripts data app.py
 REQS := requirements.txt requirements-dev.txt pyproject.toml
 STAMP := $(VENV)/.installed-$(shell cat $(REQS) | sha1sum | cut -c1-12)
 
-.PHONY: setup data train-reader run ask browser test check lint format bench bench-scale bench-checks bench-es eval models models-answerability models-answerability-mpnet models-guard models-nli models-nli-ragtruth models-nli3 models-reader readme-results demo bench-api schemathesis clean eval-llm eval-llm-checks eval-llm-reader
+.PHONY: setup data train-reader run ask browser test check lint format bench bench-scale bench-checks bench-es eval eval-domains models models-answerability models-answerability-mpnet models-guard models-nli models-nli-ragtruth models-nli3 models-reader readme-results demo bench-api schemathesis clean eval-llm eval-llm-checks eval-llm-reader
 
 $(STAMP): $(REQS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -75,6 +75,14 @@ bench-scale: setup $(PEERS_VENV)/.installed
 eval: setup
 	$(PY) -m verityrag.eval --plots-dir docs/eval
 	$(PY) -m verityrag.eval --real-embeddings --out eval_report_real_embeddings.json --plots-dir docs/eval/real_embeddings
+	$(PY) scripts/update_readme_results.py
+
+# The user-domain benchmark (python -m verityrag.eval --domains): the dev and test domains, each alone
+# and beside the bundled corpus; DOMAINS is the folder of the team's made-up domains.
+DOMAINS ?= ../shared/domains
+eval-domains: setup
+	$(PY) -m verityrag.eval --domains $(DOMAINS)/dev
+	$(PY) -m verityrag.eval --domains $(DOMAINS)/test
 	$(PY) scripts/update_readme_results.py
 
 # The recipes that build the shipped and served models (verityrag/train; `$(TRAIN) --help` lists them).

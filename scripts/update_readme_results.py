@@ -29,6 +29,8 @@ REPORTS = {
     "all-MiniLM-L6-v2 int8 ONNX (--real-embeddings)": ROOT / "eval_report_real_embeddings.json",
 }
 BENCH = ROOT / "scripts" / "results" / "bench_index.json"
+#: The user-domain benchmark's reports (``python -m verityrag.eval --domains``), by split.
+DOMAIN_REPORTS = {"dev": ROOT / "eval_report_domains_dev.json", "test": ROOT / "eval_report_domains_test.json"}
 SCALE = ROOT / "scripts" / "results" / "bench_scale.json"
 
 
@@ -107,6 +109,15 @@ def _benchmark(path: Path) -> tuple[dict[str, Any], str] | None:
     data: dict[str, Any] = json.loads(path.read_text())
     lead = f"Measured {data['date']} on {data['machine']}, Python {data['python']}"
     return data, lead
+
+
+def domains_section() -> str:
+    from verityrag.eval.domains import domains_table
+
+    reports = {split: json.loads(p.read_text()) for split, p in DOMAIN_REPORTS.items() if p.exists()}
+    if not reports:
+        return "_No user-domain report yet: `make eval-domains`._"
+    return domains_table(reports)
 
 
 def bench_section() -> str:
@@ -347,6 +358,7 @@ def llm_checks_detail_section() -> str:
 PAGES = {
     README: (
         ("eval-results", eval_section),
+        ("domain-results", domains_section),
         ("reader-results", span_reader_section),
         ("scale-results", scale_section),
         ("llm-checks-results", llm_checks_section),

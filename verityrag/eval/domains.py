@@ -305,7 +305,8 @@ def run_domains(
         report["modes"][mode] = {
             **summarise(pooled),
             "domains": per_domain,
-            "replies": [dataclasses.asdict(o) for o in pooled],
+            # Outcomes by question id, without the replies' text (the domains' own words stay theirs).
+            "replies": [{k: v for k, v in dataclasses.asdict(o).items() if k != "short_answer"} for o in pooled],
         }
     report["seconds"] = round(time.perf_counter() - started, 1)
     return report
@@ -321,3 +322,48 @@ def headline(report: dict[str, Any]) -> list[tuple[str, str]]:
         lat = m["latency_ms"]
         rows.append((f"{mode} latency p50/p95", f"{lat['p50']:.1f} / {lat['p95']:.1f} ms"))
     return rows
+
+
+#: The rows of the README table: (label, kind), in order.
+_TABLE_ROWS = (
+    ("answerable right (a gold answer in the short answer)", ANSWERABLE),
+    ("wrong-entity refused", "wrong_entity"),
+    ("false premise refused", "false_premise"),
+    ("same-topic refused", "same_topic"),
+    ("conflicts reported (both values named)", CONFLICT),
+)
+
+
+def domains_table(reports: dict[str, dict[str, Any]]) -> str:
+    """The README table: one column per split and mode, right / asked per kind, then the answerable
+    questions' other outcomes, chit-chat, ECE and latency."""
+    columns = [(split, mode) for split, r in reports.items() for mode in r["modes"]]
+    head = " | ".join(f"{split} ({reports[split]['data'].split(':')[1].split(',')[0].strip()}), {mode}" for split, mode in columns)
+    lines = [f"| | {head} |", "|---" * (len(columns) + 1) + "|"]
+
+    def cell(split: str, mode: str, kind: str) -> str:
+        row = reports[split]["modes"][mode]["kinds"].get(kind)
+        return "n/a" if row is None else f"{row['right']}/{row['asked']} ({row['rate']:.0%})"
+
+    def answerable(split: str, mode: str, key: str) -> str:
+        row = reports[split]["modes"][mode]["kinds"].get(ANSWERABLE) or {}
+        return str(row.get(key, "n/a"))
+
+    for label, kind in _TABLE_ROWS:
+        lines.append(f"| {label} | " + " | ".join(cell(s, m, kind) for s, m in columns) + " |")
+    for label, key in (
+        ("answerable: right only in the quoted sentence", "right_only_in_sentence"),
+        ("answerable: answered wrong", "wrong"),
+        ("answerable: refused", "refused"),
+    ):
+        lines.append(f"| {label} | " + " | ".join(answerable(s, m, key) for s, m in columns) + " |")
+    chit = [f"{reports[s]['modes'][m]['chit_chat_refused']:.0%}" for s, m in columns]
+    lines.append("| chit-chat and off-topic refused | " + " | ".join(chit) + " |")
+    ece = [f"{reports[s]['modes'][m]['confidence_calibration']['ece']:.3f}" for s, m in columns]
+    lines.append("| ECE of `confidence` | " + " | ".join(ece) + " |")
+    lat = [
+        f"{reports[s]['modes'][m]['latency_ms']['p50']:.1f} / {reports[s]['modes'][m]['latency_ms']['p95']:.1f} ms"
+        for s, m in columns
+    ]
+    lines.append("| latency p50 / p95 | " + " | ".join(lat) + " |")
+    return "\n".join(lines)
