@@ -82,8 +82,9 @@ def test_an_older_snapshot_sees_what_it_saw(pipeline: VerityRAGPipeline) -> None
 
 def test_a_term_with_frequencies_past_uint16_scores_as_the_reference() -> None:
     # Such a term's frequencies are uint32, the others' uint16: the kernel reads both as stored.
-    p = VerityRAGPipeline(settings=Settings(reader=False), data_dir=IN_MEMORY)
-    p.ingest_document("long", "Long", "steam " * 70_000)  # one sentence: one chunk, tf 70,000
+    # chunks of up to 80,000 words: one sentence of 70,000 is one chunk, tf 70,000
+    p = VerityRAGPipeline(settings=Settings(reader=False, chunk_max_words=80_000), data_dir=IN_MEMORY)
+    p.ingest_document("long", "Long", "steam " * 70_000)
     p.ingest_documents(
         [(f"d{i}", "", f"The steam engine number {i} pumps water from the mine.") for i in range(40)]
     )
