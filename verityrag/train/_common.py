@@ -59,6 +59,27 @@ def recipe_parser(name: str, doc: str | None) -> argparse.ArgumentParser:
     )
 
 
+def add_domains_argument(parser: argparse.ArgumentParser) -> None:
+    """``--domains DIR`` (repeatable): user domains (``../shared/domains`` format) a recipe fits on."""
+    parser.add_argument(
+        "--domains",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="add the user domains of DIR, each asked alone (never the test domains)",
+    )
+
+
+def check_domains(
+    parser: argparse.ArgumentParser, folders: Sequence[Path], refused: Sequence[str] = ("test",)
+) -> None:
+    """A usage error for a ``--domains`` folder named like one that is only measured."""
+    for folder in folders:
+        if folder.resolve().name in refused:
+            parser.error(f"--domains {folder}: the {folder.resolve().name} domains are not fitted on")
+
+
 def training_parser(name: str, doc: str | None, data: Path, out: Path, lr: float) -> argparse.ArgumentParser:
     """A cross-encoder recipe's parser with the options every trainer takes (``add_training_arguments``)."""
     parser = recipe_parser(name, doc)

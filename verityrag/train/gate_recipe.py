@@ -37,7 +37,7 @@ from verityrag.config import Settings
 from verityrag.models.folder import RESOURCES_DIR
 from verityrag.pipeline import IN_MEMORY
 from verityrag.serve.bundled_corpus import DEFAULT_DATA_DIR, load_corpus, load_questions
-from verityrag.train._common import recipe_parser
+from verityrag.train._common import add_domains_argument, check_domains, recipe_parser
 from verityrag.types import Document
 
 OUT = RESOURCES_DIR / "sufficiency_gate.json"
@@ -50,18 +50,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--articles-alone", action="store_true", help="add each question asked of its article alone"
     )
-    parser.add_argument(
-        "--domains",
-        type=Path,
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="add the user domains of DIR, each alone",
-    )
+    add_domains_argument(parser)
     args = parser.parse_args(argv)
-    for folder in args.domains:
-        if folder.resolve().name == "test":
-            parser.error(f"--domains {folder}: the test domains are only measured")
+    check_domains(parser, args.domains)
     if args.articles_alone or args.domains:
         return _fit_spread(args)
     started = time.perf_counter()

@@ -48,7 +48,7 @@ from verityrag.models.folder import (
 )
 from verityrag.models.span_reader import SpanReader
 from verityrag.train import reader_data
-from verityrag.train._common import train_dir
+from verityrag.train._common import check_domains, train_dir
 from verityrag.train.reader_trainer import ReaderTrainer, ReaderTrainingConfig
 from verityrag.train.resumable import plan_for_steps
 
@@ -271,11 +271,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--squad-fraction must be in (0, 1]")
     if args.domain_repeat < 1:
         p.error("--domain-repeat must be >= 1")
-    for folder in args.domains:
-        if folder.resolve().name in ("dev", "test"):
-            p.error(
-                f"--domains {folder}: the dev and test domains are for tuning and measuring, not training"
-            )
+    check_domains(p, args.domains, refused=("dev", "test"))  # tuned and measured on, not trained
     train, validation, data_meta = ensure_data(
         args.work / "data", data_seed, tuple(args.domains), args.squad_fraction, args.domain_repeat
     )
