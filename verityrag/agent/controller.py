@@ -456,10 +456,13 @@ class AgentController:
         """The gates before an answer is written, in order (:mod:`verityrag.agent.gates`)."""
         gates: list[AgentGate] = [EnoughEvidence(self.config.gate_min_chunks, self.reader is not None)]
         if self.reader is not None:
-            threshold = self.effective_reader_threshold()  # the reader's span and a rival's alike
+            threshold = self.effective_reader_threshold()
             gates.append(ReaderDecision(threshold))
             if self.config.report_conflicts:
-                gates.append(SourcesAgree(threshold))
+                # A rival source's span counts when the reader would answer with it at the loose
+                # level: a conflict is itself a refusal, and at the reader's own (strict) threshold a
+                # second document's value read at 0.9967 went unreported beside one at 0.9991.
+                gates.append(SourcesAgree(threshold + strictness_policy("loose").reader_margin))
         if self.answerability is not None:
             gates.append(
                 LearnedCheckGate(
