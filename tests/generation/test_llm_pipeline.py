@@ -53,11 +53,15 @@ class NoZorblax:
 
 
 def _pipeline(
-    corpus_slice: list[dict[str, str]], generator: Any, reader_check: bool = False
+    corpus_slice: list[dict[str, str]],
+    generator: Any,
+    reader_check: bool = False,
+    reader_answer_threshold: float | None = None,
 ) -> VerityRAGPipeline:
     """The pipeline over the slice; the reader check (on by default for LLM answers) only when asked:
     these fake models answer with passage sentences whatever the question."""
-    pipeline = VerityRAGPipeline(generator=generator, settings=Settings(llm_reader_check=reader_check))
+    settings = Settings(llm_reader_check=reader_check, reader_answer_threshold=reader_answer_threshold)
+    pipeline = VerityRAGPipeline(generator=generator, settings=settings)
     pipeline.ingest_documents(corpus_slice)
     return pipeline
 
@@ -106,7 +110,13 @@ def test_pipeline_rejects_a_generator_of_the_wrong_kind() -> None:
 def test_pipeline_strictness_per_request_decides_what_happens_to_an_unsupported_sentence(
     corpus_slice: list[dict[str, str]], answered_question: str
 ) -> None:
-    pipeline = _pipeline(corpus_slice, RejectAndRetry(LLMGenerator(echo_plus_invention), NoZorblax()))
+    # The reader's decision held open: paranoid also wants a surer reader (+3 on its logit), and
+    # what is tested here is what each level does with an unsupported sentence.
+    pipeline = _pipeline(
+        corpus_slice,
+        RejectAndRetry(LLMGenerator(echo_plus_invention), NoZorblax()),
+        reader_answer_threshold=0.5,
+    )
     balanced = pipeline.query(answered_question, settings=pipeline.settings.replace(strictness="balanced"))
     assert not balanced.abstained, balanced.abstain_reason
     assert balanced.unsupported_claims == (INVENTED,)
