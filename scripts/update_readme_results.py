@@ -30,7 +30,10 @@ REPORTS = {
 }
 BENCH = ROOT / "scripts" / "results" / "bench_index.json"
 #: The user-domain benchmark's reports (``python -m verityrag.eval --domains``), by split.
-DOMAIN_REPORTS = {"dev": ROOT / "eval_report_domains_dev.json", "test": ROOT / "eval_report_domains_test.json"}
+DOMAIN_REPORTS = {
+    "dev": ROOT / "eval_report_domains_dev.json",
+    "test": ROOT / "eval_report_domains_test.json",
+}
 SCALE = ROOT / "scripts" / "results" / "bench_scale.json"
 
 

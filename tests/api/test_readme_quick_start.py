@@ -47,3 +47,30 @@ def test_the_quick_start_answers_and_refuses_as_shown(serve: Serve) -> None:
         assert refused["abstained"] is True
         assert refused["abstain_reason"] == shown_reason.group(1)
     pipeline.close()
+
+
+@pytest.mark.integration
+@pytest.mark.xfail(
+    strict=True, reason="'James Watt' is read at 0.988, under the shipped reader's threshold 0.9988"
+)
+def test_who_improved_the_steam_engine_is_answered(serve: Serve) -> None:
+    pipeline = bundled_pipeline(store_dir=IN_MEMORY, collection=DEMO_COLLECTION)
+    block = _quick_start()
+    document = json.loads(re.findall(r"-d '(\{.*?\})'", block, flags=re.S)[0])
+    with serve(create_app(pipeline, api_key="")) as url, httpx.Client(base_url=url, timeout=60) as http:
+        assert http.post("/documents", json=document).status_code == 200
+        reply = http.post("/query", json={"question": "Who improved the steam engine?"}).json()
+    pipeline.close()
+    assert reply["short_answer"] is not None
+    assert reply["short_answer"]["text"] == "James Watt"
+
+
+@pytest.mark.integration
+def test_the_readme_python_example_runs_verbatim_and_answers() -> None:
+    text = README.read_text(encoding="utf-8").split("## Quick start", 1)[1]
+    code = text.split("```python", 1)[1].split("```", 1)[0]
+    namespace: dict[str, object] = {}
+    exec(compile(code, "README.md", "exec"), namespace)  # prints what the README's example prints
+    result = namespace["result"]
+    assert getattr(result, "abstained", True) is False
+    assert result.short_answer.text == "1776"

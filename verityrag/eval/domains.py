@@ -306,7 +306,9 @@ def run_domains(
             **summarise(pooled),
             "domains": per_domain,
             # Outcomes by question id, without the replies' text (the domains' own words stay theirs).
-            "replies": [{k: v for k, v in dataclasses.asdict(o).items() if k != "short_answer"} for o in pooled],
+            "replies": [
+                {k: v for k, v in dataclasses.asdict(o).items() if k != "short_answer"} for o in pooled
+            ],
         }
     report["seconds"] = round(time.perf_counter() - started, 1)
     return report
@@ -338,7 +340,10 @@ def domains_table(reports: dict[str, dict[str, Any]]) -> str:
     """The README table: one column per split and mode, right / asked per kind, then the answerable
     questions' other outcomes, chit-chat, ECE and latency."""
     columns = [(split, mode) for split, r in reports.items() for mode in r["modes"]]
-    head = " | ".join(f"{split} ({reports[split]['data'].split(':')[1].split(',')[0].strip()}), {mode}" for split, mode in columns)
+    head = " | ".join(
+        f"{split} ({reports[split]['data'].split(':')[1].split(',')[0].strip()}), {mode}"
+        for split, mode in columns
+    )
     lines = [f"| | {head} |", "|---" * (len(columns) + 1) + "|"]
 
     def cell(split: str, mode: str, kind: str) -> str:
