@@ -457,12 +457,14 @@ class AgentController:
         gates: list[AgentGate] = [EnoughEvidence(self.config.gate_min_chunks, self.reader is not None)]
         if self.reader is not None:
             threshold = self.effective_reader_threshold()
-            gates.append(ReaderDecision(threshold))
             if self.config.report_conflicts:
-                # A rival source's span counts when the reader would answer with it at the loose
-                # level: a conflict is itself a refusal, and at the reader's own (strict) threshold a
-                # second document's value read at 0.9967 went unreported beside one at 0.9991.
+                # Sources disagree when the reader would answer with each of two values at the loose
+                # level: a conflict is itself a refusal, and at the reader's own (strict) threshold
+                # a second document's value read at 0.9967 went unreported beside one at 0.9991. Asked
+                # first: two values each read under the threshold are a disagreement to report, not
+                # a "the documents do not say" (most of the dev domains' conflicts).
                 gates.append(SourcesAgree(threshold + strictness_policy("loose").reader_margin))
+            gates.append(ReaderDecision(threshold))
         if self.answerability is not None:
             gates.append(
                 LearnedCheckGate(

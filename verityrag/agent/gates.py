@@ -128,14 +128,15 @@ def _title_of(reading: Reading, chunk_id: str) -> str:
 
 @dataclass(frozen=True)
 class SourcesAgree:
-    """No other document may give a different answer that the reader supports above its
-    threshold (on the answer logit): the documents' disagreement is reported, naming both."""
+    """No other document may give a different answer that the reader supports above ``threshold``
+    (on the answer logit) beside an answer it supports as well: the documents' disagreement is
+    reported, naming both."""
 
     threshold: float
 
     def refuse(self, case: Case) -> Refusal | None:
         reading = case.best.reading
-        if reading is None or reading.short_answer is None:
+        if reading is None or reading.short_answer is None or reading.answer_logit < self.threshold:
             return None
         others = [a for a in reading.alternatives if a.answer_logit >= self.threshold]
         if not others:
