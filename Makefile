@@ -8,7 +8,7 @@ LINTED := verityrag tests scripts data app.py
 REQS := requirements.txt requirements-dev.txt pyproject.toml
 STAMP := $(VENV)/.installed-$(shell cat $(REQS) | sha1sum | cut -c1-12)
 
-.PHONY: setup data train-reader run ask browser test check lint format bench bench-scale bench-checks bench-es eval eval-domains models models-answerability models-answerability-mpnet models-guard models-nli models-nli-ragtruth models-nli3 models-reader readme-results demo bench-api schemathesis clean eval-llm eval-llm-checks eval-llm-reader
+.PHONY: setup data train-reader train-reader-domains run ask browser test check lint format bench bench-scale bench-checks bench-es eval eval-domains models models-answerability models-answerability-mpnet models-guard models-nli models-nli-ragtruth models-nli3 models-reader readme-results demo bench-api schemathesis clean eval-llm eval-llm-checks eval-llm-reader
 
 $(STAMP): $(REQS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -88,9 +88,15 @@ eval-domains: setup
 # The recipes that build the shipped and served models (verityrag/train; `$(TRAIN) --help` lists them).
 TRAIN := $(PY) -m verityrag.train
 
+# The shipped gate and confidence model are fitted across corpus sizes and styles: the bundled corpus,
+# each calibration article alone and the training domains each alone (decision 0070).
+SHIPPED_GATE := $(TRAIN) gate --articles-alone --domains $(DOMAINS)/train
+SHIPPED_CONFIDENCE := $(TRAIN) confidence --domains $(DOMAINS)/train
+
 models: setup models-answerability models-answerability-mpnet models-guard models-nli models-reader
 	$(TRAIN) selector
-	$(TRAIN) gate
+	$(SHIPPED_GATE)
+	$(SHIPPED_CONFIDENCE)
 
 # The extractive reader shipped in verityrag/resources/reader: SQuAD v1.0 train + SQuAD 2.0 split_a
 # and synthetic unanswerables, all-MiniLM-L6-v2, as many steps as fit in READER_MINUTES here (the
@@ -105,7 +111,23 @@ READER_MINUTES ?= 140
 JEMALLOC := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libjemalloc.so.2 /lib/x86_64-linux-gnu/libjemalloc.so.2 /usr/lib/aarch64-linux-gnu/libjemalloc.so.2))
 train-reader: setup
 	$(if $(JEMALLOC),LD_PRELOAD=$(JEMALLOC)) $(HEAVY) $(TRAIN) reader --budget-minutes $(READER_MINUTES) --compile --lr 1e-4 --ship
-	$(HEAVY) $(TRAIN) gate
+	$(HEAVY) $(SHIPPED_GATE)
+	$(HEAVY) $(SHIPPED_CONFIDENCE)
+
+# The reader trained further on user domains, as the shipped one was (decision 0070): from the shipped
+# int8 reader read back into torch weights (or READER_START, e.g. an earlier run's <work>/model), a
+# quarter of the SQuAD examples replayed and the training domains (plus READER_DOMAINS, e.g. more
+# written the same way) three times; then the gate and the confidence model refitted.
+READER_WORK ?= $(HOME)/.cache/verityrag/train/reader-domains
+READER_START ?= $(HOME)/.cache/verityrag/train/reader-shipped-torch
+READER_DOMAINS ?=
+train-reader-domains: setup
+	test -d $(READER_START) || $(TRAIN) dequantize --out $(READER_START)
+	$(if $(JEMALLOC),LD_PRELOAD=$(JEMALLOC)) $(HEAVY) $(TRAIN) reader --work $(READER_WORK) --base-model $(READER_START) \
+	  --domains $(DOMAINS)/train $(foreach d,$(READER_DOMAINS),--domains $(d)) --squad-fraction 0.25 --domain-repeat 3 \
+	  --budget-minutes $(READER_MINUTES) --compile --seed 21 --data-seed 13 --ship
+	$(HEAVY) $(SHIPPED_GATE)
+	$(HEAVY) $(SHIPPED_CONFIDENCE)
 
 # Cross-encoders (served by verityrag.models), trained by verityrag.train here on CPU into guard_work/ (git-ignored).
 # Each takes 15-35 min of both cores; the lock keeps heavy jobs one at a time. The
