@@ -59,12 +59,16 @@ def gold_in(hits: Sequence[Hit], answers: Sequence[str]) -> bool:
 
 
 def gate_rows(
-    controller: AgentController, labelled: Labelled, gate_label: str = "evidence"
+    controller: AgentController,
+    labelled: Labelled,
+    gate_label: str = "evidence",
+    snap: SnapshotView | None = None,
 ) -> tuple[list[list[float]], list[bool], list[bool]]:
-    """What the gate learns from ``labelled`` asked of ``controller``'s corpus (one attempt each):
-    its features, whether answering would be right (``gate_label``: a gold answer in the evidence
-    the generator reads, or in the answer it would give) and whether the question is unanswerable."""
-    snap = controller.index.snapshot()
+    """What the gate learns from ``labelled`` asked of ``controller``'s corpus (one attempt each, on
+    ``snap``, default a snapshot taken now): its features, whether answering would be right
+    (``gate_label``: a gold answer in the evidence the generator reads, or in the answer it would
+    give) and whether the question is unanswerable."""
+    snap = snap if snap is not None else controller.index.snapshot()
     max_hits = controller.generator.max_hits
     features: list[list[float]] = []
     correct: list[bool] = []
@@ -92,7 +96,7 @@ def fit_sufficiency_gate(
     builds the agent looping with another gate (the out-of-fold check of reformulation)."""
     snap = controller.index.snapshot()
     max_hits = controller.generator.max_hits
-    features, correct, must_abstain = gate_rows(controller, labelled, settings.gate_label)
+    features, correct, must_abstain = gate_rows(controller, labelled, settings.gate_label, snap)
     # A gate for an agent that reads takes the reader's features too (the attempts carry them).
     feature_set = GATE_FEATURES + READER_FEATURES if len(features[0]) > len(GATE_FEATURES) else GATE_FEATURES
     gate = SufficiencyGate(abstention_target=settings.abstention_target, features=feature_set).fit(

@@ -38,7 +38,7 @@ from typing import Protocol
 from verityrag.generation.sentence_selector import ScoredSentence
 from verityrag.text.answer_types import AnswerType, expected_type, matches
 from verityrag.text.answers import answer_tokens
-from verityrag.text.sections import heading_before, heading_flags
+from verityrag.text.sections import heading_flags, heading_spans, last_heading
 from verityrag.text.sentences import sentence_spans
 from verityrag.text.stopwords import ENGLISH_STOPWORDS
 from verityrag.text.subjects import Subject, missing_subjects, question_subjects, text_terms
@@ -263,8 +263,9 @@ class EvidenceReader:
                 else:
                     runs.append([start, end])
             pieces: list[tuple[int, int, bool]] = []
+            headings = heading_spans(chunk.text)  # once per chunk, for each of its runs
             for start, end in runs:
-                heading = heading_before(chunk.text, start) if "\n" in chunk.text else None
+                heading = last_heading(headings, start)
                 if (
                     heading is not None
                     and not any(s <= heading[0] < e for s, e, _ in pieces)

@@ -49,12 +49,18 @@ def heading_flags(text: str, spans: list[tuple[int, int]]) -> list[bool]:
     return [is_heading_at(text, s, e) for s, e in spans]
 
 
+def heading_spans(text: str) -> list[tuple[int, int]]:
+    """The spans of ``text``'s headings, in order."""
+    if "\n" not in text:
+        return []
+    return [(s, e) for s, e in sentence_spans(text) if is_heading_at(text, s, e)]
+
+
+def last_heading(headings: list[tuple[int, int]], offset: int) -> tuple[int, int] | None:
+    """Of ``headings`` (:func:`heading_spans`), the last that ends at or before ``offset``, or None."""
+    return next((h for h in reversed(headings) if h[1] <= offset), None)
+
+
 def heading_before(text: str, offset: int) -> tuple[int, int] | None:
     """The span of the last heading of ``text`` that ends at or before ``offset``, or None."""
-    found = None
-    for start, end in sentence_spans(text):
-        if end > offset:
-            break
-        if is_heading_at(text, start, end):
-            found = (start, end)
-    return found
+    return last_heading(heading_spans(text), offset)

@@ -17,7 +17,6 @@ ONNX on a probe is recorded in the folder's ``dequantized.json``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 from collections import defaultdict
@@ -27,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from verityrag.models.folder import ONNX_INT8_FILE, SHIPPED_READER_DIR, TOKENIZER_FILE, TORCH_DIR
+from verityrag.train._common import recipe_parser
 from verityrag.train.cross_encoder import minilm_path
 
 #: The prefix the reader's export gives every parameter (``ReaderLogits.qa``).
@@ -131,11 +131,7 @@ def write_folder(source: Path, out: Path, base: Path) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
-        prog="python -m verityrag.train dequantize",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = recipe_parser("dequantize", __doc__)
     p.add_argument(
         "--source",
         type=Path,
