@@ -260,12 +260,21 @@ def test_openapi_lists_the_new_endpoints_and_the_query_filter(client: httpx.Clie
         ("../../etc/passwd", "passwd"),
         ("..", "file"),
         ("---.txt", "txt"),
-        ("ümlaut.txt", "mlaut.txt"),
+        ("ümlaut.txt", "mlaut-f34494f7.txt"),
+        ("договор.txt", "01feb781.txt"),
+        ("報告", "64442e2b"),
     ],
 )
 def test_doc_id_for_file_is_always_a_valid_doc_id(name: str, doc_id: str) -> None:
     assert doc_id_for_file(name) == doc_id
     assert is_valid_doc_id(doc_id)
+
+
+def test_file_names_without_ascii_letters_stay_distinct_documents() -> None:
+    names = ["договор.txt", "счёт.txt", "договор.md", "契約.txt", "合同.txt"]
+    ids = [doc_id_for_file(n) for n in names]
+    assert len(set(ids)) == len(names)
+    assert doc_id_for_file("договор.txt") == ids[0]  # the same name replaces its document
 
 
 @pytest.mark.parametrize("doc_id", ["x//y", "slash/", "a/./b", "a/../b"])

@@ -9,6 +9,7 @@ holder and the metrics come from ``request.app.state`` through the dependencies 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import math
@@ -137,11 +138,21 @@ _DOC_ID_UNSAFE = re.compile(r"[^A-Za-z0-9._:\-]+")
 def doc_id_for_file(filename: str) -> str:
     """A valid doc id from an uploaded file's name: its last path part (``/`` or ``\\``), other
     characters than letters, digits and ``. _ : -`` as ``-``, starting with a letter or digit,
-    at most 200 characters; ``file`` when nothing is left."""
+    at most 200 characters; ``file`` when nothing is left. A name with characters outside ASCII
+    also carries 8 hex digits of its hash before the extension (``договор.txt`` gives
+    ``01feb781.txt``, ``ümlaut.txt`` ``mlaut-f34494f7.txt``), so two such names stay two
+    documents while uploading the same name again still replaces its document."""
     name = PureWindowsPath(PurePath(filename).name).name
-    cleaned = _DOC_ID_UNSAFE.sub("-", name)
-    cleaned = re.sub(r"^[^A-Za-z0-9]+", "", cleaned)[:200]
-    return cleaned or "file"
+    suffix = PurePath(name).suffix if name not in (".", "..") else ""
+    stem = name[: len(name) - len(suffix)] if suffix else name
+    cleaned = re.sub(r"^[^A-Za-z0-9]+", "", _DOC_ID_UNSAFE.sub("-", stem))
+    ext = _DOC_ID_UNSAFE.sub("-", suffix)[:10]
+    if not name.isascii():
+        # Replacing each non-ASCII run by "-" would map every Cyrillic or Chinese name alike.
+        digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:8]
+        cleaned = f"{cleaned[:180]}-{digest}" if cleaned else digest
+    whole = re.sub(r"^[^A-Za-z0-9]+", "", cleaned + ext)[:200]
+    return whole or "file"
 
 
 @endpoints.post(
@@ -173,7 +184,8 @@ async def ingest_files(
     """Add files as documents: PDF, DOCX, HTML, Markdown or plain text, sent as `multipart/form-data`.
 
     Each file becomes the document `doc_id` = its name (characters outside `A-Za-z0-9._:-`
-    as `-`); uploading the same name again replaces it. The text is extracted (pypdf,
+    as `-`; a name with non-ASCII characters also carries 8 hex digits of its hash, so
+    `договор.txt` and `счёт.txt` stay two documents); uploading the same name again replaces it. The text is extracted (pypdf,
     python-docx, an HTML reader; Markdown through CommonMark), the title taken from the file
     (PDF/DOCX properties, HTML `<title>`, the first heading) or its name. The document's
     metadata holds `source` (the file name, shown with citations), `title` and `format`.
