@@ -29,7 +29,15 @@ from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
 from verityrag import __version__
-from verityrag.api.auth import API_KEY_ENV, API_KEY_HEADER, READ_KEY_ENV, ApiKeys, AuthMiddleware
+from verityrag.api.auth import (
+    ALLOWED_ORIGINS_ENV,
+    API_KEY_ENV,
+    API_KEY_HEADER,
+    READ_KEY_ENV,
+    ApiKeys,
+    AuthMiddleware,
+    allowed_origins,
+)
 from verityrag.api.deps import PipelineDep, PipelineHolder, require_api_key
 from verityrag.api.error_responses import ApiError, install_error_handlers
 from verityrag.api.middleware import (
@@ -84,6 +92,7 @@ def create_app(
     api_key: str | None = None,
     *,
     read_key: str | None = None,
+    origins: str | None = None,
     max_body_bytes: int = MAX_BODY_BYTES,
     body_idle_timeout_s: float = BODY_IDLE_TIMEOUT_S,
     body_total_timeout_s: float = BODY_TOTAL_TIMEOUT_S,
@@ -93,6 +102,7 @@ def create_app(
     ``api_key=None`` reads ``VERITYRAG_API_KEY``, ``read_key=None`` ``VERITYRAG_READ_KEY``; an
     empty string turns a key off. A key with whitespace at either end, or a read key without a
     write key, raises ``InvalidInputError`` naming the variable: the server does not start.
+    ``origins=None`` reads ``VERITYRAG_ALLOWED_ORIGINS``: other sites whose pages may write.
     """
     keys = ApiKeys.of(
         os.environ.get(API_KEY_ENV) if api_key is None else api_key,
@@ -131,7 +141,13 @@ def create_app(
         total_timeout_s=body_total_timeout_s,
         path_limits={"/documents/files": max(MAX_UPLOAD_BYTES, max_body_bytes)},
     )
-    app.add_middleware(AuthMiddleware, keys=keys, write=WRITE_ENDPOINTS, open_=OPEN_ENDPOINTS)
+    app.add_middleware(
+        AuthMiddleware,
+        keys=keys,
+        write=WRITE_ENDPOINTS,
+        open_=OPEN_ENDPOINTS,
+        origins=allowed_origins(os.environ.get(ALLOWED_ORIGINS_ENV) if origins is None else origins),
+    )
     app.add_middleware(UnhandledErrorMiddleware)
     app.add_middleware(RequestMetricsMiddleware, metrics=api_metrics)
     install_error_handlers(app)

@@ -11,6 +11,12 @@ tests/api/test_auth_matrix.py):
   to the same value for one key for everything. A read key without a write key is refused at
   start-up: it would guard the reads and leave the writes open.
 
+Whatever the mode, a write whose ``Origin`` header names another site than the request's
+``Host`` is refused (403): with no key set, any web page a user visits could otherwise add or
+replace documents by a cross-site form upload, which browsers send without asking. The app's
+own requests come from its server and carry no ``Origin``; ``VERITYRAG_ALLOWED_ORIGINS``
+(comma-separated, e.g. ``https://docs.example.com``) admits a browser front end of another origin.
+
 ``/health`` is always open (load balancers probe it). Keys are checked at start-up: a key
 with whitespace at either end (``VERITYRAG_API_KEY=$'secret\\n'``) could never match, since HTTP
 strips it from header values, so the server refuses to start instead of refusing every request.
@@ -30,6 +36,7 @@ from verityrag.api.middleware import error_body, send_json
 from verityrag.errors import InvalidInputError
 
 __all__ = [
+    "ALLOWED_ORIGINS_ENV",
     "API_KEY_ENV",
     "API_KEY_HEADER",
     "READ_KEY_ENV",
@@ -37,11 +44,13 @@ __all__ = [
     "ApiKeys",
     "AuthMiddleware",
     "check_key",
+    "foreign_origin",
 ]
 
 API_KEY_ENV = "VERITYRAG_API_KEY"
 READ_KEY_ENV = "VERITYRAG_READ_KEY"
 API_KEY_HEADER = "X-API-Key"
+ALLOWED_ORIGINS_ENV = "VERITYRAG_ALLOWED_ORIGINS"
 
 #: What a route needs: nothing, the read key (when the server has one), or the write key.
 Access = Literal["open", "read", "write"]
@@ -113,6 +122,36 @@ def check_key(keys: ApiKeys, access: Access, given: str | None) -> tuple[int, st
     return 401, f"this server needs a valid {API_KEY_HEADER} header (the read key or the write key)"
 
 
+def allowed_origins(raw: str | None) -> frozenset[str]:
+    """The origins ``VERITYRAG_ALLOWED_ORIGINS`` lists (``scheme://host[:port]``), lower-cased,
+    without a trailing ``/``."""
+    return frozenset(o.strip().rstrip("/").lower() for o in (raw or "").split(",") if o.strip())
+
+
+def foreign_origin(scope: Scope, allowed: frozenset[str]) -> str | None:
+    """The request's ``Origin`` when a browser sent it from another site than the server's own
+    (its host and port differ from the ``Host`` header) and ``allowed`` does not list it; else
+    None. No ``Origin`` (a script, curl, the app's server side) is not foreign; ``null`` (a
+    sandboxed frame, a file page) is."""
+    origin = host = None
+    for name, value in scope["headers"]:
+        if name == b"origin":
+            origin = value.decode("latin-1").strip()
+        elif name == b"host":
+            host = value.decode("latin-1").strip().lower()
+    if origin is None:
+        return None
+    normal = origin.rstrip("/").lower()
+    if normal in allowed:
+        return None
+    scheme, sep, netloc = normal.partition("://")
+    port = {"http": ":80", "https": ":443"}.get(scheme, "")
+    # "http://example.com" and Host "example.com:80" name one site, as do the reverse.
+    if sep and host and host in {netloc, netloc + port, netloc.removesuffix(port) if port else netloc}:
+        return None
+    return origin
+
+
 def route_access(scope: Scope, write: frozenset[object], open_: frozenset[object]) -> Access:
     """What the request in ``scope`` needs: the first route that fully matches decides (its
     endpoint is in ``write`` or ``open_``, else it reads); an unmatched request (404, 405) reads."""
@@ -125,27 +164,45 @@ def route_access(scope: Scope, write: frozenset[object], open_: frozenset[object
 
 
 class AuthMiddleware:
-    """Refuse a request without the key its route needs, before its body is read (pure ASGI).
+    """Refuse a request without the key its route needs, or a write from a foreign origin,
+    before its body is read (pure ASGI).
 
     The refusal keeps the connection: the server drops the rest of an unread body as it arrives.
     """
 
     def __init__(
-        self, app: ASGIApp, keys: ApiKeys, write: frozenset[object], open_: frozenset[object]
+        self,
+        app: ASGIApp,
+        keys: ApiKeys,
+        write: frozenset[object],
+        open_: frozenset[object],
+        origins: frozenset[str] = frozenset(),
     ) -> None:
         self.app = app
         self.keys = keys
         self.write = write
         self.open = open_
+        self.origins = origins
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not (self.keys.write or self.keys.read):
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        access = route_access(scope, self.write, self.open)
+        if access == "write" and (origin := foreign_origin(scope, self.origins)) is not None:
+            message = (
+                f"a write from another site's page (Origin {origin!r}) is refused; list the origin in "
+                f"{ALLOWED_ORIGINS_ENV} to allow it"
+            )
+            await send_json(send, 403, error_body("Origin", message))
+            return
+        if not (self.keys.write or self.keys.read):
             await self.app(scope, receive, send)
             return
         given = next(
             (value.decode("latin-1") for name, value in scope["headers"] if name == b"x-api-key"), None
         )
-        refusal = check_key(self.keys, route_access(scope, self.write, self.open), given)
+        refusal = check_key(self.keys, access, given)
         if refusal is None:
             await self.app(scope, receive, send)
             return
