@@ -133,7 +133,8 @@ def foreign_origin(scope: Scope, allowed: frozenset[str]) -> str | None:
     (its host and port differ from the ``Host`` header) and ``allowed`` does not list it; else
     None. No ``Origin`` (a script, curl, the app's server side) is not foreign; ``null`` (a
     sandboxed frame, a file page) is."""
-    origin = host = None
+    origin: str | None = None
+    host: str | None = None
     for name, value in scope["headers"]:
         if name == b"origin":
             origin = value.decode("latin-1").strip()
