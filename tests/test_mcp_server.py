@@ -213,6 +213,28 @@ async def test_lone_surrogate_is_a_tool_error_naming_the_field(
     assert f"invalid input: {field}: is not valid Unicode text" in message
 
 
+async def test_unknown_arguments_are_refused_and_verify_inputs_are_bounded() -> None:
+    from verityrag.mcp_server import MAX_EVIDENCE_CHARS, MAX_VERIFY_ANSWER_CHARS
+
+    pipeline = VerityRAGPipeline(data_dir=IN_MEMORY)
+    pipeline.ingest_document("zanthor", "Zanthor", "The Zanthor lighthouse was designed by Ottoline Brask.")
+    async with in_process(pipeline) as client:
+        misspelt = _error_text(await client.call_tool("query", {"question": "Who?", "colection": "demo"}))
+        assert "invalid input: colection: not an argument of query" in misspelt
+        assert "question, strictness, filter, collection" in misspelt
+        extra = _error_text(await client.call_tool("delete_document", {"doc_id": "zanthor", "force": True}))
+        assert "invalid input: force" in extra
+        assert pipeline.index.has_document("zanthor")  # refused before the tool ran
+        huge = "Brask designed it. " * (MAX_VERIFY_ANSWER_CHARS // 19 + 1)
+        answer = _error_text(await client.call_tool("verify", {"answer": huge, "evidence": ["Brask did."]}))
+        assert "invalid input: answer: has" in answer
+        long_evidence = ["x" * (MAX_EVIDENCE_CHARS + 1)]
+        evidence = _error_text(
+            await client.call_tool("verify", {"answer": "Brask.", "evidence": long_evidence})
+        )
+        assert "invalid input: evidence[0]: has" in evidence
+
+
 async def test_backend_failure_is_a_tool_error_with_its_reason() -> None:
     # A real Elasticsearch client against a port nothing listens on: the cluster is down.
     embedder = HashingEmbedder()

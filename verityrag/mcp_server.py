@@ -26,7 +26,9 @@ missing from it), nor is an index restored from the data directory that holds ot
 than the bundled corpus: those keep the shipped gate.
 Logs go to stderr: stdout carries the protocol.
 
-Bad input is returned as an MCP tool error (``isError``) that names the field; any other
+Bad input is returned as an MCP tool error (``isError``) that names the field (an argument
+the tool does not take too, rather than dropped; ``verify`` takes an answer of at most 4,000
+characters and evidence texts of at most 20,000 each); any other
 VerityRAG failure (e.g. an Elasticsearch backend that is down) as a tool error naming the
 error and its reason, not the SDK's bare "Error executing tool".
 """
@@ -66,6 +68,10 @@ MAX_DOCS_ENV = "VERITYRAG_MCP_MAX_DOCS"
 API_URL_ENV = "VERITYRAG_API_URL"
 SERVER_NAME = "verityrag"
 MAX_EVIDENCE_ITEMS = 50
+#: ``verify``'s bounds: an answer is a few sentences, each evidence text a passage or a page; a
+#: megabyte answer would hold the grounding model for minutes.
+MAX_VERIFY_ANSWER_CHARS = 4_000
+MAX_EVIDENCE_CHARS = 20_000
 MAX_LIST_LIMIT = 1000
 CITATION_FIELDS = ("chunk_id", "doc_id", "title", "start", "end")
 
@@ -157,6 +163,12 @@ def run_verify(checker: GroundingChecker, answer: str, evidence: Sequence[str]) 
     if not isinstance(answer, str) or not answer.strip():
         raise InvalidInputError("answer", "is empty")
     check_utf8("answer", answer)
+    if len(answer) > MAX_VERIFY_ANSWER_CHARS:
+        raise InvalidInputError(
+            "answer", f"has {len(answer):,} characters; the limit is {MAX_VERIFY_ANSWER_CHARS:,}"
+        )
+    if not isinstance(evidence, list | tuple):
+        raise InvalidInputError("evidence", "must be a list of texts")
     if not evidence:
         raise InvalidInputError("evidence", "is empty: give at least one evidence text")
     if len(evidence) > MAX_EVIDENCE_ITEMS:
@@ -165,6 +177,10 @@ def run_verify(checker: GroundingChecker, answer: str, evidence: Sequence[str]) 
     for i, text in enumerate(evidence):
         if not isinstance(text, str) or not text.strip():
             raise InvalidInputError(f"evidence[{i}]", "is empty")
+        if len(text) > MAX_EVIDENCE_CHARS:
+            raise InvalidInputError(
+                f"evidence[{i}]", f"has {len(text):,} characters; the limit is {MAX_EVIDENCE_CHARS:,}"
+            )
         chunk_id = f"evidence#{i}"
         chunks[chunk_id] = Chunk(chunk_id, "evidence", "", text, i, 0, len(text))
     citations = tuple(Citation(c.chunk_id, c.doc_id, c.title, c.start, c.end) for c in chunks.values())
@@ -279,10 +295,30 @@ class ApiTools:
 # ---------------------------------------------------------------------- server
 
 
+class _StrictArgumentsServer(MCPServer[Any]):
+    """An ``MCPServer`` whose tools refuse arguments they do not take: the SDK drops them
+    silently, so a misspelt ``colection`` would answer from every document."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        known = {tool.name: tool for tool in await self.list_tools()}
+        tool = known.get(name)
+        if tool is not None:
+            takes = tool.input_schema.get("properties", {})
+            unknown = sorted(set(arguments) - set(takes))
+            if unknown:
+                raise ToolError(
+                    utf8_safe(
+                        f"invalid input: {', '.join(unknown)}: not an argument of {name}; it takes "
+                        f"{', '.join(takes) or 'none'}"
+                    )
+                )
+        return await super().call_tool(name, arguments, context)
+
+
 def build_server(source: VerityRAGPipeline | ToolSource) -> MCPServer[Any]:
     """An ``MCPServer`` exposing the tools over a pipeline, or over another source (:class:`ApiTools`)."""
     tools = PipelineTools(source) if isinstance(source, VerityRAGPipeline) else source
-    server: MCPServer[Any] = MCPServer(
+    server: MCPServer[Any] = _StrictArgumentsServer(
         SERVER_NAME,
         version=__version__,
         instructions=(
