@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 try:
-    import numba
+    from verityrag.embed._jit import compiled
 except ImportError:  # pragma: no cover - numba is in requirements.txt; the Python path serves
     AVAILABLE = False
 else:
@@ -126,9 +126,9 @@ def _kernel(
 
 
 if AVAILABLE:
-    _crc_continued = numba.njit(cache=True, nogil=True)(_crc_continued)
-    _add = numba.njit(cache=True, nogil=True)(_add)
-    _kernel = numba.njit(cache=True, nogil=True)(_kernel)
+    _crc_continued = compiled(_crc_continued)
+    _add = compiled(_add)
+    _kernel = compiled(_kernel)
 
 
 def hashed_counts(

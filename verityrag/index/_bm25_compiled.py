@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from verityrag.index.snapshot import IndexSnapshot
 
 try:
-    import numba
+    from verityrag.embed._jit import compiled
 except ImportError:  # pragma: no cover - numba is in requirements.txt; the vectorised path serves
     AVAILABLE = False
 else:
@@ -128,10 +128,10 @@ def _sift_down(scores: Any, slots: Any, i: int, size: int) -> None:
 
 
 if AVAILABLE:
-    _worse = numba.njit(cache=True, nogil=True)(_worse)
-    _sift_up = numba.njit(cache=True, nogil=True)(_sift_up)
-    _sift_down = numba.njit(cache=True, nogil=True)(_sift_down)
-    _kernel = numba.njit(cache=True, nogil=True)(_kernel)
+    _worse = compiled(_worse)
+    _sift_up = compiled(_sift_up)
+    _sift_down = compiled(_sift_down)
+    _kernel = compiled(_kernel)
 
 
 def top_k(snap: IndexSnapshot, terms: Sequence[QueryTerm], k: int, k1: float, b: float) -> tuple[I64, F64]:

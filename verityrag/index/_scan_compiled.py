@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 try:
-    import numba
+    from verityrag.embed._jit import compiled
 except ImportError:  # pragma: no cover - numba is in requirements.txt; the numpy loop serves
     AVAILABLE = False
 else:
@@ -31,4 +31,4 @@ def add_rows(block: Any, rows: Any, weights: Any, cols: int, target: Any) -> Non
 
 
 if AVAILABLE:
-    add_rows = numba.njit(cache=True, nogil=True)(add_rows)
+    add_rows = compiled(add_rows)
