@@ -4,6 +4,8 @@ rebuilt from the store, which stays the truth."""
 
 from __future__ import annotations
 
+import errno
+import json
 import logging
 import shutil
 from pathlib import Path
@@ -14,6 +16,8 @@ import pytest
 from verityrag import VerityRAGPipeline
 from verityrag.config import Settings
 from verityrag.embed.hashing import HashingEmbedder
+from verityrag.errors import StorageError
+from verityrag.index import image as image_module
 from verityrag.index.image import MANIFEST, image_generation
 from verityrag.index.live import LiveIndex
 from verityrag.ingest.writer import IMAGE_DIR, STORE_FILENAME, DocumentWriter
@@ -166,26 +170,96 @@ def test_writes_since_the_image_that_cannot_be_replayed_rebuild_from_the_store(
         assert _answers(restarted)[2:] == expected[2:]  # rebuilt from the store as it now is
 
 
-def test_an_image_ahead_of_the_store_is_passed_over(tmp_path: Path, rebuilds: list[int]) -> None:
+def test_a_store_behind_its_image_stops_the_start_until_the_image_is_removed(
+    tmp_path: Path, rebuilds: list[int]
+) -> None:
     _filled(tmp_path)  # the image, then the store put back as it was before the last writes
     shutil.copy(tmp_path / STORE_FILENAME, tmp_path / "older.db")
     with _reopen(tmp_path) as pipeline:
         pipeline.ingest_document("pier", "Pier", "The pier at Oban is 200 metres long.")
     image = tmp_path / IMAGE_DIR
-    kept = tmp_path / "kept_image"
-    shutil.copytree(image, kept)
-    for suffix in ("", "-wal", "-shm"):
-        (tmp_path / f"{STORE_FILENAME}{suffix}").unlink(missing_ok=True)
-    shutil.copy(tmp_path / "older.db", tmp_path / STORE_FILENAME)
-    shutil.rmtree(image)
-    shutil.copytree(kept, image)
+    manifest = (image / MANIFEST).read_bytes()
+    _put_store_back(tmp_path, tmp_path / "older.db")
+    with pytest.raises(StorageError, match="behind the index image") as stopped:
+        _reopen(tmp_path)
+    assert f"remove {image}" in str(stopped.value)
+    assert (image / MANIFEST).read_bytes() == manifest  # the image of the newer store is kept
+    shutil.rmtree(image)  # what the error says to do to serve the store as it is
     rebuilds.clear()
     with _reopen(tmp_path) as restarted:
         assert rebuilds == [1]
         assert restarted.get_document("pier") is None
 
 
-@pytest.mark.parametrize("damage", ["truncated", "flipped", "manifest", "missing"])
+def _put_store_back(folder: Path, copy: Path | None) -> None:
+    """The store files replaced by ``copy`` (None: deleted)."""
+    for suffix in ("", "-wal", "-shm"):
+        (folder / f"{STORE_FILENAME}{suffix}").unlink(missing_ok=True)
+    if copy is not None:
+        shutil.copy(copy, folder / STORE_FILENAME)
+
+
+@pytest.mark.parametrize("how", ["deleted", "truncated"])
+def test_a_vanished_store_beside_its_image_stops_the_start_and_the_image_is_kept(
+    tmp_path: Path, how: str
+) -> None:
+    _filled(tmp_path)
+    image = tmp_path / IMAGE_DIR
+    manifest = (image / MANIFEST).read_bytes()
+    _put_store_back(tmp_path, None)
+    if how == "truncated":
+        (tmp_path / STORE_FILENAME).write_bytes(b"")
+    for _ in range(2):  # and again: the failed start wrote nothing over the image
+        with pytest.raises(StorageError, match="is missing or empty") as stopped:
+            _reopen(tmp_path)
+        assert "3 documents" in str(stopped.value)
+        assert "put the store back from a backup" in str(stopped.value)
+    assert (image / MANIFEST).read_bytes() == manifest
+
+
+def test_an_older_image_put_back_does_not_bring_deleted_documents_back(
+    tmp_path: Path, rebuilds: list[int]
+) -> None:
+    _filled(tmp_path)
+    older = tmp_path / "older_image"
+    shutil.copytree(tmp_path / IMAGE_DIR, older)
+    with _reopen(tmp_path) as pipeline:  # deleted, then a clean stop: its image holds the deletion
+        pipeline.delete_document("mill")
+    shutil.rmtree(tmp_path / IMAGE_DIR)
+    shutil.copytree(older, tmp_path / IMAGE_DIR)  # a backup restore that mixed two times
+    rebuilds.clear()
+    with _reopen(tmp_path) as restarted:
+        assert rebuilds == [1]
+        assert restarted.get_document("mill") is None
+        assert all(
+            s.chunk.doc_id != "mill" for s in restarted.index.search_lexical("tide mill Ann Carrow", 5)
+        )
+
+
+def test_another_stores_image_of_the_same_generation_is_not_opened(
+    tmp_path: Path, rebuilds: list[int]
+) -> None:
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    _filled(ours)
+    embedder = HashingEmbedder()
+    with VerityRAGPipeline(embedder, theirs, SETTINGS) as other:  # the same writes, other texts
+        theirs_docs = [Document(d.doc_id, d.title, "Their text: " + d.text, {}) for d in DOCS]
+        other.ingest_documents([*theirs_docs, Document("gone", "Gone", "x")])
+        other.ingest_document("ferry", "Ferry", "Their ferry.")
+        other.delete_document("gone")
+    assert image_generation(ours / IMAGE_DIR) == image_generation(theirs / IMAGE_DIR)
+    shutil.rmtree(ours / IMAGE_DIR)
+    shutil.copytree(theirs / IMAGE_DIR, ours / IMAGE_DIR)
+    rebuilds.clear()
+    with _reopen(ours) as restarted:
+        assert rebuilds == [1]
+        assert [c.text for c in restarted.index.chunks_of("ferry")] == [DOCS[0].text]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["truncated", "flipped", "manifest", "missing", "manifest a list", "files not an object", "a folder"],
+)
 def test_a_damaged_image_is_passed_over_and_the_index_rebuilt(
     tmp_path: Path, rebuilds: list[int], caplog: pytest.LogCaptureFixture, damage: str
 ) -> None:
@@ -200,6 +274,15 @@ def test_a_damaged_image_is_passed_over_and_the_index_rebuilt(
         (folder / "arena0.bin").write_bytes(bytes(data))
     elif damage == "manifest":
         (folder / MANIFEST).write_text("{not json", encoding="utf-8")
+    elif damage == "manifest a list":  # valid JSON, not an object: once a 503 for good
+        (folder / MANIFEST).write_text("[1, 2]", encoding="utf-8")
+    elif damage == "files not an object":
+        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        manifest["files"] = {name: "big" for name in manifest["files"]}
+        (folder / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
+    elif damage == "a folder":  # a file it cannot read as one (as one unreadable to its user)
+        state.unlink()
+        state.mkdir()
     else:
         state.unlink()
     rebuilds.clear()
@@ -250,6 +333,47 @@ def test_a_write_cut_short_leaves_the_old_image_or_none(tmp_path: Path, rebuilds
         reopened.ingest_document("pier", "Pier", "The pier at Oban is 200 metres long.")
     assert not half.exists()  # the next image was written over it
     assert image_generation(folder) == (generation or 0) + 1
+
+
+def test_an_image_folder_replaced_by_a_file_is_replaced_at_each_clean_stop(
+    tmp_path: Path, rebuilds: list[int]
+) -> None:
+    _filled(tmp_path)
+    shutil.rmtree(tmp_path / IMAGE_DIR)
+    (tmp_path / IMAGE_DIR).write_text("not an image")
+    for n in range(2):  # every later stop too
+        rebuilds.clear()
+        with _reopen(tmp_path) as reopened:
+            assert rebuilds == ([1] if n == 0 else [])
+            reopened.ingest_document(f"pier{n}", "Pier", "The pier at Oban is 200 metres long.")
+        assert (tmp_path / IMAGE_DIR).is_dir()
+        assert not (tmp_path / f"{IMAGE_DIR}.old").exists()
+
+
+def test_a_failed_image_write_leaves_the_old_image_and_no_half_of_the_new(
+    tmp_path: Path, rebuilds: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = _filled(tmp_path)
+    generation = image_generation(tmp_path / IMAGE_DIR)
+    reopened = _reopen(tmp_path)
+    reopened.ingest_document("pier", "Pier", "The pier at Oban is 200 metres long.")
+
+    def disk_full(*_: Any) -> Any:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(image_module, "_write_buffers", disk_full)
+    with pytest.raises(OSError, match="No space"):
+        reopened.checkpoint()
+    assert not (tmp_path / f"{IMAGE_DIR}.new").exists()
+    assert image_generation(tmp_path / IMAGE_DIR) == generation
+    monkeypatch.undo()
+    assert reopened.store is not None
+    reopened.store.close()  # killed: the next start replays the pier onto the old image
+    rebuilds.clear()
+    with _reopen(tmp_path) as restarted:
+        assert rebuilds == []
+        assert restarted.get_document("pier") is not None
+        assert _answers(restarted)[4] == before[4]
 
 
 def test_an_in_memory_pipeline_has_no_image_to_write() -> None:

@@ -2,7 +2,8 @@
 opens it instead of re-indexing every stored chunk.
 
     <data dir>/index_image/
-        manifest.json   format, the store generation and the last document seq it holds, what the
+        manifest.json   format, the store it is of (its id), the store generation and the last
+                        document seq it holds, what the
                         index was built with (its settings, the analyzer's and the embedder's
                         fingerprints), each file's size and CRC-32
         state.pkl       the index and what else the writer keeps (pickle protocol 5), without
@@ -13,16 +14,19 @@ opens it instead of re-indexing every stored chunk.
         arena0.bin ...  the byte arenas (chunk texts, float32 vector rows), one file each
 
 Written at a clean stop (``VerityRAGPipeline.close``) into a new folder that replaces the old one
-by rename, so a crash while writing leaves the old image or none; read at the next start when it
-was made with the same settings and its generation is the store's or an earlier one (a crash
-since: the writer replays the store's writes after it). The store stays the truth: an image that
-is damaged (a size or checksum that does not match), made otherwise, or ahead of the store is
-passed over, and the index is rebuilt from the store.
+by rename, so a crash while writing leaves the old image or none (and a failed write, a full
+disk, leaves no half of one); read at the next start when it is of this store (its id), was made
+with the same settings and its generation is the store's or an earlier one (a crash since: the
+writer replays the store's writes after it). The store stays the truth: an image that is damaged
+(a size or checksum that does not match, a manifest of another shape, a file it cannot read),
+made otherwise, or of another store is passed over, and the index is rebuilt from the store. An
+image ahead of its store is not: the store lost writes (the writer stops the start).
 """
 
 from __future__ import annotations
 
 import _thread
+import contextlib
 import io
 import json
 import logging
@@ -148,13 +152,54 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def image_generation(folder: Path) -> int | None:
-    """The store generation of the image in ``folder`` (None: no readable manifest)."""
+def _manifest(folder: Path) -> dict[str, Any] | None:
+    """The manifest of the image in ``folder`` when it is one of this format; else None."""
     try:
         manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-        return int(manifest["generation"]) if manifest.get("format") == FORMAT else None
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError):
         return None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        return None
+    if not isinstance(manifest.get("generation"), int):
+        return None
+    return manifest
+
+
+def image_generation(folder: Path) -> int | None:
+    """The store generation of the image in ``folder`` (None: no readable manifest)."""
+    manifest = _manifest(folder)
+    return None if manifest is None else int(manifest["generation"])
+
+
+class ImageOf(NamedTuple):
+    """What an image's manifest says it is of, read before the image itself."""
+
+    store_id: str | None  # None: an image made before images recorded their store
+    generation: int
+    documents: int | None
+
+
+def image_of(folder: Path) -> ImageOf | None:
+    """The store and generation the image in ``folder`` is of (None: no readable manifest)."""
+    manifest = _manifest(folder)
+    if manifest is None:
+        return None
+    store_id, documents = manifest.get("store_id"), manifest.get("documents")
+    return ImageOf(
+        store_id if isinstance(store_id, str) else None,
+        int(manifest["generation"]),
+        documents if isinstance(documents, int) else None,
+    )
+
+
+def _remove(path: Path) -> None:
+    """``path`` gone, a folder or a file (the image folder replaced by a file once made every
+    later clean stop fail)."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
 
 
 class OpenedImage(NamedTuple):
@@ -163,14 +208,25 @@ class OpenedImage(NamedTuple):
     seq: int | None  # the seq of the last document it holds (None: not recorded, no replay)
 
 
-def write_image(folder: Path, generation: int, seq: int, made_with: dict[str, Any], state: Any) -> int:
-    """Write ``state`` as the image of store generation ``generation`` (whose last document has
-    ``seq``) in ``folder``, replacing
-    what was there only once the new one is complete on disk; returns its size in bytes. The
-    caller holds the index's writers off while it runs."""
-    started = time.perf_counter()
+def write_image(folder: Path, of: ImageOf, seq: int, made_with: dict[str, Any], state: Any) -> int:
+    """Write ``state`` as the image ``of`` a store generation (whose last document has ``seq``)
+    in ``folder``, replacing what was there only once the new one is complete on disk; returns
+    its size in bytes. A write that fails (a full disk) leaves no part of the new image behind.
+    The caller holds the index's writers off while it runs."""
     fresh = folder.with_name(f"{folder.name}.new")
-    shutil.rmtree(fresh, ignore_errors=True)  # a write that a crash cut short
+    _remove(fresh)  # a write that a crash cut short
+    try:
+        return _write_image(folder, fresh, of, seq, made_with, state)
+    except BaseException:
+        _remove(fresh)
+        raise
+
+
+def _write_image(
+    folder: Path, fresh: Path, of: ImageOf, seq: int, made_with: dict[str, Any], state: Any
+) -> int:
+    started = time.perf_counter()
+    generation = of.generation
     fresh.mkdir(parents=True)
     buffers: list[pickle.PickleBuffer] = []
     with (fresh / STATE).open("wb") as state_file:
@@ -182,6 +238,8 @@ def write_image(folder: Path, generation: int, seq: int, made_with: dict[str, An
     files = {p.name: {"size": p.stat().st_size, "crc32": _crc32(p)} for p in sorted(fresh.iterdir())}
     manifest = {
         "format": FORMAT,
+        "store_id": of.store_id,
+        "documents": of.documents,
         "generation": generation,
         "seq": seq,
         "made_with": made_with,
@@ -190,12 +248,12 @@ def write_image(folder: Path, generation: int, seq: int, made_with: dict[str, An
     _write_synced(fresh / MANIFEST, json.dumps(manifest, sort_keys=True))
     _fsync_dir(fresh)
     old = folder.with_name(f"{folder.name}.old")
-    shutil.rmtree(old, ignore_errors=True)
-    if folder.exists():
+    _remove(old)
+    if folder.exists() or folder.is_symlink():
         folder.rename(old)
     fresh.rename(folder)
     _fsync_dir(folder.parent)
-    shutil.rmtree(old, ignore_errors=True)
+    _remove(old)
     size = sum(int(f["size"]) for f in files.values())
     logger.info(
         "index image of store generation %d written to %s (%.0f MB) in %.2fs",
@@ -207,21 +265,23 @@ def write_image(folder: Path, generation: int, seq: int, made_with: dict[str, An
     return size
 
 
-def read_image(folder: Path, newest: int, made_with: dict[str, Any]) -> OpenedImage | None:
-    """The image in ``folder``, if it is of store generation ``newest`` or an earlier one with its
-    seq recorded, made with ``made_with``, and whole; else None (and the log says why)."""
+def read_image(folder: Path, newest: int, made_with: dict[str, Any], store_id: str) -> OpenedImage | None:
+    """The image in ``folder``, if it is of the store ``store_id``, of its generation ``newest``
+    or an earlier one with its seq recorded, made with ``made_with``, and whole; else None (and
+    the log says why)."""
     if not (folder / MANIFEST).is_file():
         return None
-    try:
-        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        logger.warning("index image at %s is unreadable (%s): rebuilding from the store", folder, exc)
+    manifest = _manifest(folder)
+    if manifest is None:
+        logger.warning(
+            "index image at %s has no manifest this version reads: rebuilding from the store", folder
+        )
         return None
-    if manifest.get("format") != FORMAT:
-        logger.info("index image at %s is of another format: rebuilding from the store", folder)
+    generation, seq = manifest["generation"], manifest.get("seq")
+    if manifest.get("store_id") != store_id:
+        logger.warning("index image at %s is of another document store: rebuilding from this one", folder)
         return None
-    generation, seq = manifest.get("generation"), manifest.get("seq")
-    if not isinstance(generation, int) or generation > newest or (generation < newest and seq is None):
+    if generation > newest or (generation < newest and not isinstance(seq, int)):
         logger.info(
             "index image at %s is of store generation %s, the store is at %d: rebuilding from the store",
             folder,
@@ -232,12 +292,19 @@ def read_image(folder: Path, newest: int, made_with: dict[str, Any]) -> OpenedIm
     if manifest.get("made_with") != made_with:
         logger.info("index image at %s was made with other settings: rebuilding from the store", folder)
         return None
-    for name, expected in manifest.get("files", {}).items():
-        path = folder / name
-        if not path.is_file() or path.stat().st_size != expected["size"] or _crc32(path) != expected["crc32"]:
-            logger.warning("index image file %s is missing or damaged: rebuilding from the store", path)
-            return None
     try:
+        files = manifest.get("files")
+        if not isinstance(files, dict):
+            raise ValueError("the manifest lists no files")
+        for name, expected in files.items():
+            path = folder / name
+            if (
+                not path.is_file()
+                or path.stat().st_size != expected["size"]
+                or _crc32(path) != expected["crc32"]
+            ):
+                logger.warning("index image file %s is missing or damaged: rebuilding from the store", path)
+                return None
         buffers = _read_buffers(
             folder / BUFFERS, json.loads((folder / BUFFER_INDEX).read_text(encoding="utf-8"))
         )
@@ -251,6 +318,10 @@ def read_image(folder: Path, newest: int, made_with: dict[str, Any]) -> OpenedIm
         AttributeError,
         ImportError,
         KeyError,
+        TypeError,
+        IndexError,
     ) as exc:
+        # A permission, a manifest of another shape: a rebuild from the store, never a start
+        # that fails for good while the store is whole.
         logger.warning("index image at %s could not be read (%s): rebuilding from the store", folder, exc)
         return None

@@ -24,6 +24,7 @@ import json
 import sqlite3
 import threading
 import time
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -84,6 +85,9 @@ GENERATION_KEY = "generation"
 #: larger one, even when the one with the largest was deleted (``MAX(seq) + 1`` gave its number
 #: again, and a replay from an image that held it would have missed the new document).
 LAST_SEQ_KEY = "last_seq"
+#: The meta key of the store's identity (random, made with the store): an index image records it
+#: and is opened only beside the store it was made of, not another data folder's.
+STORE_ID_KEY = "store_id"
 #: The meta key of the generation from which every deletion is in the log.
 DELETIONS_LOGGED_FROM = "deletions_logged_from"
 #: The meta key of the last generation that rewrote stored vectors or term counts in place
@@ -134,6 +138,8 @@ class SQLiteDocumentStore:
             raise StorageError(
                 f"{self.path} has schema version {stored}; this VerityRAG reads {SCHEMA_VERSION}"
             )
+        if self.get_meta(STORE_ID_KEY) is None:
+            self.set_meta(STORE_ID_KEY, uuid.uuid4().hex)
 
     def close(self) -> None:
         with self._lock:
@@ -165,6 +171,11 @@ class SQLiteDocumentStore:
                 raise
 
     # ------------------------------------------------------------------- meta
+    @property
+    def store_id(self) -> str:
+        """The store's identity, made with it (a store copied elsewhere keeps it)."""
+        return self.get_meta(STORE_ID_KEY) or ""
+
     def generation(self) -> int:
         """How many writes the store has committed (0 for a store from before they were counted)."""
         return int(self.get_meta(GENERATION_KEY) or 0)
@@ -264,9 +275,17 @@ class SQLiteDocumentStore:
             )
 
     def forget_deletions_through(self, generation: int) -> None:
-        """Drop the logged deletions up to ``generation`` (an index image holds them now)."""
-        with self._connection("writing to") as conn:
+        """Drop the logged deletions up to ``generation`` (an index image holds them now). The log
+        then begins after ``generation``: an older image put back (a mixed backup restore) cannot
+        replay the deletions since it, so it is passed over rather than bring them back."""
+        with self._transaction() as conn:
             conn.execute("DELETE FROM deletions WHERE generation <= ?", (generation,))
+            row = conn.execute("SELECT value FROM meta WHERE key=?", (DELETIONS_LOGGED_FROM,)).fetchone()
+            logged_from = max(generation, int(row[0]) if row else 0)
+            conn.execute(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
+                (DELETIONS_LOGGED_FROM, str(logged_from)),
+            )
 
     # ------------------------------------------------------------------ reads
     def last_seq(self) -> int:

@@ -31,9 +31,9 @@ import numpy.typing as npt
 from verityrag.config import Settings
 from verityrag.embed.embedder import Embedder
 from verityrag.embed.hashing import HashingEmbedder
-from verityrag.errors import InvalidInputError
+from verityrag.errors import InvalidInputError, StorageError
 from verityrag.index.filters import AnyFilter, MetadataIndex, as_filter
-from verityrag.index.image import image_generation, read_image, write_image
+from verityrag.index.image import ImageOf, image_of, read_image, write_image
 from verityrag.index.live import LiveIndex
 from verityrag.index.protocol import AnyIndex, Upsert, check_unique_ids
 from verityrag.index.store import SQLiteDocumentStore, StoredDocument
@@ -431,9 +431,12 @@ class DocumentWriter:
         started = time.perf_counter()
         store, folder = self.store, self.data_dir / IMAGE_DIR
         newest = store.generation()
+        image = image_of(folder)
+        if image is not None and image.generation > newest:
+            _check_store_not_behind(store, folder, image)  # else another store's image: rebuild
+        of = None if image is None else image.generation
         # Behind the store (a crash since): whether the writes since can be replayed, and the
         # deletions among them, asked before the image is read (at 1M chunks that takes seconds).
-        of = image_generation(folder)
         deleted: list[str] = []
         if of is not None and of < newest:
             changes = store.changes_since(of)
@@ -441,7 +444,7 @@ class DocumentWriter:
                 logger.info("the store's writes since the index image cannot be replayed: rebuilding")
                 return False
             deleted = changes
-        opened = read_image(folder, newest, self._image_made_with())
+        opened = read_image(folder, newest, self._image_made_with(), store.store_id)
         if opened is None or opened.generation != of:  # (another image written meanwhile)
             return False
         after_seq = opened.seq if opened.generation < newest else None
@@ -515,11 +518,11 @@ class DocumentWriter:
                     self.store.path,
                 )
                 return False
-            if image_generation(folder) == generation:
+            if image_of(folder) == (of := ImageOf(self.store.store_id, generation, self.index.n_documents)):
                 return True
             write_image(
                 folder,
-                generation,
+                of,
                 self.store.last_seq(),
                 self._image_made_with(),
                 (index_state, self.metadata_index),
@@ -588,4 +591,27 @@ class DocumentWriter:
             len(self.index),
             store.path,
             time.perf_counter() - started,
+        )
+
+
+def _check_store_not_behind(store: SQLiteDocumentStore, folder: Path, image: ImageOf) -> None:
+    """Stop a start whose store is behind the index image beside it: the store was deleted,
+    emptied or put back from an older copy, and serving it would drop documents without a word
+    (then the next clean stop would overwrite the image, the last trace of them). An image of
+    another store (another data folder's, copied in) is not this store's: it is passed over."""
+    count = image.documents
+    held = "documents" if count is None else f"{count:,} document{'' if count == 1 else 's'}"
+    if store.count() == 0 and store.generation() == 0:
+        raise StorageError(
+            f"the document store {store.path} is missing or empty, but the index image beside it "
+            f"({folder}) holds {held} of store generation {image.generation}: the store was deleted, "
+            f"emptied or replaced. Stop the server and put the store back from a backup; or, to "
+            f"start with no documents, remove {folder}"
+        )
+    if image.store_id in (None, store.store_id):
+        raise StorageError(
+            f"the document store {store.path} is at generation {store.generation()}, behind the index "
+            f"image beside it ({folder}, generation {image.generation}, {held}): the store lost "
+            f"writes or an older copy of it was put back. Put the newest copy back; or, to serve the "
+            f"store as it is, remove {folder} (the index is then rebuilt from the store)"
         )
