@@ -173,7 +173,7 @@ def test_detect_format_content_wins_over_name_and_type() -> None:
     assert detect_format("page", b"<!DOCTYPE html><p>x") == "html"
     assert detect_format("notes", b"plain") == "text"
     assert detect_format("x.PDF", b"not really") == "pdf"
-    assert set(FORMATS) == {"pdf", "html", "markdown", "docx", "text"}
+    assert set(FORMATS) == {"pdf", "html", "markdown", "docx", "csv", "text"}
 
 
 def _docx_declaring(part: str, real: bytes, declared: int) -> bytes:
@@ -295,3 +295,49 @@ def test_a_row_label_column_is_said_with_each_cell() -> None:
     assert parse_file("t.html", html.encode()).text.split("\n\n")[-1] == (
         "Address, Tannery Gallery: 2 Tanyard Row; Address, Orchard Gallery: 18 Orchard Street"
     )
+
+
+def test_a_csv_is_a_table_each_row_a_line_naming_its_columns() -> None:
+    data = 'Loaf,Size,Price\n"White bloomer, large",800g,£3.10\nSeeded rye,600g,£3.80\n\n'.encode()
+    parsed = parse_file("prices.csv", data)
+    assert parsed.format == "csv"
+    assert parsed.text.split("\n\n") == [
+        "Loaf; Size; Price",
+        "Loaf: White bloomer, large; Size: 800g; Price: £3.10",
+        "Loaf: Seeded rye; Size: 600g; Price: £3.80",
+    ]
+    assert (
+        parse_file("prices.tsv", b"Loaf\tPrice\nRye\t3.80\n").text == "Loaf; Price\n\nLoaf: Rye; Price: 3.80"
+    )
+    assert detect_format("upload", b"a,b\n1,2\n", "text/csv") == "csv"
+
+
+def test_a_csv_whose_named_cells_would_outgrow_one_document_keeps_them_bare() -> None:
+    header = "Product code,Description of the item,Price including VAT"
+    data = "\n".join([header, *(f"P{i},Item {i},{i}.00" for i in range(200))]).encode()
+    limit = len(data) * 3 // 2  # the file fits; naming each cell would not
+    parsed = parse_file("items.csv", data, max_chars=limit)
+    rows = parsed.text.split("\n\n")
+    assert rows[0] == "Product code; Description of the item; Price including VAT"
+    assert rows[1] == "P0; Item 0; 0.00"
+    assert len(parsed.text) <= limit
+
+
+def test_a_million_character_csv_is_chunked_row_by_row_within_the_word_limit() -> None:
+    from verityrag import Settings, VerityRAGPipeline
+
+    # What once was one chunk of any size: no sentence ends, a line break per row.
+    header = "order_id,customer,city,product,quantity,unit_price,status,notes"
+    row = "{i},Customer {i},Town{c},Widget model {m},{q},{p}.99,shipped,left at the door by courier {i}"
+    lines = [header]
+    while sum(len(line) + 1 for line in lines) < 990_000:
+        i = len(lines)
+        lines.append(row.format(i=i, c=i % 97, m=i % 13, q=i % 7 + 1, p=i % 50))
+    data = "\n".join(lines).encode()
+    settings = Settings(reader=False)
+    parsed = parse_file("orders.csv", data, max_chars=settings.max_document_chars)
+    pipeline = VerityRAGPipeline(settings=settings)
+    pipeline.ingest_document("orders", parsed.title, parsed.text)
+    chunks = pipeline.index.chunks_of("orders")
+    assert max(len(c.text.split()) for c in chunks) <= 2 * settings.chunk_max_words
+    assert len(chunks) > 500

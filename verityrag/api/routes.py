@@ -181,7 +181,7 @@ async def ingest_files(
         ),
     ] = None,
 ) -> FilesIngestOut:
-    """Add files as documents: PDF, DOCX, HTML, Markdown or plain text, sent as `multipart/form-data`.
+    """Add files as documents: PDF, DOCX, HTML, Markdown, CSV or plain text, as `multipart/form-data`.
 
     Each file becomes the document `doc_id` = its name (characters outside `A-Za-z0-9._:-`
     as `-`; a name with non-ASCII characters also carries 8 hex digits of its hash, so
