@@ -145,6 +145,8 @@ class VerityRAGPipeline:
         self.writer = DocumentWriter(
             self.index, self.embedder, analyzer, self.settings, resolve_data_dir(data_dir)
         )
+        # One bound method, kept: the agent's parts are told apart by identity (its cache key).
+        self._sources = self.writer.provenance
         self._controller_lock = threading.Lock()
         self._controller_cache: tuple[tuple[Any, ...], AgentController] | None = None
         self._other_retrievers: dict[tuple[str, float], HybridRetriever] = {}
@@ -391,6 +393,7 @@ class VerityRAGPipeline:
             answer_strategy=self.answer_strategy,
             reader=self.reader,
             confidence=self.confidence_model,
+            sources=self._sources,
         )
 
     def _build_controller(

@@ -366,13 +366,18 @@ class _TwoLengths:
         return out
 
 
-def _conflict(pipeline: VerityRAGPipeline, other_title: str = "Ferry facts") -> QueryResult:
+def _conflict(
+    pipeline: VerityRAGPipeline, other_title: str = "Ferry facts", sources: tuple[str, str] | None = None
+) -> QueryResult:
     # Two documents give the ship different lengths, both read as answers (report_conflicts on).
     p = VerityRAGPipeline(settings=Settings(report_conflicts=True))
+    wren, facts = ({"source": s} for s in sources) if sources else ({}, {})
     p.ingest_document(
-        "wren", "MV Lissa Wren", "The MV Lissa Wren is 64 metres long. She sails from Hollin Isle."
+        "wren", "MV Lissa Wren", "The MV Lissa Wren is 64 metres long. She sails from Hollin Isle.", wren
     )
-    p.ingest_document("facts", other_title, "The MV Lissa Wren is 88 metres long, says the harbour office.")
+    p.ingest_document(
+        "facts", other_title, "The MV Lissa Wren is 88 metres long, says the harbour office.", facts
+    )
     p.reader = EvidenceReader(_TwoLengths())
     p.fitted_reader_threshold = 0.0
     p.gate.set_threshold(0.0)
@@ -417,12 +422,24 @@ def test_a_conflict_names_both_answers_and_their_documents(pipeline: VerityRAGPi
     assert [c["answer"] for c in result.trace[-1].details["conflict"]] == ["64 metres", "88 metres"]
 
 
-def test_documents_of_one_title_are_one_source_and_do_not_conflict(pipeline: VerityRAGPipeline) -> None:
+def test_documents_of_one_declared_source_are_one_source_and_do_not_conflict(
+    pipeline: VerityRAGPipeline,
+) -> None:
     # An article's paragraphs: two right answers to a question that has several, not a dispute.
-    result = _conflict(pipeline, other_title="MV Lissa Wren")
+    result = _conflict(pipeline, sources=("Ferry register", "Ferry register"))
     assert not result.abstained
     assert result.short_answer is not None
     assert result.short_answer.text == "64 metres"
+
+
+def test_a_copied_title_does_not_make_documents_one_source(pipeline: VerityRAGPipeline) -> None:
+    # Anyone can give a document the title of another: a title is no source, so a planted value
+    # under a copied title is reported beside the true one, not hidden as "the same article".
+    for sources in (None, ("wren.html", "upload")):
+        result = _conflict(pipeline, other_title="MV Lissa Wren", sources=sources)
+        assert result.abstain_reason is AbstainReason.CONFLICT
+        assert "64 metres" in (result.explanation or "")
+        assert "88 metres" in (result.explanation or "")
 
 
 class _Everywhere:
@@ -447,10 +464,10 @@ class _Everywhere:
 
 
 def test_an_answer_another_source_gives_too_counts_for_it() -> None:
-    def ask(*docs: tuple[str, str, str]) -> QueryResult:
+    def ask(*docs: tuple[str, str, str], source: str | None = None) -> QueryResult:
         p = VerityRAGPipeline(settings=Settings())
         for doc_id, title, text in docs:
-            p.ingest_document(doc_id, title, text)
+            p.ingest_document(doc_id, title, text, {"source": source} if source else {})
         p.reader = EvidenceReader(_Everywhere("Ewan Tolley", -0.5))  # probability 0.38 per span
         p.fitted_reader_threshold = 0.0  # answer at 0.5 and above
         p.gate.set_threshold(0.0)
@@ -469,9 +486,11 @@ def test_an_answer_another_source_gives_too_counts_for_it() -> None:
     assert [c["title"] for c in decision["corroborations"]] in (["Crew list"], ["MV Corran Bell"])
     p = 1 / (1 + np.exp(0.5))
     assert decision["score"] == pytest.approx(1 - (1 - p) ** 2)  # either source right: 0.62
-    # The same title twice is one source (an article's paragraphs): no corroboration.
-    same = ask(bell, ("bell-2", "MV Corran Bell", "Her captain, Ewan Tolley, joined in 2019."))
-    assert same.abstained
+    # One declared source twice is one source (an article's paragraphs): no corroboration; one
+    # title twice is not (anyone can copy a title).
+    bell_2 = ("bell-2", "MV Corran Bell", "Her captain, Ewan Tolley, joined in 2019.")
+    assert ask(bell, bell_2, source="Ship register").abstained
+    assert not ask(bell, bell_2).abstained
 
 
 def test_abstain_no_evidence_records_empty_attempt() -> None:

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from verityrag.generation.reading import LOGIT_CLIP, EvidenceReader, answer_sentences, disagree
+from verityrag.generation.reading import LOGIT_CLIP, NOTHING_READ, EvidenceReader, answer_sentences, disagree
 from verityrag.generation.sentence_selector import ScoredSentence
 from verityrag.models.span_reader import ReaderResult, ReaderSpan
 from verityrag.text.answer_types import AnswerType
@@ -253,3 +253,48 @@ def test_a_run_under_a_heading_is_read_after_it_and_no_answer_comes_from_the_hea
     found = EvidenceReader(_FakeModel("7am to 4pm")).read("When do you open?", [Hit(chunk, 1.0)], ranked)
     assert found.short_answer is not None
     assert [s.text for s in found.sentences] == ["Day: Saturday; Brackenford: 7am to 4pm"]
+
+
+def _lengths_reader() -> tuple[EvidenceReader, list[Hit], list[ScoredSentence]]:
+    """The answer's chunk, two copies of it under other ids (an attacker's), and the register
+    whose 70 metres the selector ranked no sentence of: the first read never sees it."""
+    filler = "The MV Lissa Wren sails from Hollin Isle every morning. " * 3
+    texts = {
+        "post#0": "The MV Lissa Wren is 64 metres long.",
+        "copy1#0": "Update: the MV Lissa Wren is 64 metres long.",
+        "copy2#0": "Notice: the MV Lissa Wren is 64 metres long.",
+        "register#0": filler + "The MV Lissa Wren is 70 metres long.",
+    }
+    chunks = [
+        Chunk(cid, cid.split("#")[0], "MV Lissa Wren", text, 0, 0, len(text)) for cid, text in texts.items()
+    ]
+    hits = [Hit(c, 1.0) for c in chunks]
+    ranked = _ranked(chunks, [(0, 0), (1, 0), (2, 0)])
+    model = _SpansModel([("64 metres", 6.0), ("70 metres", 5.0)])
+    return EvidenceReader(model, evidence_tokens=30), hits, ranked
+
+
+def test_other_sources_are_read_on_their_own_for_a_value_the_first_read_missed() -> None:
+    reader, hits, ranked = _lengths_reader()
+    question = "How long is the MV Lissa Wren?"
+    first = reader.read(question, hits, ranked)
+    assert first.short_answer is not None
+    assert first.short_answer.text == "64 metres"
+    assert first.alternatives == ()  # the register's sentence was never in front of the model
+    found = reader.read_other_sources(question, hits, ranked, first)
+    # The copies say the answer too and are passed over; the register is read and disagrees.
+    assert [(a.text, a.doc_id, a.answer_logit) for a in found.alternatives] == [
+        ("70 metres", "register", 5.0)
+    ]
+    assert found.short_answer == first.short_answer
+    assert found.answer_logit == first.answer_logit
+
+
+def test_a_declared_source_is_one_source_for_the_second_read() -> None:
+    reader, hits, ranked = _lengths_reader()
+    question = "How long is the MV Lissa Wren?"
+    first = reader.read(question, hits, ranked)
+    one = {"post": "source:ship register", "register": "source:ship register"}
+    found = reader.read_other_sources(question, hits, ranked, first, lambda d: one.get(d, f"doc:{d}"))
+    assert found.alternatives == ()
+    assert reader.read_other_sources(question, hits, ranked, NOTHING_READ) is NOTHING_READ

@@ -16,6 +16,7 @@ An abstention is a normal result with a reason, never an exception.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Collection, Sequence
@@ -48,10 +49,11 @@ from verityrag.agent.interfaces import (
 from verityrag.agent.reformulation import Reformulator
 from verityrag.agent.sufficiency import GATE_FEATURES, SELECTOR_FEATURES_FOR_GATE
 from verityrag.checks.grounding import GroundingChecker
+from verityrag.checks.sources import ProvenanceLookup
 from verityrag.checks.strictness import strictness_policy
 from verityrag.config import STRICTNESS_LEVELS, Strictness
 from verityrag.errors import NotFittedError
-from verityrag.generation.reading import EvidenceReader, Reading
+from verityrag.generation.reading import EvidenceReader, Reading, SourceOf, document_source
 from verityrag.generation.sentence_selector import ScoredSentence
 from verityrag.generation.verified import AnswerStrategy
 from verityrag.index.protocol import AnyIndex, SnapshotView
@@ -206,6 +208,7 @@ class AgentController:
         answer_strategy: AnswerStrategy | None = None,
         reader: EvidenceReader | None = None,
         confidence: ConfidenceModel | None = None,
+        sources: ProvenanceLookup | None = None,
         config: AgentConfig | None = None,
     ) -> None:
         if gate is not None and getattr(gate, "reads", False) and reader is None:
@@ -230,6 +233,9 @@ class AgentController:
         # What a reply's `confidence` is: P(it is right), fitted on labelled questions; without a
         # model, the gate's probability (which is not that, decision 0062).
         self.confidence = confidence
+        # The documents' declared sources (their metadata's ``source``): documents that declare
+        # one source are one for conflicts and corroboration; None: each document is its own.
+        self.sources = sources
 
     def attempt(
         self,
@@ -266,7 +272,9 @@ class AgentController:
         reading = None
         if self.reader is not None:
             # The user's question, not a rewrite: the rewrite only finds other evidence.
-            reading = self.reader.read(q.text, top, sentences, self.config.reader_subjects)
+            reading = self.reader.read(
+                q.text, top, sentences, self.config.reader_subjects, self.source_of(top)
+            )
             t4 = time.perf_counter()
             timings["read"] = (t4 - t3) * 1000
             t3 = t4
@@ -278,6 +286,40 @@ class AgentController:
         probability = float(self.gate.predict_proba([features])[0]) if top and self.gate is not None else 0.0
         timings["gate"] = (time.perf_counter() - t3) * 1000
         return Attempt(query, strategy, top, sentences, probability, features, timings, reading)
+
+    def source_of(self, hits: Sequence[Hit]) -> SourceOf:
+        """Each of ``hits``' documents' source: the one its metadata declares, else itself."""
+        if self.sources is None or not hits:
+            return document_source
+        known = self.sources(list(dict.fromkeys(h.chunk.doc_id for h in hits)))
+        declared = {doc_id: f"source:{p.source}" for doc_id, p in known.items() if p.source}
+        return lambda doc_id: declared.get(doc_id) or document_source(doc_id)
+
+    def read_other_sources(self, q: QueryTerms, best: Attempt, trace: list[TraceStep]) -> Attempt:
+        """``best`` with the next other sources among its hits read for a disagreement, when
+        conflicts are reported and its answer is read at least as surely as the conflict gate
+        asks (:class:`~verityrag.agent.gates.SourcesAgree`): else as it is, at no cost."""
+        reading = best.reading
+        if (
+            self.reader is None
+            or not self.config.report_conflicts
+            or reading is None
+            or reading.short_answer is None
+            or reading.answer_logit < self.conflict_threshold()
+        ):
+            return best
+        t0 = time.perf_counter()
+        found = self.reader.read_other_sources(
+            q.text, best.hits, best.sentences, reading, self.source_of(best.hits), self.config.reader_subjects
+        )
+        added = [a.trace_details() for a in found.alternatives if a not in reading.alternatives]
+        trace.append(TraceStep("other_sources", (time.perf_counter() - t0) * 1000, {"alternatives": added}))
+        return dataclasses.replace(best, reading=found)
+
+    def conflict_threshold(self) -> float:
+        """The answer logit at which two sources' values are a disagreement to report: the reader
+        would answer with each at the loose level."""
+        return self.effective_reader_threshold() + strictness_policy("loose").reader_margin
 
     def _idf(self, snap: SnapshotView) -> Callable[[str], float]:
         return lambda term: self.index.idf(term, snap)
@@ -335,6 +377,7 @@ class AgentController:
         )
         best = self.search(q, snap, threshold, trace, doc_ids)
         attempts = [s for s in trace if s.stage.startswith("attempt_")]
+        best = self.read_other_sources(q, best, trace)
         base = {"snapshot_version": snap.version, "threshold": threshold, "attempts": len(attempts)}
         if not best.hits:
             return self._abstain(question, AbstainReason.NO_EVIDENCE, best, trace, base)
@@ -463,7 +506,7 @@ class AgentController:
                 # a second document's value read at 0.9967 went unreported beside one at 0.9991. Asked
                 # first: two values each read under the threshold are a disagreement to report, not
                 # a "the documents do not say" (most of the dev domains' conflicts).
-                gates.append(SourcesAgree(threshold + strictness_policy("loose").reader_margin))
+                gates.append(SourcesAgree(self.conflict_threshold()))
             gates.append(ReaderDecision(threshold))
         if self.answerability is not None:
             gates.append(
@@ -542,6 +585,7 @@ class AgentParts:
     answer_strategy: AnswerStrategy | None = None
     reader: EvidenceReader | None = None
     confidence: ConfidenceModel | None = None
+    sources: ProvenanceLookup | None = None
 
     def identity(self) -> tuple[int, ...]:
         """Which objects these are: parts are told apart by identity, not by value (a cache key)."""

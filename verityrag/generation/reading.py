@@ -17,10 +17,13 @@ per question, and reads the best answer span and the reader's no-answer score:
   best span whose passage does is the answer, and when no span's passage does, the reading says
   which subjects were not found (the agent refuses). The length of the other ship is no answer
   to "How long is the MV Lissa Wren?";
-- the **alternatives**: the reader's other spans in *other sources* (documents of another
-  title) whose passages name the subjects too, of the kind the question asks for, that say
-  something else (no word in common with the answer): where documents disagree (two prices,
-  two years). The agent decides which are well enough supported to report;
+- the **alternatives**: the reader's other spans in *other sources* whose passages name the
+  subjects too, of the kind the question asks for, that say something else (no word in common
+  with the answer): where documents disagree (two prices, two years). A source is a document,
+  or the source its metadata declares (``source``: documents that declare one source are one),
+  never a title, which anyone can copy. :meth:`EvidenceReader.read_other_sources` reads the best
+  passage of the next other sources among the hits too, since the first read's budget rarely
+  reaches a second document's value. The agent decides which are well enough supported to report;
 - the **corroborations**: other sources' spans that give the same answer; they count for it
   (a noisy-or of the reader's probabilities), so an answer two documents give is surer than
   one either gives alone.
@@ -32,12 +35,14 @@ import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
+
+import numpy as np
 
 from verityrag.generation.sentence_selector import ScoredSentence
 from verityrag.text.answer_types import AnswerType, expected_type, matches
-from verityrag.text.answers import answer_tokens
+from verityrag.text.answers import answer_tokens, contains_gold
 from verityrag.text.sections import heading_flags, heading_spans, last_heading
 from verityrag.text.sentences import sentence_spans
 from verityrag.text.stopwords import ENGLISH_STOPWORDS
@@ -50,6 +55,18 @@ DEFAULT_EVIDENCE_TOKENS = 160
 LOGIT_CLIP = 20.0
 #: Spans a read returns: the best one whose passage names the question's subjects is the answer.
 SPANS_READ = 10
+#: Other sources :meth:`EvidenceReader.read_other_sources` reads, and the tokens of each: one
+#: batch of two short passages costs about one read.
+OTHER_SOURCES_READ = 2
+OTHER_SOURCE_TOKENS = 96
+
+#: A document's source: who says what it says (:func:`document_source`).
+SourceOf = Callable[[str], str]
+
+
+def document_source(doc_id: str) -> str:
+    """The source of a document that declares none: itself."""
+    return f"doc:{doc_id}"
 
 
 class SpanFound(Protocol):
@@ -227,9 +244,10 @@ class EvidenceReader:
         return self
 
     def passages(
-        self, hits: Sequence[Hit], ranked: Sequence[ScoredSentence]
+        self, hits: Sequence[Hit], ranked: Sequence[ScoredSentence], tokens: int | None = None
     ) -> tuple[str, list[_Passage], int]:
-        """The text the reader reads: the best sentences within the budget, each chunk's in order.
+        """The text the reader reads: the best sentences within the budget (``tokens``, else the
+        reader's ``evidence_tokens``), each chunk's in order.
 
         Sentences are taken best first until the budget is spent (the first always, cut by the
         model's window if it is longer); those of one chunk are joined in their order, merged
@@ -237,6 +255,7 @@ class EvidenceReader:
         sentences under a heading of its chunk (:mod:`verityrag.text.sections`) is read after
         that heading, which is context: no answer is taken from it.
         """
+        budget = self.evidence_tokens if tokens is None else tokens
         chunks = {h.chunk_id: h.chunk for h in hits}
         picked: dict[str, list[tuple[int, int]]] = {}
         used = 0
@@ -244,12 +263,12 @@ class EvidenceReader:
             cit = s.sentence.citations[0]
             if cit.chunk_id not in chunks:
                 continue
-            tokens = self.model.count_tokens(s.sentence.text)
-            if picked and used + tokens > self.evidence_tokens:
+            size = self.model.count_tokens(s.sentence.text)
+            if picked and used + size > budget:
                 continue
-            used += tokens
+            used += size
             picked.setdefault(cit.chunk_id, []).append((cit.start, cit.end))
-            if used >= self.evidence_tokens:
+            if used >= budget:
                 break
         text_parts: list[str] = []
         passages: list[_Passage] = []
@@ -297,15 +316,114 @@ class EvidenceReader:
                 self._cache.popitem(last=False)
         return result
 
+    def _read_many(self, pairs: Sequence[tuple[str, str]]) -> list[ReadResult]:
+        """:meth:`_read` of each pair, those not cached in one batch."""
+        found: dict[tuple[str, str], ReadResult] = {}
+        with self._lock:
+            for key in pairs:
+                if key in self._cache:
+                    self._cache.move_to_end(key)
+                    found[key] = self._cache[key]
+        missing = [key for key in dict.fromkeys(pairs) if key not in found]
+        if missing:
+            for key, result in zip(missing, self.model.read_batch(missing, k=SPANS_READ), strict=True):
+                found[key] = result
+            with self._lock:
+                for key in missing:
+                    self._cache[key] = found[key]
+                while len(self._cache) > self.cache_size:
+                    self._cache.popitem(last=False)
+        return [found[key] for key in pairs]
+
+    def read_other_sources(
+        self,
+        question: str,
+        hits: Sequence[Hit],
+        ranked: Sequence[ScoredSentence],
+        reading: Reading,
+        source_of: SourceOf = document_source,
+        require_subjects: bool = True,
+    ) -> Reading:
+        """``reading`` with the answers of the next :data:`OTHER_SOURCES_READ` other sources among
+        ``hits`` added to its alternatives where they disagree (one per source, the surer read): each source's best sentences
+        (:data:`OTHER_SOURCE_TOKENS` of them, in its chunks that name the question's subjects)
+        read on their own, in one batch, and the best span taken as what the source says. The first read takes the best sentences
+        of all the hits, so a second document's value is rarely among them: a price list and an
+        old leaflet that disagree were reported 1 time in 14."""
+        answer = reading.short_answer
+        if answer is None:
+            return reading
+        by_id = {h.chunk_id: h.chunk for h in hits}
+        chosen = by_id.get(answer.chunk_id)
+        if chosen is None:
+            return reading
+        subjects = question_subjects(question) if require_subjects else []
+        # Sources that give the answer too need no second read (an attacker's copies say it
+        # alike: the source that disagrees comes after them).
+        seen = {source_of(chosen.doc_id)} | {source_of(a.doc_id) for a in reading.corroborations}
+        # Sources in the order of their best sentence (the selector's ranking): a source's first
+        # hit may be its opening paragraph, its value further on.
+        order: list[str] = []
+        for scored in ranked:
+            chunk = by_id.get(scored.sentence.citations[0].chunk_id) if scored.sentence.citations else None
+            if chunk is None or (key := source_of(chunk.doc_id)) in seen:
+                continue
+            seen.add(key)
+            order.append(key)
+        for hit in hits:  # then those the selector ranked no sentence of
+            if (key := source_of(hit.chunk.doc_id)) not in seen:
+                seen.add(key)
+                order.append(key)
+        reads = []
+        for key in order:
+            own = [h for h in hits if source_of(h.chunk.doc_id) == key and not _missing_in(subjects, h.chunk)]
+            if any(contains_gold(h.chunk.text, [answer.text]) for h in own):
+                continue  # it says the answer too (an attacker's copies do): no rival there
+            text, passages, _ = self.passages(own, _ranked_within(question, own, ranked), OTHER_SOURCE_TOKENS)
+            if passages:
+                reads.append((text, passages))
+            if len(reads) == OTHER_SOURCES_READ:
+                break
+        if not reads:
+            return reading
+        results = self._read_many([(question, text) for text, _ in reads])
+        kind = reading.expected
+        found: list[Alternative] = []
+        for (_, passages), result in zip(reads, results, strict=True):
+            span = next((sp for sp in result.spans if not _passage_of(passages, sp.start).heading), None)
+            if span is None:
+                continue
+            chunk = _passage_of(passages, span.start).chunk
+            text = span.text.strip()
+            if text and (kind is AnswerType.ANY or matches(text, kind)) and disagree(answer.text, text):
+                found.append(
+                    Alternative(
+                        text, chunk.chunk_id, chunk.doc_id, chunk.title, _clip(span.score - result.null_score)
+                    )
+                )
+        if not found:
+            return reading
+        # One per source, its surest: read on its own, a source's value is often read surer
+        # than beside the answer's passage.
+        best: dict[str, Alternative] = {}
+        for alt in (*reading.alternatives, *found):
+            key = source_of(alt.doc_id)
+            if key not in best or alt.answer_logit > best[key].answer_logit:
+                best[key] = alt
+        alternatives = tuple(sorted(best.values(), key=lambda a: -a.answer_logit))
+        return replace(reading, alternatives=alternatives)
+
     def read(
         self,
         question: str,
         hits: Sequence[Hit],
         ranked: Sequence[ScoredSentence],
         require_subjects: bool = True,
+        source_of: SourceOf = document_source,
     ) -> Reading:
         """The reader's finding in the best sentences of ``ranked`` (the selector's order over ``hits``);
-        with ``require_subjects``, in a passage that names what the question is about."""
+        with ``require_subjects``, in a passage that names what the question is about.
+        ``source_of`` says which documents are one source (their alternatives do not count)."""
         text, passages, used = self.passages(hits, ranked)
         if not passages:
             return NOTHING_READ
@@ -341,11 +459,11 @@ class EvidenceReader:
         end = min(passage.end, passage.start + span.end - passage.offset)
         span_text = passage.chunk.text[start:end].strip()
         own = _clip(result.answer_logit if span is result.spans[0] else span.score - result.null_score)
-        agreeing = _corroborations(result, passages, passage.chunk, span_text, missing_in)
+        agreeing = _corroborations(result, passages, passage.chunk, span_text, missing_in, source_of)
         logit = corroborated_logit(own, [a.answer_logit for a in agreeing])
         short = ShortAnswer(span_text, passage.chunk.chunk_id, start, end, probability(logit))
         sentences = answer_sentences(passage.chunk, start, end, ranked)
-        others = _alternatives(result, passages, passage.chunk, span_text, missing_in, kind)
+        others = _alternatives(result, passages, passage.chunk, span_text, missing_in, kind, source_of)
         return Reading(short, logit, sentences, kind, matches(span_text, kind), used, (), others, agreeing)
 
 
@@ -356,17 +474,18 @@ def _alternatives(
     answer: str,
     missing_in: Callable[[Chunk], tuple[str, ...]],
     kind: AnswerType,
+    source_of: SourceOf,
 ) -> tuple[Alternative, ...]:
-    """The best span of each other document that answers the same question differently
-    (:func:`disagree`), of the kind asked for (:func:`_other_sources`). Documents of one title
-    are one source (an article's paragraphs): on the bundled calibration questions, every
-    disagreement reported within one article was two right answers to a question that has
-    several (5 of 550 questions)."""
+    """The best span of each other source that answers the same question differently
+    (:func:`disagree`), of the kind asked for (:func:`_other_sources`). An article's paragraphs
+    are one source when they declare it (the bundled corpus does): on the bundled calibration
+    questions, every disagreement reported within one article was two right answers to a
+    question that has several (5 of 550 questions)."""
 
     def differs(text: str) -> bool:
         return (kind is AnswerType.ANY or matches(text, kind)) and disagree(answer, text)
 
-    return _other_sources(result, passages, chosen, missing_in, differs, lambda chunk: chunk.doc_id)
+    return _other_sources(result, passages, chosen, missing_in, differs, source_of)
 
 
 def _corroborations(
@@ -375,15 +494,11 @@ def _corroborations(
     chosen: Chunk,
     answer: str,
     missing_in: Callable[[Chunk], tuple[str, ...]],
+    source_of: SourceOf,
 ) -> tuple[Alternative, ...]:
     """The best span of each other source that gives ``answer`` (:func:`same_answer`)."""
     return _other_sources(
-        result,
-        passages,
-        chosen,
-        missing_in,
-        lambda text: same_answer(answer, text),
-        lambda chunk: chunk.title or chunk.doc_id,
+        result, passages, chosen, missing_in, lambda text: same_answer(answer, text), source_of
     )
 
 
@@ -393,29 +508,25 @@ def _other_sources(
     chosen: Chunk,
     missing_in: Callable[[Chunk], tuple[str, ...]],
     keep: Callable[[str], bool],
-    one_per: Callable[[Chunk], str],
+    source_of: SourceOf,
 ) -> tuple[Alternative, ...]:
     """The reader's spans outside ``chosen``'s source that ``keep`` accepts, in passages naming
-    the question's subjects (``missing_in`` finds none missing): the best of each ``one_per``
-    key (the spans come best first), then sorted by answer logit."""
+    the question's subjects (``missing_in`` finds none missing): the best of each source (the
+    spans come best first), then sorted by answer logit."""
     best: dict[str, Alternative] = {}
+    own = source_of(chosen.doc_id)
     for span in result.spans:
         passage = _passage_of(passages, span.start)
         chunk = passage.chunk
         text = span.text.strip()
         if passage.heading:
             continue
-        key = one_per(chunk)
-        if not text or _same_source(chunk, chosen) or key in best or not keep(text) or missing_in(chunk):
+        key = source_of(chunk.doc_id)
+        if not text or key == own or key in best or not keep(text) or missing_in(chunk):
             continue
         logit = _clip(span.score - result.null_score)
         best[key] = Alternative(text, chunk.chunk_id, chunk.doc_id, chunk.title, logit)
     return tuple(sorted(best.values(), key=lambda a: -a.answer_logit))
-
-
-def _same_source(chunk: Chunk, chosen: Chunk) -> bool:
-    """One document, or documents of one title (an article's paragraphs): not independent."""
-    return chunk.doc_id == chosen.doc_id or (bool(chunk.title) and chunk.title == chosen.title)
 
 
 def corroborated_logit(own: float, others: Sequence[float]) -> float:
@@ -448,6 +559,32 @@ def disagree(a: str, b: str) -> bool:
         return not numbers_a & numbers_b
     words_a, words_b = set(ta) - ENGLISH_STOPWORDS, set(tb) - ENGLISH_STOPWORDS
     return bool(words_a) and bool(words_b) and not words_a & words_b
+
+
+def _ranked_within(
+    question: str, hits: Sequence[Hit], ranked: Sequence[ScoredSentence]
+) -> list[ScoredSentence]:
+    """The sentences of ``hits``' chunks best first: those ``ranked`` holds in its order, then
+    the rest by the question's words they share (the selector ranks only the best few of all)."""
+    ids = {h.chunk_id for h in hits}
+    own = [s for s in ranked if s.sentence.citations and s.sentence.citations[0].chunk_id in ids]
+    taken = {(s.sentence.citations[0].chunk_id, s.sentence.citations[0].start) for s in own}
+    asked = set(answer_tokens(question)) - ENGLISH_STOPWORDS
+    rest: list[tuple[int, int, ScoredSentence]] = []
+    for rank, hit in enumerate(hits):
+        chunk = hit.chunk
+        for start, end in sentence_spans(chunk.text):
+            if (chunk.chunk_id, start) in taken:
+                continue
+            citation = Citation(chunk.chunk_id, chunk.doc_id, chunk.title, start, end)
+            text = chunk.text[start:end]
+            shared = len(asked & set(answer_tokens(text)))
+            scored = ScoredSentence(CitedSentence(text, (citation,)), float(shared), rank, _NO_FEATURES)
+            rest.append((-shared, rank, scored))
+    return own + [scored for *_, scored in sorted(rest, key=lambda r: (r[0], r[1]))]
+
+
+_NO_FEATURES = np.zeros(0, dtype=np.float32)
 
 
 def _passage_of(passages: Sequence[_Passage], offset: int) -> _Passage:

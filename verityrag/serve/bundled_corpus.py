@@ -70,11 +70,17 @@ def _text_field(row: dict[str, Any], key: str) -> str:
 
 
 def load_corpus(path: Path) -> list[Document]:
-    """JSONL with ``doc_id``, ``text`` and optional ``title``, one document per line."""
+    """JSONL with ``doc_id``, ``text`` and optional ``title`` and ``source``, one document per
+    line. A document declares its ``source`` (its metadata's), else its title: the bundled
+    corpus's documents are an article's paragraphs, one source, whose answers neither
+    corroborate nor contradict one another (:mod:`verityrag.generation.reading`)."""
     docs = []
     for lineno, d in _jsonl_objects(path, "corpus", " (build it with `make data`)"):
         try:
-            docs.append(Document(_text_field(d, "doc_id"), str(d.get("title", "")), _text_field(d, "text")))
+            title = str(d.get("title", ""))
+            source = str(d.get("source") or title)
+            metadata = {"source": source} if source else {}
+            docs.append(Document(_text_field(d, "doc_id"), title, _text_field(d, "text"), metadata))
         except InvalidInputError as exc:
             raise InvalidInputError("corpus", f"{path}:{lineno}: {exc}") from exc
     return docs
