@@ -139,7 +139,9 @@ FACTS = [
 
 #: Documents no question is about, so a fact is one document among several.
 OTHERS = [
-    Document("news", "News", "News\n\nThe harbour at Oban is dredged in March. Our new website opens in spring."),
+    Document(
+        "news", "News", "News\n\nThe harbour at Oban is dredged in March. Our new website opens in spring."
+    ),
     Document("accessibility", "Accessibility", "Accessibility\n\nBoth ships have lifts to the lounge deck."),
     Document("groups", "Group travel", "Group travel\n\nGroups of ten or more book through the office."),
 ]
@@ -208,7 +210,9 @@ def run(variant: str | None) -> list[dict[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--out", type=Path, help="write the outcomes as JSON here")
     args = parser.parse_args(argv)
     report: dict[str, Any] = {"facts": len(FACTS), "variants": {}}
