@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import errno
 import os
 import shlex
@@ -26,10 +27,11 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 import httpx
 
@@ -51,6 +53,36 @@ class Service:
     url: str
     health_path: str
     process: subprocess.Popen[bytes]
+
+
+def _end_with_parent(parent: int) -> Callable[[], None] | None:
+    """A ``preexec_fn`` that has the kernel send the child SIGTERM when its parent dies (Linux's
+    ``PR_SET_PDEATHSIG``): a ``kill -9`` of the launcher left the API and the app running, holding
+    their ports, so the next ``make run`` could not start. SIGTERM stops them as Ctrl-C does (the
+    API writes its index image). None elsewhere. The C function is found here, in the parent:
+    between fork and exec the child only calls it."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+    def arrange() -> None:
+        prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before the request was in place
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return arrange
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def start_child(command: Sequence[str], **options: Any) -> subprocess.Popen[bytes]:
+    """``subprocess.Popen(command, **options)`` for a part the launcher runs: it ends when the
+    launcher does, however the launcher ends."""
+    return subprocess.Popen(list(command), preexec_fn=_end_with_parent(os.getpid()), **options)
 
 
 def free_port(host: str) -> int:
@@ -172,11 +204,9 @@ def running_services(
     ui_env = {k: v for k, v in env.items() if k not in ("VERITYRAG_LOAD_BUNDLED", "VERITYRAG_DATA_DIR")}
     services: list[Service] = []
     try:
-        api = subprocess.Popen([*api_command(host, api_port), "--log-level", "warning"], env=env, cwd=ROOT)
+        api = start_child([*api_command(host, api_port), "--log-level", "warning"], env=env, cwd=ROOT)
         services.append(Service("API", api_url, "/health", api))
-        ui = subprocess.Popen(
-            ui_command(host, ui_port, api_url), env=ui_env, cwd=ROOT, stdout=subprocess.DEVNULL
-        )
+        ui = start_child(ui_command(host, ui_port, api_url), env=ui_env, cwd=ROOT, stdout=subprocess.DEVNULL)
         services.append(Service("Streamlit app", f"http://{host}:{ui_port}", "/_stcore/health", ui))
         for service in services:
             wait_healthy(service, startup_s)
@@ -226,7 +256,7 @@ def running_api_server(
     # server kept running, and the caller's temporary data dir stayed. Taken as Ctrl-C, both go.
     on_main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _sigterm_as_ctrl_c) if on_main_thread else None
-    proc = subprocess.Popen([*api_command(host, port, keep_alive_s), "--log-level", "warning"], env=env)
+    proc = start_child([*api_command(host, port, keep_alive_s), "--log-level", "warning"], env=env)
     service = Service("the API server", url, "/health", proc)
     try:
         wait_healthy(service, startup_s)
