@@ -341,3 +341,14 @@ def test_a_million_character_csv_is_chunked_row_by_row_within_the_word_limit() -
     chunks = pipeline.index.chunks_of("orders")
     assert max(len(c.text.split()) for c in chunks) <= 2 * settings.chunk_max_words
     assert len(chunks) > 500
+
+
+def test_a_pdf_whose_forms_draw_forms_is_refused_not_read_for_seconds() -> None:
+    from verityrag.ingest.sample_files import make_nested_forms_pdf
+
+    # A few kilobytes: each page draws a form that draws the next ten times, five deep (8 pages
+    # took 15 s to read); refused once it has drawn more forms than honest pages do.
+    with pytest.raises(InvalidInputError, match=r"'forms\.pdf' is refused: it draws more than 2,000 forms"):
+        parse_file("forms.pdf", make_nested_forms_pdf(depth=5, fanout=10, pages=8))
+    # A form drawn a few times, as a logo is, is read.
+    assert "word" in parse_file("logo.pdf", make_nested_forms_pdf(depth=2, fanout=3, pages=2)).text

@@ -21,6 +21,7 @@ import io
 import logging
 import re
 import struct
+import time
 import zipfile
 import zlib
 from dataclasses import dataclass
@@ -536,6 +537,39 @@ def _parse_markdown(source: str, budget: _TextBudget | None = None) -> tuple[str
 # ------------------------------------------------------------------- PDF
 
 
+#: The most forms (``Do``) a PDF's pages may draw in all while their text is read: a file of a few
+#: kilobytes whose page draws a form that draws the next ten times, five deep, took 15 s for 8
+#: pages. A page with a logo and a few icons draws a handful.
+MAX_PDF_FORMS_DRAWN = 2_000
+#: How long reading a PDF's text may take: this, and this much more per page.
+PDF_SECONDS = 1.5
+PDF_SECONDS_PER_PAGE = 0.02
+
+
+class _PdfTooCostlyError(Exception):
+    """A PDF's text costs more to read than an honest one's would."""
+
+
+class _PdfWork:
+    """Counts what a PDF's text extraction does (pypdf calls it before each operator, those of
+    nested forms too) and stops it when the file asks for more than :data:`MAX_PDF_FORMS_DRAWN`
+    forms or more time than its pages allow."""
+
+    def __init__(self, pages: int) -> None:
+        self.deadline = time.monotonic() + PDF_SECONDS + PDF_SECONDS_PER_PAGE * pages
+        self.forms = 0
+        self.ops = 0
+
+    def __call__(self, operator: bytes, *_: Any) -> None:
+        self.ops += 1
+        if operator == b"Do":
+            self.forms += 1
+            if self.forms > MAX_PDF_FORMS_DRAWN:
+                raise _PdfTooCostlyError(f"draws more than {MAX_PDF_FORMS_DRAWN:,} forms (nested forms?)")
+        if self.ops % 256 == 0 and time.monotonic() > self.deadline:
+            raise _PdfTooCostlyError("takes too long to read (its drawing is nested or repeated beyond reason)")
+
+
 def _parse_pdf(filename: str, data: bytes, budget: _TextBudget) -> tuple[str, str]:
     from pypdf import PdfReader
     from pypdf.errors import PdfReadError
@@ -545,13 +579,16 @@ def _parse_pdf(filename: str, data: bytes, budget: _TextBudget) -> tuple[str, st
         if reader.is_encrypted and not reader.decrypt(""):
             raise _fail(filename, "is an encrypted PDF: save it without a password and upload it again")
         pages = []
+        work = _PdfWork(len(reader.pages))
         for page in reader.pages:
-            pages.append(page.extract_text() or "")
+            pages.append(page.extract_text(visitor_operand_before=work) or "")
             budget.take(pages[-1])
         info: Any = reader.metadata
         title = str(info.title or "") if info is not None else ""
     except InvalidInputError:
         raise
+    except _PdfTooCostlyError as exc:
+        raise _fail(filename, f"is refused: it {exc}") from exc
     except PdfReadError as exc:
         raise _fail(filename, f"is not a readable PDF ({exc})") from exc
     except Exception as exc:  # pypdf raises many kinds on a damaged file

@@ -10,7 +10,7 @@ import io
 import textwrap
 from collections.abc import Sequence
 
-__all__ = ["make_docx", "make_pdf"]
+__all__ = ["make_docx", "make_nested_forms_pdf", "make_pdf"]
 
 _LINES_PER_PAGE = 48
 
@@ -57,7 +57,47 @@ def make_pdf(pages: Sequence[str], title: str | None = None) -> bytes:
         len(kids),
     )
     info = add(b"<< /Title " + _pdf_string(title) + b" >>") if title else None
+    return _pdf_file(objects, catalog, info)
 
+
+def make_nested_forms_pdf(depth: int = 7, fanout: int = 10, pages: int = 1) -> bytes:
+    """A hostile PDF of a few kilobytes: one page draws a form ``fanout`` times, which draws the
+    next ``fanout`` times, ``depth`` deep, the last showing a word: ``fanout ** depth`` words to
+    extract (a "billion laughs" of the PDF format), on each of ``pages`` pages."""
+    objects: list[bytes] = [b"", b""]
+    font = len(objects) + 1
+    objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+    forms: list[int] = []
+    for _ in range(depth):
+        forms.append(len(objects) + 1)
+        objects.append(b"")
+    for level, number in enumerate(forms):
+        if level == depth - 1:
+            stream, resources = b"BT /F1 9 Tf (word) Tj ET", b"/Font << /F1 %d 0 R >>" % font
+        else:
+            stream = b" ".join([b"/X Do"] * fanout)
+            resources = b"/XObject << /X %d 0 R >>" % forms[level + 1]
+        objects[number - 1] = (
+            b"<< /Type /XObject /Subtype /Form /BBox [0 0 612 792] /Resources << %s >> /Length %d >>\n"
+            b"stream\n%s\nendstream" % (resources, len(stream), stream)
+        )
+    page_stream = b" ".join([b"/X Do"] * fanout)
+    content = len(objects) + 1
+    objects.append(b"<< /Length %d >>\nstream\n%s\nendstream" % (len(page_stream), page_stream))
+    kids = []
+    for _ in range(pages):
+        kids.append(len(objects) + 1)
+        objects.append(
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /XObject << /X %d 0 R >> >> "
+            b"/Contents %d 0 R >>" % (forms[0], content)
+        )
+    objects[0] = b"<< /Type /Catalog /Pages 2 0 R >>"
+    objects[1] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (b" ".join(b"%d 0 R" % k for k in kids), pages)
+    return _pdf_file(objects, 1, None)
+
+
+def _pdf_file(objects: Sequence[bytes], catalog: int, info: int | None) -> bytes:
+    """The file of ``objects`` (object i + 1 is ``objects[i]``), its cross-reference table and trailer."""
     out = io.BytesIO()
     out.write(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
     offsets = []
