@@ -567,7 +567,9 @@ class _PdfWork:
             if self.forms > MAX_PDF_FORMS_DRAWN:
                 raise _PdfTooCostlyError(f"draws more than {MAX_PDF_FORMS_DRAWN:,} forms (nested forms?)")
         if self.ops % 256 == 0 and time.monotonic() > self.deadline:
-            raise _PdfTooCostlyError("takes too long to read (its drawing is nested or repeated beyond reason)")
+            raise _PdfTooCostlyError(
+                "takes too long to read (its drawing is nested or repeated beyond reason)"
+            )
 
 
 def _parse_pdf(filename: str, data: bytes, budget: _TextBudget) -> tuple[str, str]:
