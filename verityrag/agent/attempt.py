@@ -21,6 +21,9 @@ class Attempt:
     features: list[float]
     timings_ms: dict[str, float] = field(default_factory=dict)
     reading: Reading | None = None  # what the extractive reader found (None: no reader)
+    # Every hit the retrieval ranked (``hits`` is their top): where a source that disagrees is
+    # looked for when others crowd it out of the top (an attacker's keyword-stuffed copies).
+    candidates: list[Hit] = field(default_factory=list)
 
     def trace_details(self) -> dict[str, Any]:
         names = GATE_FEATURES + (READER_FEATURES if len(self.features) > len(GATE_FEATURES) else ())

@@ -285,7 +285,7 @@ class AgentController:
         # gates of calibrate's out-of-fold loop check score without a threshold of their own).
         probability = float(self.gate.predict_proba([features])[0]) if top and self.gate is not None else 0.0
         timings["gate"] = (time.perf_counter() - t3) * 1000
-        return Attempt(query, strategy, top, sentences, probability, features, timings, reading)
+        return Attempt(query, strategy, top, sentences, probability, features, timings, reading, hits)
 
     def source_of(self, hits: Sequence[Hit]) -> SourceOf:
         """Each of ``hits``' documents' source: the one its metadata declares, else itself."""
@@ -296,7 +296,8 @@ class AgentController:
         return lambda doc_id: declared.get(doc_id) or document_source(doc_id)
 
     def read_other_sources(self, q: QueryTerms, best: Attempt, trace: list[TraceStep]) -> Attempt:
-        """``best`` with the next other sources among its hits read for a disagreement, when
+        """``best`` with the next other sources among its candidates (the hits past its top too)
+        read for a disagreement, when
         conflicts are reported and its answer is read at least as surely as the conflict gate
         asks (:class:`~verityrag.agent.gates.SourcesAgree`): else as it is, at no cost."""
         reading = best.reading
@@ -309,8 +310,9 @@ class AgentController:
         ):
             return best
         t0 = time.perf_counter()
+        pool = best.candidates or best.hits
         found = self.reader.read_other_sources(
-            q.text, best.hits, best.sentences, reading, self.source_of(best.hits), self.config.reader_subjects
+            q.text, pool, best.sentences, reading, self.source_of(pool), self.config.reader_subjects
         )
         added = [a.trace_details() for a in found.alternatives if a not in reading.alternatives]
         trace.append(TraceStep("other_sources", (time.perf_counter() - t0) * 1000, {"alternatives": added}))
