@@ -8,7 +8,14 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from verityrag.generation.reading import LOGIT_CLIP, NOTHING_READ, EvidenceReader, answer_sentences, disagree
+from verityrag.generation.reading import (
+    LOGIT_CLIP,
+    NOTHING_READ,
+    EvidenceReader,
+    answer_sentences,
+    comparable,
+    disagree,
+)
 from verityrag.generation.sentence_selector import ScoredSentence
 from verityrag.models.span_reader import ReaderResult, ReaderSpan
 from verityrag.text.answer_types import AnswerType
@@ -298,3 +305,22 @@ def test_a_declared_source_is_one_source_for_the_second_read() -> None:
     found = reader.read_other_sources(question, hits, ranked, first, lambda d: one.get(d, f"doc:{d}"))
     assert found.alternatives == ()
     assert reader.read_other_sources(question, hits, ranked, NOTHING_READ) is NOTHING_READ
+
+
+@pytest.mark.parametrize(
+    ("answer", "rival", "same_kind"),
+    [
+        ("£8 an hour", "£10 an hour", True),
+        ("£18 per night", "£45", True),  # one says its unit: amounts of one order
+        ("Wednesday 3 September", "Thursday 4 September", True),
+        ("3 Pier Road, Oban", "14 Castle Street, Fort William", True),
+        ("Ewan Tolley", "Mara Lind", True),
+        ("£35 a year", "£22,500", False),  # another question's amount in the same newsletter
+        ("7am to 4pm", "5 April", False),  # a time of day and a date
+        ("within 1 hour", "within 5 business days", False),
+        ("Ruth Ellery", "the treasurer or to our welfare officer", False),
+        ("£15 compensation", "text reminder", False),
+    ],
+)
+def test_only_values_of_one_kind_can_disagree(answer: str, rival: str, same_kind: bool) -> None:
+    assert comparable(answer, rival) is same_kind

@@ -154,6 +154,14 @@ def gate_features(
     ]
 
 
+#: How far under the reader's threshold (on the answer logit) two sources' values still count as
+#: a disagreement to report. Two documents that disagree make the reader less sure of each value:
+#: on the dev domains at the loose level's margin (-1.5) 1 of 14 conflicts was reported; at -5
+#: (about probability 0.88 for each value with the shipped reader), 5 of 14, for one answerable
+#: question of 135 lost (-3: 4 and one lost; -6 and -7: 5 and five lost).
+CONFLICT_MARGIN = -5.0
+
+
 @dataclass(frozen=True)
 class AgentConfig:
     """How the agent decides, in one object: the loop's bounds, the evidence sizes and every
@@ -319,9 +327,9 @@ class AgentController:
         return dataclasses.replace(best, reading=found)
 
     def conflict_threshold(self) -> float:
-        """The answer logit at which two sources' values are a disagreement to report: the reader
-        would answer with each at the loose level."""
-        return self.effective_reader_threshold() + strictness_policy("loose").reader_margin
+        """The answer logit at which two sources' values are a disagreement to report: this much
+        under the reader's own threshold (:data:`CONFLICT_MARGIN`)."""
+        return self.effective_reader_threshold() + CONFLICT_MARGIN
 
     def _idf(self, snap: SnapshotView) -> Callable[[str], float]:
         return lambda term: self.index.idf(term, snap)
@@ -503,11 +511,10 @@ class AgentController:
         if self.reader is not None:
             threshold = self.effective_reader_threshold()
             if self.config.report_conflicts:
-                # Sources disagree when the reader would answer with each of two values at the loose
-                # level: a conflict is itself a refusal, and at the reader's own (strict) threshold
-                # a second document's value read at 0.9967 went unreported beside one at 0.9991. Asked
-                # first: two values each read under the threshold are a disagreement to report, not
-                # a "the documents do not say" (most of the dev domains' conflicts).
+                # Sources disagree when the reader reads each of two values well enough (under its
+                # own threshold: CONFLICT_MARGIN). Asked first: two values each read under the
+                # threshold are a disagreement to report, not a "the documents do not say" (most
+                # of the dev domains' conflicts).
                 gates.append(SourcesAgree(self.conflict_threshold()))
             gates.append(ReaderDecision(threshold))
         if self.answerability is not None:
