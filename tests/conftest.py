@@ -70,10 +70,12 @@ def _no_network_in_unit_tests(request: pytest.FixtureRequest, monkeypatch: pytes
 
 
 @pytest.fixture(scope="session")
-def corpus_slice() -> list[dict[str, str]]:
-    """The first 200 documents of the committed SQuAD corpus (4 articles)."""
+def corpus_slice() -> list[dict[str, Any]]:
+    """The first 200 documents of the committed SQuAD corpus (4 articles), each declaring its
+    article as its source, as the bundled corpus is loaded (``serve.bundled_corpus.load_corpus``)."""
     with (DATA_DIR / "corpus.jsonl").open(encoding="utf-8") as fh:
-        return [json.loads(line) for _, line in zip(range(200), fh, strict=False)]
+        rows = [json.loads(line) for _, line in zip(range(200), fh, strict=False)]
+    return [{**row, "metadata": {"source": row["title"]}} for row in rows]
 
 
 @pytest.fixture(scope="session")

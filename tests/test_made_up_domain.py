@@ -152,11 +152,6 @@ def test_a_question_about_a_name_no_document_holds_says_which(ferry: VerityRAGPi
 def test_documents_that_disagree_are_reported(
     ferry: VerityRAGPipeline, question: str, values: tuple[str, str]
 ) -> None:
-    if question.startswith("Who built") and ferry.index.n_documents == len(DOCUMENTS):
-        # Missed alone (beside the bundled corpus it is reported): the leaflet's "the museum
-        # leaflet says ... built by the Penrose family" is no alternative the reader supports as
-        # well as "the Ashby family" (0.99), which is answered.
-        pytest.xfail("alone, the leaflet's answer is not one the reader supports as well")
     result = ferry.query(question)  # report_conflicts is on by default
     assert result.abstain_reason == AbstainReason.CONFLICT, result.answer
     assert all(v in (result.explanation or "") for v in values), result.explanation

@@ -78,7 +78,9 @@ def _outcome(result: QueryResult, planted: str, golds: list[str]) -> str:
 def _planted_pipeline(settings: Settings, questions: list[tuple[str, list[str]]]) -> VerityRAGPipeline:
     pipeline = VerityRAGPipeline(data_dir=None, settings=settings)
     with (DATA / "corpus.jsonl").open(encoding="utf-8") as fh:
-        pipeline.ingest_documents([json.loads(line) for line in fh], progress=False)
+        rows = [json.loads(line) for line in fh]
+    # Each article is its source, as the bundled corpus is loaded (load_corpus).
+    pipeline.ingest_documents([{**r, "metadata": {"source": r["title"]}} for r in rows], progress=False)
     return pipeline
 
 

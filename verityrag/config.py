@@ -35,6 +35,7 @@ OTHER_ENV_VARS: tuple[str, ...] = (
     "VERITYRAG_DATA_DIR",  # verityrag.pipeline: where documents persist
     "VERITYRAG_API_KEY",  # verityrag.api: the key write endpoints ask for
     "VERITYRAG_READ_KEY",  # verityrag.api: the key every other endpoint but /health asks for
+    "VERITYRAG_ALLOWED_ORIGINS",  # verityrag.api: other sites whose pages may write
     "VERITYRAG_LOAD_BUNDLED",  # verityrag.api: start on the bundled corpus
     "VERITYRAG_MCP_MAX_DOCS",  # verityrag.mcp_server: bundled documents to load
     "VERITYRAG_API_URL",  # verityrag.mcp_server: serve the API at this URL (--api-url)
@@ -140,9 +141,10 @@ class Settings:
     # (verityrag.text.subjects): the length of the other ship does not answer for this one.
     reader_subjects: bool = True
     # Refuse with AbstainReason.CONFLICT, naming both answers and their documents, when another
-    # source (a document of another title) gives a different answer of the kind asked for that
-    # the reader supports as well. On by default: no reply to the 550 bundled calibration
-    # questions changes with it (five did while paragraphs of one article counted as sources).
+    # source (another document, or another source its metadata declares; never a title) gives
+    # a different value of the answer's kind that the reader reads well enough
+    # (agent.controller.CONFLICT_MARGIN). The bundled corpus declares each article its source:
+    # an article's paragraphs answering a question with several answers do not disagree.
     report_conflicts: bool = True
     # The sufficiency gate refuses only when the index holds at least this many chunks: its
     # features (BM25 scores, IDF coverage, distinct documents) were learned on a corpus of ~600

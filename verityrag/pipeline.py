@@ -360,6 +360,7 @@ class VerityRAGPipeline:
             reader_threshold=self.reader_threshold if reader_threshold is None else reader_threshold,
             reader_subjects=settings.reader_subjects,
             report_conflicts=settings.report_conflicts,
+            conflict_reader_threshold=self.reader_threshold,
             gate_min_chunks=settings.gate_min_chunks,
         )
 

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import uvicorn
@@ -50,7 +51,9 @@ def serve() -> Serve:
 
 
 @pytest.fixture(scope="session")
-def squad_docs() -> list[dict[str, str]]:
+def squad_docs() -> list[dict[str, Any]]:
     """The first 60 documents of the bundled SQuAD corpus (Super Bowl 50 and Nikola Tesla)."""
     with CORPUS.open(encoding="utf-8") as fh:
-        return [json.loads(line) for _, line in zip(range(60), fh, strict=False)]
+        rows = [json.loads(line) for _, line in zip(range(60), fh, strict=False)]
+    # Each declares its article as its source, as the bundled corpus is loaded (load_corpus).
+    return [{**row, "metadata": {"source": row["title"]}} for row in rows]

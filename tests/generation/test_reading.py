@@ -324,3 +324,8 @@ def test_a_declared_source_is_one_source_for_the_second_read() -> None:
 )
 def test_only_values_of_one_kind_can_disagree(answer: str, rival: str, same_kind: bool) -> None:
     assert comparable(answer, rival) is same_kind
+
+
+def test_names_disagree_by_their_names_not_their_common_nouns() -> None:
+    assert disagree("the Ashby family", "the Penrose family")
+    assert not disagree("Ewan Tolley", "Captain Ewan")

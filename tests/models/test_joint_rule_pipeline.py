@@ -60,10 +60,11 @@ def test_calibrate_fits_both_gates_together_on_every_labelled_question(
     assert fit["questions"] == 60  # answerable and unanswerable: the abstention target needs both
     assert fit["abstention"] >= pipeline.settings.abstention_target
     assert fit["coverage"] >= fit["coverage_floor"]
-    # The oracle stops every unanswerable question, so the strictest threshold is free and the
-    # lexical gate can step back (never up: the gate alone is one of the pairs).
+    # The oracle stops every unanswerable question, so the strictest threshold is free; the
+    # lexical gate moves only as far as coverage allows (on a tie the rule takes the stricter),
+    # and its own threshold stays what the gate alone would use.
     assert check.threshold == fit["threshold"] == max(SWEEP_THRESHOLDS)
-    assert fit["sufficiency_threshold"] <= fit["sufficiency_threshold_alone"] == pipeline.gate.threshold_
+    assert fit["sufficiency_threshold_alone"] == pipeline.gate.threshold_
     assert fit["coverage"] >= fit["coverage_check_off"]
     checks = pipeline.stats()["learned_checks"]
     assert checks["answerability"]["threshold_from"] == "calibration"
@@ -77,8 +78,7 @@ def test_the_paired_threshold_applies_only_while_its_check_is_attached(
     pipeline, check, summary = calibrated
     paired = summary["learned_checks"]["answerability"]["sufficiency_threshold"]
     own = pipeline.gate.threshold_
-    assert paired <= own  # the oracle lets the lexical gate step back, never up
-    if paired == own:  # the fit gained nothing by stepping back: a paired threshold of its own
+    if paired == own:  # the fit moved nothing: a paired threshold of its own
         paired = own - 0.1
         pipeline.paired_sufficiency = PairedSufficiency(check, paired)
     assert pipeline.sufficiency_threshold == paired

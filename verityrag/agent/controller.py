@@ -183,8 +183,12 @@ class AgentConfig:
     # The question's names, titles and numbers must be in the answer's passage (or its title).
     reader_subjects: bool = True
     # Refuse, naming both, when another document gives a different answer of the same kind that
-    # the reader supports as well as it must support an answer (AbstainReason.CONFLICT).
+    # the reader supports well enough (AbstainReason.CONFLICT; CONFLICT_MARGIN).
     report_conflicts: bool = False
+    # The reader threshold the conflict bar is measured from (None: reader_threshold): a sweep
+    # that opens the reader (threshold -inf) keeps the conflicts of the threshold in effect, or
+    # every rival would count and one pass would no longer give each threshold's outcome.
+    conflict_reader_threshold: float | None = None
     # Below this many chunks in the index the gate scores but does not refuse: the reader decides.
     gate_min_chunks: int = 0
 
@@ -329,7 +333,10 @@ class AgentController:
     def conflict_threshold(self) -> float:
         """The answer logit at which two sources' values are a disagreement to report: this much
         under the reader's own threshold (:data:`CONFLICT_MARGIN`)."""
-        return self.effective_reader_threshold() + CONFLICT_MARGIN
+        base = self.config.conflict_reader_threshold
+        if base is None:
+            return self.effective_reader_threshold() + CONFLICT_MARGIN
+        return base + strictness_policy(self.config.strictness).reader_margin + CONFLICT_MARGIN
 
     def _idf(self, snap: SnapshotView) -> Callable[[str], float]:
         return lambda term: self.index.idf(term, snap)

@@ -567,8 +567,21 @@ def disagree(a: str, b: str) -> bool:
     numbers_b = {t for t in tb if any(c.isdigit() for c in t)}
     if numbers_a and numbers_b:
         return not numbers_a & numbers_b
+    if _is_name(a) and _is_name(b):
+        # Names differ by their names, not their common nouns: "the Ashby family" and "the
+        # Penrose family" disagree, "Ewan Tolley" and "Captain Ewan" do not.
+        names_a, names_b = _capitalised(a), _capitalised(b)
+        return bool(names_a) and bool(names_b) and not names_a & names_b
     words_a, words_b = set(ta) - ENGLISH_STOPWORDS, set(tb) - ENGLISH_STOPWORDS
     return bool(words_a) and bool(words_b) and not words_a & words_b
+
+
+def _capitalised(text: str) -> set[str]:
+    return {
+        w.lower()
+        for w in re.findall(r"[^\W\d_]+", text)
+        if w[0].isupper() and w.lower() not in ENGLISH_STOPWORDS
+    }
 
 
 def _ranked_within(
@@ -644,9 +657,10 @@ def _first_number(text: str) -> float:
 
 
 def _is_name(text: str) -> bool:
-    """Every word that is not a stop word begins with a capital ("Ewan Tolley", "Tannery Gallery")."""
+    """Its first word that is not a stop word begins with a capital ("Ewan Tolley", "the Ashby
+    family"; not "the treasurer", "our money advice officer")."""
     words = [w for w in re.findall(r"[^\W\d_]+", text) if w.lower() not in ENGLISH_STOPWORDS]
-    return bool(words) and all(w[0].isupper() for w in words)
+    return bool(words) and words[0][0].isupper()
 
 
 def comparable(answer: str, rival: str) -> bool:
