@@ -346,11 +346,12 @@ class EvidenceReader:
         require_subjects: bool = True,
     ) -> Reading:
         """``reading`` with the answers of the next :data:`OTHER_SOURCES_READ` other sources among
-        ``hits`` added to its alternatives where they disagree (one per source, the surer read): each source's best sentences
-        (:data:`OTHER_SOURCE_TOKENS` of them, in its chunks that name the question's subjects)
-        read on their own, in one batch, and the best span taken as what the source says. The first read takes the best sentences
-        of all the hits, so a second document's value is rarely among them: a price list and an
-        old leaflet that disagree were reported 1 time in 14."""
+        ``hits`` added to its alternatives where they disagree (one per source, the surer read).
+        Each source's best sentences (:data:`OTHER_SOURCE_TOKENS` of them, in its chunks that
+        name the question's subjects) are read on their own, in one batch, and the best span is
+        what the source says. The first read takes the best sentences of all the hits, so a
+        second document's value is rarely among them: before this read, 1 of the 14 dev
+        conflicts (a price list and an old leaflet) was reported."""
         answer = reading.short_answer
         if answer is None:
             return reading
