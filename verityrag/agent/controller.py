@@ -309,9 +309,9 @@ class AgentController:
 
     def read_other_sources(self, q: QueryTerms, best: Attempt, trace: list[TraceStep]) -> Attempt:
         """``best`` with the next other sources among its candidates (the hits past its top too)
-        read for a disagreement, when
-        conflicts are reported and its answer is read at least as surely as the conflict gate
-        asks (:class:`~verityrag.agent.gates.SourcesAgree`): else as it is, at no cost."""
+        read for a disagreement, when conflicts are reported and its answer is read at least as
+        surely as the conflict gate asks (:class:`~verityrag.agent.gates.SourcesAgree`): else as
+        it is, at no cost."""
         reading = best.reading
         if (
             self.reader is None
@@ -333,10 +333,13 @@ class AgentController:
     def conflict_threshold(self) -> float:
         """The answer logit at which two sources' values are a disagreement to report: this much
         under the reader's own threshold (:data:`CONFLICT_MARGIN`)."""
-        base = self.config.conflict_reader_threshold
-        if base is None:
-            return self.effective_reader_threshold() + CONFLICT_MARGIN
-        return base + strictness_policy(self.config.strictness).reader_margin + CONFLICT_MARGIN
+        config = self.config
+        base = (
+            config.reader_threshold
+            if config.conflict_reader_threshold is None
+            else config.conflict_reader_threshold
+        )
+        return base + strictness_policy(config.strictness).reader_margin + CONFLICT_MARGIN
 
     def _idf(self, snap: SnapshotView) -> Callable[[str], float]:
         return lambda term: self.index.idf(term, snap)

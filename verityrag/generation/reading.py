@@ -305,20 +305,11 @@ class EvidenceReader:
         return "".join(text_parts), passages, used
 
     def _read(self, question: str, text: str) -> ReadResult:
-        key = (question, text)
-        with self._lock:
-            if key in self._cache:
-                self._cache.move_to_end(key)
-                return self._cache[key]
-        result = self.model.read_batch([key], k=SPANS_READ)[0]
-        with self._lock:
-            self._cache[key] = result
-            while len(self._cache) > self.cache_size:
-                self._cache.popitem(last=False)
-        return result
+        return self._read_many([(question, text)])[0]
 
     def _read_many(self, pairs: Sequence[tuple[str, str]]) -> list[ReadResult]:
-        """:meth:`_read` of each pair, those not cached in one batch."""
+        """The model's result for each (question, text) pair: from the cache, else read, those
+        not cached in one batch."""
         found: dict[tuple[str, str], ReadResult] = {}
         with self._lock:
             for key in pairs:
@@ -397,12 +388,7 @@ class EvidenceReader:
                 continue
             chunk = _passage_of(passages, span.start).chunk
             text = span.text.strip()
-            if (
-                text
-                and (kind is AnswerType.ANY or matches(text, kind))
-                and disagree(answer.text, text)
-                and comparable(answer.text, text)
-            ):
+            if text and _rival(answer.text, text, kind):
                 found.append(
                     Alternative(
                         text, chunk.chunk_id, chunk.doc_id, chunk.title, _clip(span.score - result.null_score)
@@ -489,14 +475,19 @@ def _alternatives(
     questions, every disagreement reported within one article was two right answers to a
     question that has several (5 of 550 questions)."""
 
-    def differs(text: str) -> bool:
-        return (
-            (kind is AnswerType.ANY or matches(text, kind))
-            and disagree(answer, text)
-            and comparable(answer, text)
-        )
+    return _other_sources(
+        result, passages, chosen, missing_in, lambda text: _rival(answer, text, kind), source_of
+    )
 
-    return _other_sources(result, passages, chosen, missing_in, differs, source_of)
+
+def _rival(answer: str, text: str, kind: AnswerType) -> bool:
+    """``text`` answers the question otherwise than ``answer``: of the kind asked for, saying
+    something else (:func:`disagree`), a value of the same kind (:func:`comparable`)."""
+    return (
+        (kind is AnswerType.ANY or matches(text, kind))
+        and disagree(answer, text)
+        and comparable(answer, text)
+    )
 
 
 def _corroborations(
