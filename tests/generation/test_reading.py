@@ -115,6 +115,33 @@ def test_no_span_is_no_answer_and_a_span_of_the_wrong_kind_is_flagged() -> None:
     assert not wrong.type_ok
 
 
+PRICE_ROW = "Treatment: Scale and polish; Needs: general anaesthetic; Price: £240."
+
+
+def test_the_best_span_of_the_kind_asked_is_the_answer_with_its_own_logit() -> None:
+    chunk = _chunk("p#0", PRICE_ROW)
+    ranked = _ranked([chunk], [(0, 0)])
+    model = _SpansModel([("general anaesthetic", 4.0), ("£240", 2.5)])
+    reading = EvidenceReader(model).read(
+        "What do you charge for a scale and polish?", [Hit(chunk, 1.0)], ranked
+    )
+    assert reading.expected is AnswerType.MONEY
+    assert reading.short_answer is not None
+    assert reading.short_answer.text == "£240"
+    assert reading.type_ok
+    assert reading.answer_logit == pytest.approx(2.5)
+    # The quoted sentence holds the short answer: they never disagree.
+    assert any("£240" in s.text for s in reading.sentences)
+    # No span of the kind asked: the best one stays, flagged (the agent refuses it).
+    none = EvidenceReader(_SpansModel([("general anaesthetic", 4.0)])).read(
+        "What do you charge for a scale and polish?", [Hit(chunk, 1.0)], ranked
+    )
+    assert none.short_answer is not None
+    assert none.short_answer.text == "general anaesthetic"
+    assert not none.type_ok
+    assert none.answer_logit == pytest.approx(4.0)
+
+
 def test_nothing_to_read_and_a_nan_logit_read_as_no_answer() -> None:
     chunks, hits = _setup()
     empty = EvidenceReader(_FakeModel("1891")).read("When?", hits, [])

@@ -25,6 +25,19 @@ pytestmark = pytest.mark.unit
         # A "when" clause before another question word asks that question, not for a date.
         ("When John Fox left as head coach, who replaced him?", AnswerType.ANY),
         ("thanks!", AnswerType.ANY),
+        # How people ask a price list.
+        ("How much is a flat white?", AnswerType.MONEY),
+        ("What's the hourly rate for the Loom Room?", AnswerType.MONEY),
+        ("What do you charge for an extra adult?", AnswerType.MONEY),
+        ("What does the Saturday counter job pay?", AnswerType.MONEY),
+        ("What's the monthly payroll charge for each member of staff?", AnswerType.MONEY),
+        ("How much is the sieve method of gas production used?", AnswerType.QUANTITY),
+        ("How much notice do I need to give?", AnswerType.QUANTITY),
+        ("What do statements from the member in charge of the bill indicate?", AnswerType.ANY),
+        ("What is the comparison in price between private schools and public?", AnswerType.ANY),
+        # The question's own question word decides, not one in a clause after it.
+        ("Which header tells me how many requests I've got left this minute?", AnswerType.ANY),
+        ("Why does Doctor Who's TARDIS always look the same?", AnswerType.ANY),
     ],
 )
 def test_expected_type_reads_the_question_words(question: str, kind: AnswerType) -> None:
@@ -39,6 +52,9 @@ def test_expected_type_reads_the_question_words(question: str, kind: AnswerType)
         ("brushed steel", AnswerType.MONEY, False),
         ("$49", AnswerType.MONEY, True),
         ("free", AnswerType.MONEY, True),
+        ("70%", AnswerType.MONEY, True),  # a share of the full price
+        ("50% of the estimate", AnswerType.MONEY, True),
+        ("Thursdays", AnswerType.DATE, True),
         ("Mara Lind", AnswerType.NUMBER, False),
         ("three hundred", AnswerType.NUMBER, True),
         ("1891", AnswerType.DATE, True),

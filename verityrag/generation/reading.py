@@ -435,6 +435,11 @@ class EvidenceReader:
             return lacking_by_chunk[chunk.chunk_id]
 
         missing: tuple[str, ...] | None = None
+        # The best span whose passage names the subjects and which is of the kind asked; else
+        # the best naming one (of the wrong kind: the agent refuses it). "What do you charge for
+        # a scale and polish?" read over a price list's row gets its price, not the
+        # "general anaesthetic" the model ranked first; the price keeps its own, lower logit.
+        found: tuple[SpanFound, _Passage] | None = None
         for span in result.spans:
             passage = _passage_of(passages, span.start)
             if passage.heading:
@@ -442,12 +447,18 @@ class EvidenceReader:
             lacking = missing_in(passage.chunk)
             if missing is None:  # the best answer's
                 missing = lacking
-            if not lacking:
+            if lacking:
+                continue
+            if found is None:
+                found = span, passage
+            if matches(span.text, kind):
+                found = span, passage
                 break
-        else:
+        if found is None:
             # No span's passage names what the question asks about: the model's own decision value
             # is kept (the gate reads it), the answer is none.
             return Reading(None, _clip(result.answer_logit), (), kind, False, used, missing or ())
+        span, passage = found
         start = passage.start + span.start - passage.offset
         end = min(passage.end, passage.start + span.end - passage.offset)
         span_text = passage.chunk.text[start:end].strip()

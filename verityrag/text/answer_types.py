@@ -41,6 +41,7 @@ _MONTHS = (
 _DATE_WORDS = (
     "century centuries decade decades year years yearly month months week weeks day days today "
     "spring summer autumn fall winter monday tuesday wednesday thursday friday saturday sunday "
+    "mondays tuesdays wednesdays thursdays fridays saturdays sundays weekday weekdays weekend weekends "
     "age era period dynasty reign war bc ad bce ce christmas easter morning evening night "
     "ancient medieval modern early late mid"
 ).split()
@@ -55,19 +56,21 @@ _QUANTITY_WORDS = (
 ).split()
 _CURRENCY_WORDS = (
     "dollar dollars cent cents euro euros pound pounds sterling yen yuan franc francs mark marks "
-    "rupee rupees peso pesos usd eur gbp free"
+    "rupee rupees peso pesos usd eur gbp free complimentary included waived"
 ).split()
 _CURRENCY_SIGNS = "$£€¥₹"
 # Units that make a number something other than a sum of money ("1.7 litres").
 _NON_MONEY_UNITS = (
     "litre litres liter liters ml millilitre millilitres gallon gallons kg kilogram kilograms gram grams g "
     "lb lbs pound-weight tonne tonnes ton tons km kilometre kilometres kilometer kilometers metre metres "
-    "meter meters m cm mm mile miles foot feet ft inch inches percent % degree degrees watt watts w kw "
+    "meter meters m cm mm mile miles foot feet ft inch inches degree degrees watt watts w kw "
     "volt volts v hour hours minute minutes second seconds day days week weeks month months year years "
     "people persons employees members cups cup"
 ).split()
 
 _HAS_DIGIT = re.compile(r"\d")
+_WH_WORD = re.compile(r"\b(who|whom|whose|what|which|where|when|why|how)\b")
+_CONTRACTED_IS = re.compile(r"\b(what|who|where|when|how)['’]s\b")
 _WORD = re.compile(r"[a-z]+")
 
 # (pattern on the lower-cased question, type), first match wins.
@@ -75,7 +78,14 @@ _RULES: tuple[tuple[re.Pattern[str], AnswerType], ...] = tuple(
     (re.compile(pattern), kind)
     for pattern, kind in (
         (r"\bhow much\b.*\b(cost|costs|costed|price|priced|pay|paid|worth|charge|charged|fee|fees|spend|spent|sell|sold|earn|earned|salary|budget|fund|funding|money|dollars?|euros?|pounds?)\b", AnswerType.MONEY),
+        # "How much is a flat white?": in documents people ask about, what a thing "is" is its
+        # price, unless a participle follows ("how much is used"); "how much of", "how much
+        # notice" ask for a share or a time (quantity, below).
+        (r"\bhow much (for|extra|deposit|compensation)\b|\bhow much (is|are|was|were)\b(?!.*\b(used|known|given|made|left|lost|taken|done|\w{3,}ed)\b)", AnswerType.MONEY),
         (r"\bwhat (is|was|are|were) the (price|cost|fee|salary|budget|value)\b", AnswerType.MONEY),
+        (r"\bwhat (is|was|are|were|will be) (the|a|an) ((?!(in|of|between|for) )[\w-]+ ){0,3}(price|prices|cost|costs|fee|fees|charge|fare|fares|deposit|fine|surcharge|excess|rent|(hourly|daily|weekly|monthly|nightly|annual|yearly) rate)\b", AnswerType.MONEY),
+        (r"\bwhat (do|does|did|will|would) [\w\s'-]*?\b(cost|(?<!in )charge)\b(?! of)", AnswerType.MONEY),
+        (r"\bwhat (do|does|did|will|would) [\w\s'-]*?\bpay\?*$", AnswerType.MONEY),
         (r"\bhow (many|old)\b", AnswerType.NUMBER),
         (r"\bwhat (percentage|percent|number|population)\b", AnswerType.NUMBER),
         (r"\bhow (much|long|far|tall|high|deep|wide|large|big|fast|heavy|often)\b", AnswerType.QUANTITY),
@@ -90,9 +100,16 @@ _RULES: tuple[tuple[re.Pattern[str], AnswerType], ...] = tuple(
 
 def expected_type(question: str) -> AnswerType:
     """The kind of answer ``question`` asks for; ``ANY`` when its words do not say."""
-    q = " ".join(question.lower().split())
+    q = _CONTRACTED_IS.sub(r"\1 is", " ".join(question.lower().split()))
+    first = _WH_WORD.search(q)
     for pattern, kind in _RULES:
-        if pattern.search(q):
+        found = pattern.search(q)
+        if found is None:
+            continue
+        # The question's own question word decides: "Which header tells me how many requests
+        # are left?" asks for a header, not a number.
+        own = _WH_WORD.search(q, found.start())
+        if first is None or own is None or own.start() == first.start():
             return kind
     return AnswerType.ANY
 
@@ -126,7 +143,9 @@ def has_money(text: str) -> bool:
         or "nothing" in words
     ):
         return True
-    unit = "%" in text or any(w in _NON_MONEY_UNITS for w in words)
+    # A share of a price answers what something costs ("70%" of the full price, "50% of the
+    # estimate"); a capacity or a weight does not.
+    unit = any(w in _NON_MONEY_UNITS for w in words)
     return has_number(text) and not unit
 
 
