@@ -8,7 +8,7 @@ LINTED := verityrag tests scripts data app.py
 REQS := requirements.txt requirements-dev.txt pyproject.toml
 STAMP := $(VENV)/.installed-$(shell cat $(REQS) | sha1sum | cut -c1-12)
 
-.PHONY: setup data train-reader train-reader-domains run ask browser test check lint format bench bench-scale bench-checks bench-es eval eval-domains models models-answerability models-answerability-mpnet models-guard models-nli models-nli-ragtruth models-nli3 models-reader readme-results demo bench-api schemathesis clean eval-llm eval-llm-checks eval-llm-reader
+.PHONY: setup data train-reader train-reader-domains run ask browser test check lint format bench bench-scale bench-checks bench-es eval eval-domains models models-answer-check models-answerability models-answerability-mpnet models-guard models-nli models-nli-ragtruth models-nli3 models-reader readme-results demo bench-api schemathesis clean eval-llm eval-llm-checks eval-llm-reader
 
 $(STAMP): $(REQS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -128,6 +128,16 @@ train-reader-domains: setup
 	  --budget-minutes $(READER_MINUTES) --compile --seed 21 --data-seed 13 --ship
 	$(HEAVY) $(SHIPPED_GATE)
 	$(HEAVY) $(SHIPPED_CONFIDENCE)
+
+# The answer check (verityrag/checks/answer_check.py): the question and the reader's short answer against
+# the sentence quoted for it. Pairs from SQuAD (gold answers; plausible answers and other questions'
+# answers as negatives) and the training domains asked with the reader's threshold open
+# (CHECK_DOMAINS: more folders of domains, never dev or test), then a MiniLM for CHECK_MINUTES.
+CHECK_MINUTES ?= 20
+CHECK_DOMAINS ?=
+models-answer-check: setup
+	$(TRAIN) answer-check-data --domains $(DOMAINS)/train $(foreach d,$(CHECK_DOMAINS),--domains $(d))
+	$(HEAVY) $(TRAIN) answer-check --max-minutes $(CHECK_MINUTES)
 
 # Cross-encoders (served by verityrag.models), trained by verityrag.train here on CPU into guard_work/ (git-ignored).
 # Each takes 15-35 min of both cores; the lock keeps heavy jobs one at a time. The

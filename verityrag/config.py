@@ -140,6 +140,12 @@ class Settings:
     # holds the reader's span or by its document's title, else that span is no answer
     # (verityrag.text.subjects): the length of the other ship does not answer for this one.
     reader_subjects: bool = True
+    # The answer check (verityrag.checks.answer_check): the reader's short answer, with the
+    # sentence quoted for it, must read as the answer to the question, else it is refused (the
+    # other clinic's price, another attribute of the same thing). ``answer_check_threshold``:
+    # None for the one its model folder records (VERITYRAG_ANSWER_CHECK_DIR, else the shipped one).
+    answer_check: bool = False
+    answer_check_threshold: float | None = None
     # Refuse with AbstainReason.CONFLICT, naming both answers and their documents, when another
     # source (another document, or another source its metadata declares; never a title) gives
     # a different value of the answer's kind that the reader reads well enough
@@ -205,6 +211,7 @@ class Settings:
             "guard_threshold",
             "reader_threshold",
             "reader_answer_threshold",
+            "answer_check_threshold",
         ):
             value = getattr(self, name)
             if value is not None and not 0.0 <= value <= 1.0:

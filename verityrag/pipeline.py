@@ -26,7 +26,7 @@ from verityrag.agent.calibration import (
 )
 from verityrag.agent.confidence import ConfidenceModel, shipped_confidence
 from verityrag.agent.controller import AgentConfig, AgentController, AgentParts
-from verityrag.agent.interfaces import AnswerabilityModel, AnswerGuard, ReaderAgreementCheck
+from verityrag.agent.interfaces import AnswerabilityModel, AnswerCheckModel, AnswerGuard, ReaderAgreementCheck
 from verityrag.agent.questions import check_labelled, check_question
 from verityrag.agent.reformulation import Reformulator, SalientTermExpansion, TitleAnchoredRewrite
 from verityrag.agent.sufficiency import SufficiencyGate
@@ -127,6 +127,7 @@ class VerityRAGPipeline:
         self.answer_guard: AnswerGuard | None = None
         self.answerability: AnswerabilityModel | None = None
         self.answer_reader: ReaderAgreementCheck | None = None
+        self.answer_check: AnswerCheckModel | None = None
         # The sufficiency threshold calibrate() fitted together with the answerability check; it
         # applies only while that check is attached (see sufficiency_threshold).
         self.paired_sufficiency: PairedSufficiency | None = None
@@ -391,6 +392,7 @@ class VerityRAGPipeline:
             answer_guard=checks.get("guard"),
             answerability=checks.get("answerability"),
             answer_reader=checks.get("reader"),
+            answer_check=checks.get("answer"),
             answer_strategy=self.answer_strategy,
             reader=self.reader,
             confidence=self.confidence_model,

@@ -27,6 +27,7 @@ from verityrag.agent.attempt import Attempt
 from verityrag.agent.confidence import ConfidenceModel
 from verityrag.agent.gates import (
     AgentGate,
+    AnswerChecked,
     Case,
     EnoughEvidence,
     LearnedCheckGate,
@@ -39,6 +40,7 @@ from verityrag.agent.gates import (
 )
 from verityrag.agent.interfaces import (
     AnswerabilityModel,
+    AnswerCheckModel,
     Answerer,
     AnswerGuard,
     Gate,
@@ -221,6 +223,7 @@ class AgentController:
         reader: EvidenceReader | None = None,
         confidence: ConfidenceModel | None = None,
         sources: ProvenanceLookup | None = None,
+        answer_check: AnswerCheckModel | None = None,
         config: AgentConfig | None = None,
     ) -> None:
         if gate is not None and getattr(gate, "reads", False) and reader is None:
@@ -248,6 +251,8 @@ class AgentController:
         # The documents' declared sources (their metadata's ``source``): documents that declare
         # one source are one for conflicts and corroboration; None: each document is its own.
         self.sources = sources
+        # Checks the reader's short answer against the sentence quoted for it (AnswerChecked).
+        self.answer_check = answer_check
 
     def attempt(
         self,
@@ -527,6 +532,8 @@ class AgentController:
                 # of the dev domains' conflicts).
                 gates.append(SourcesAgree(self.conflict_threshold()))
             gates.append(ReaderDecision(threshold))
+            if self.answer_check is not None:
+                gates.append(AnswerChecked(self.answer_check))
         if self.answerability is not None:
             gates.append(
                 LearnedCheckGate(
@@ -605,6 +612,7 @@ class AgentParts:
     reader: EvidenceReader | None = None
     confidence: ConfidenceModel | None = None
     sources: ProvenanceLookup | None = None
+    answer_check: AnswerCheckModel | None = None
 
     def identity(self) -> tuple[int, ...]:
         """Which objects these are: parts are told apart by identity, not by value (a cache key)."""

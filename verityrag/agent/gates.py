@@ -5,8 +5,9 @@ answer) and returns a :class:`Refusal` or None to let the question go on. The co
 two lists in order, the first refusal ending the question:
 
 - before an answer is written (:meth:`AgentController.evidence_gates`): the sufficiency gate, the
-  reader's decision (no span above its threshold, or one of the wrong kind), the documents'
-  disagreement, and the learned answerability check;
+  documents' disagreement, the reader's decision (no span above its threshold, or one of the
+  wrong kind), the answer check (the short answer against its quoted sentence) and the learned
+  answerability check;
 - after it, when answers are verified (:meth:`AgentController.answer_gates`): the learned guard
   and the reader check. Claim-level grounding runs between the two lists: its report is part of
   every reply, not only of a refusal.
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from verityrag.agent.attempt import Attempt
-from verityrag.agent.interfaces import AnswerabilityModel, AnswerGuard, ReaderAgreementCheck
+from verityrag.agent.interfaces import AnswerabilityModel, AnswerCheckModel, AnswerGuard, ReaderAgreementCheck
 from verityrag.generation.reading import Reading, probability
 from verityrag.types import AbstainReason, Chunk, CitedSentence, TraceStep
 
@@ -124,6 +125,33 @@ def _title_of(reading: Reading, chunk_id: str) -> str:
             if citation.chunk_id == chunk_id:
                 return citation.title or citation.doc_id
     return chunk_id
+
+
+@dataclass(frozen=True)
+class AnswerChecked:
+    """The reader's short answer, with the sentences quoted for it, must pass the answer check
+    (:class:`~verityrag.checks.answer_check.AnswerCheck`): a span the reader found for a nearby
+    question (the other clinic's price, another attribute of the same thing) is refused."""
+
+    check: AnswerCheckModel
+
+    def refuse(self, case: Case) -> Refusal | None:
+        reading = case.best.reading
+        if reading is None or reading.short_answer is None or not reading.sentences:
+            return None
+        t0 = time.perf_counter()
+        answer = reading.short_answer.text
+        score = self.check.score(case.question, answer, " ".join(s.text for s in reading.sentences))
+        threshold = self.check.threshold
+        details = {"score": score, "threshold": threshold, "answer": answer}
+        case.trace.append(TraceStep("answer", (time.perf_counter() - t0) * 1000, details))
+        if score >= threshold:
+            return None
+        explanation = (
+            f"not sure enough to answer: {_title_of(reading, reading.short_answer.chunk_id)} may say "
+            f"{answer!r}, but not clearly for this question"
+        )
+        return Refusal(AbstainReason.ANSWERABILITY, {"explanation": explanation})
 
 
 @dataclass(frozen=True)

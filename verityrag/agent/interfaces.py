@@ -72,6 +72,15 @@ class ReaderAgreementCheck(Protocol):
     def score(self, question: str, evidence: str, answer: str) -> float: ...
 
 
+class AnswerCheckModel(Protocol):
+    """A learned check of (question, short answer, the sentences quoted for it): ``score`` is the
+    probability that the answer answers the question (:class:`verityrag.checks.AnswerCheck`)."""
+
+    threshold: float
+
+    def score(self, question: str, answer: str, sentences: str) -> float: ...
+
+
 class AnswerabilityModel(Protocol):
     """A learned check of (question, evidence): ``score`` is the probability it can be answered."""
 

@@ -12,6 +12,7 @@
 :mod:`verityrag.checks.registry` loads the learned checks by stage. Models load lazily, never at import.
 """
 
+from verityrag.checks.answer_check import AnswerCheck
 from verityrag.checks.answerability import LearnedAnswerability
 from verityrag.checks.claims import answer_claims, split_claims
 from verityrag.checks.ensemble import DualNLIVerifier, EnsembleScorer, StackedScorer
@@ -31,6 +32,7 @@ from verityrag.checks.thresholds import ThresholdFit, fit_thresholds
 __all__ = [
     "CHECK_ATTRIBUTES",
     "STRICTNESS_TABLE",
+    "AnswerCheck",
     "CrossEncoderNLIVerifier",
     "DeterministicVerifier",
     "DualNLIVerifier",

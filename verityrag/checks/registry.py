@@ -1,8 +1,9 @@
 """The learned checks by the trace stage they run at, and loading one from its model folder.
 
-Three checks trained here can run inside the agent: the answerability gate (question,
-evidence), Verity-Guard (evidence, answer) and the reader check (question, evidence,
-answer). ``Settings.answerability_check`` / ``guard_check`` / ``reader_check`` attach them
+Four checks trained here can run inside the agent: the answer check (question, short answer,
+its quoted sentence), the answerability gate (question, evidence), Verity-Guard (evidence,
+answer) and the reader check (question, evidence, answer). ``Settings.answer_check`` /
+``answerability_check`` / ``guard_check`` / ``reader_check`` attach them
 when the pipeline is built; a model folder that is incomplete stops the start with an error
 naming the missing files and the ``make`` target that builds them.
 """
@@ -12,15 +13,21 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from verityrag.checks.answer_check import AnswerCheck
     from verityrag.checks.answerability import LearnedAnswerability
     from verityrag.checks.guard import LearnedGuard
     from verityrag.checks.reader_check import ReaderCheck
     from verityrag.config import Settings
 
-    LearnedCheck = LearnedAnswerability | LearnedGuard | ReaderCheck
+    LearnedCheck = AnswerCheck | LearnedAnswerability | LearnedGuard | ReaderCheck
 
 #: The checks in the order the agent runs them: the trace stage name and the pipeline attribute.
-CHECK_ATTRIBUTES = {"answerability": "answerability", "guard": "answer_guard", "reader": "answer_reader"}
+CHECK_ATTRIBUTES = {
+    "answer": "answer_check",
+    "answerability": "answerability",
+    "guard": "answer_guard",
+    "reader": "answer_reader",
+}
 
 #: The answer source whose threshold the guard's folder records for LLM-written answers
 #: (fitted on gemma-3-270m's labelled answers, python -m verityrag.train gemma-answers).
@@ -36,7 +43,11 @@ def load_check(stage: str, threshold: float | None = None, llm_answers: bool = F
     rather than its HaluEval default, which flags most of a small LLM's supported answers.
     """
     check: LearnedCheck
-    if stage == "answerability":
+    if stage == "answer":
+        from verityrag.checks.answer_check import AnswerCheck
+
+        check = AnswerCheck(threshold=threshold)
+    elif stage == "answerability":
         from verityrag.checks.answerability import LearnedAnswerability
 
         check = LearnedAnswerability(threshold=threshold)
@@ -65,6 +76,8 @@ def requested_checks(settings: Settings, llm_answers: bool = False) -> dict[str,
     """
     reader = settings.reader_check or (llm_answers and settings.llm_reader_check)
     wanted = {
+        # It reads the reader's short answer: without the reader there is none to check.
+        "answer": (settings.answer_check and settings.reader, settings.answer_check_threshold),
         "answerability": (settings.answerability_check, settings.answerability_threshold),
         "guard": (settings.guard_check, settings.guard_threshold),
         "reader": (reader, settings.reader_threshold),

@@ -80,7 +80,7 @@ def attach_learned_gates(
 ) -> None:
     """Attach each requested gate before ``calibrate``: a fixed threshold is kept, the others are fitted."""
     requested = {"answerability": answerability, "guard": guard, "reader": reader}
-    for stage in [s for s in CHECK_ATTRIBUTES if requested[s]]:
+    for stage in [s for s in CHECK_ATTRIBUTES if requested.get(s)]:
         fixed = answerability_threshold if stage == "answerability" else None
         pipeline.attach_check(stage, load_check(stage, fixed), fixed is not None)
 

