@@ -93,7 +93,7 @@ TRAIN := $(PY) -m verityrag.train
 SHIPPED_GATE := $(TRAIN) gate --articles-alone --domains $(DOMAINS)/train
 SHIPPED_CONFIDENCE := $(TRAIN) confidence --domains $(DOMAINS)/train
 
-models: setup models-answerability models-answerability-mpnet models-guard models-nli models-reader
+models: setup models-answer-check models-answerability models-answerability-mpnet models-guard models-nli models-reader
 	$(TRAIN) selector
 	$(SHIPPED_GATE)
 	$(SHIPPED_CONFIDENCE)

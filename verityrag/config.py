@@ -46,6 +46,7 @@ OTHER_ENV_VARS: tuple[str, ...] = (
     "VERITYRAG_TRAIN_DIR",  # verityrag.train: training state (data, checkpoints) of the recipes
     "VERITYRAG_MODELS_DIR",  # verityrag.models.folder: where the learned checks' folders are built
     "VERITYRAG_ANSWER_DIR",  # verityrag.checks.answerability: the answerability model's folder
+    "VERITYRAG_ANSWER_CHECK_DIR",  # verityrag.checks.answer_check: the answer check's folder
     "VERITYRAG_GUARD_DIR",  # verityrag.checks.guard: Verity-Guard's folder
     "VERITYRAG_NLI_DIR",  # verityrag.checks.learned_nli: the NLI model's folder
     "VERITYRAG_READER_DIR",  # verityrag.checks.reader_check: the reader check's folder
@@ -143,7 +144,8 @@ class Settings:
     # The answer check (verityrag.checks.answer_check): the reader's short answer, with the
     # sentence quoted for it, must read as the answer to the question, else it is refused (the
     # other clinic's price, another attribute of the same thing). ``answer_check_threshold``:
-    # None for the one its model folder records (VERITYRAG_ANSWER_CHECK_DIR, else the shipped one).
+    # None for the one its model folder records (VERITYRAG_ANSWER_CHECK_DIR, else answer_check under
+    # the models root: `make models-answer-check`).
     answer_check: bool = False
     answer_check_threshold: float | None = None
     # Refuse with AbstainReason.CONFLICT, naming both answers and their documents, when another

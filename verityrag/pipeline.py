@@ -392,7 +392,7 @@ class VerityRAGPipeline:
             answer_guard=checks.get("guard"),
             answerability=checks.get("answerability"),
             answer_reader=checks.get("reader"),
-            answer_check=checks.get("answer"),
+            answer_check=checks.get("answer_check"),
             answer_strategy=self.answer_strategy,
             reader=self.reader,
             confidence=self.confidence_model,

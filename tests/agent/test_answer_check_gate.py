@@ -48,7 +48,7 @@ def test_an_answer_the_check_reads_as_right_goes_on_and_is_traced() -> None:
     assert AnswerChecked(check).refuse(case) is None
     assert check.calls == [(question, "£240", ROW)]
     step = case.trace[-1]
-    assert step.stage == "answer"
+    assert step.stage == "answer_check"
     assert step.details["score"] == 0.9
     assert step.details["threshold"] == 0.5
 

@@ -144,7 +144,7 @@ class AnswerChecked:
         score = self.check.score(case.question, answer, " ".join(s.text for s in reading.sentences))
         threshold = self.check.threshold
         details = {"score": score, "threshold": threshold, "answer": answer}
-        case.trace.append(TraceStep("answer", (time.perf_counter() - t0) * 1000, details))
+        case.trace.append(TraceStep("answer_check", (time.perf_counter() - t0) * 1000, details))
         if score >= threshold:
             return None
         explanation = (

@@ -21,13 +21,11 @@ sentences) -> probability``.
 from __future__ import annotations
 
 from verityrag.checks.learned_check import LearnedPairCheck
-from verityrag.models.folder import RESOURCES_DIR, model_folder
+from verityrag.models.folder import model_folder
 
 ANSWER_CHECK_DIR_ENV = "VERITYRAG_ANSWER_CHECK_DIR"
-#: Where ``python -m verityrag.train answer-check`` writes the model it builds.
+#: Where ``python -m verityrag.train answer-check`` writes the model it builds, and where it is served from.
 ANSWER_CHECK_TRAINING_DIR = model_folder("answer_check")
-#: The answer check the package ships.
-SHIPPED_ANSWER_CHECK_DIR = RESOURCES_DIR / "answer_check"
 BUILD_ANSWER_CHECK = "make models-answer-check"
 
 
@@ -37,11 +35,12 @@ def answer_statement(question: str, answer: str) -> str:
 
 
 class AnswerCheck(LearnedPairCheck):
-    """The answer check, loaded from ``VERITYRAG_ANSWER_CHECK_DIR`` (default: the shipped one)."""
+    """The answer check, loaded from ``VERITYRAG_ANSWER_CHECK_DIR`` (default ``answer_check`` under the
+    models root, :mod:`verityrag.models.folder`)."""
 
     what = "the answer check"
     env_var = ANSWER_CHECK_DIR_ENV
-    default_dir = SHIPPED_ANSWER_CHECK_DIR
+    default_dir = ANSWER_CHECK_TRAINING_DIR
     build_command = BUILD_ANSWER_CHECK
     long_side = "second"
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 #: The checks in the order the agent runs them: the trace stage name and the pipeline attribute.
 CHECK_ATTRIBUTES = {
-    "answer": "answer_check",
+    "answer_check": "answer_check",
     "answerability": "answerability",
     "guard": "answer_guard",
     "reader": "answer_reader",
@@ -43,7 +43,7 @@ def load_check(stage: str, threshold: float | None = None, llm_answers: bool = F
     rather than its HaluEval default, which flags most of a small LLM's supported answers.
     """
     check: LearnedCheck
-    if stage == "answer":
+    if stage == "answer_check":
         from verityrag.checks.answer_check import AnswerCheck
 
         check = AnswerCheck(threshold=threshold)
@@ -77,7 +77,7 @@ def requested_checks(settings: Settings, llm_answers: bool = False) -> dict[str,
     reader = settings.reader_check or (llm_answers and settings.llm_reader_check)
     wanted = {
         # It reads the reader's short answer: without the reader there is none to check.
-        "answer": (settings.answer_check and settings.reader, settings.answer_check_threshold),
+        "answer_check": (settings.answer_check and settings.reader, settings.answer_check_threshold),
         "answerability": (settings.answerability_check, settings.answerability_threshold),
         "guard": (settings.guard_check, settings.guard_threshold),
         "reader": (reader, settings.reader_threshold),

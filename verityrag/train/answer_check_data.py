@@ -28,7 +28,6 @@ the second the sentence(s) holding that answer: what the user is shown.
 
 from __future__ import annotations
 
-import dataclasses
 import random
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -48,9 +47,6 @@ from verityrag.train.model_build import VALIDATION_TITLES, add_squad_arguments, 
 from verityrag.train.reader_data import eval_titles
 
 OUT = ANSWER_CHECK_TRAINING_DIR / "data"
-#: The reader's answer probability that answers every span it finds (its threshold opened).
-OPEN_READER = 1e-6
-
 Pair = dict[str, Any]
 
 
@@ -159,18 +155,17 @@ def squad_pairs(
 
 def domain_pairs(domain: Domain) -> Iterator[Pair]:
     """``domain``'s questions asked of a pipeline holding it alone, the reader's threshold open."""
-    from verityrag.config import Settings
     from verityrag.pipeline import IN_MEMORY, VerityRAGPipeline
 
-    settings = dataclasses.replace(Settings.from_env(), reader_answer_threshold=OPEN_READER)
-    pipeline = VerityRAGPipeline(data_dir=IN_MEMORY, settings=settings)
+    pipeline = VerityRAGPipeline(data_dir=IN_MEMORY)
     documents = {d.doc_id: d.parsed() for d in domain.documents}
     pipeline.ingest_documents(list(documents.values()), progress=False)
+    ask = pipeline.reader_open_query()
     source = "user-domains"
     for q in domain.questions:
         if q.kind != ANSWERABLE and q.kind not in REFUSE_KINDS:
             continue
-        result = pipeline.query(q.question)
+        result = ask(q.question)
         short = result.short_answer
         said = " ".join(s.text for s in result.sentences)
         if not result.abstained and short is not None and said:
