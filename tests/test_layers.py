@@ -47,24 +47,17 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "ui",
         "mcp_server",
         "__main__",
-        # the import paths docs/architecture.md promises users (re-exports), and the package's own __init__
-        "guard",
-        "llm_providers",
-        "elasticsearch_index",
+        # the package's own __init__
         "__init__",
     ),
     ("eval", "train", "datasets"),
 )
 LAYER_OF = {unit: level for level, units in enumerate(LAYERS) for unit in units}
 LAB = LAYERS[-1]
-# Kept importable for users (docs/architecture.md, "Public surface"); the package's own modules, the app,
-# the tests and the docs import the owners instead.
-PUBLIC_REEXPORTS = ("guard", "llm_providers", "elasticsearch_index")
 # Module names that two packages share for the same idea: each backend's snapshot (index.protocol's
-# Snapshot), and the public path of the learned guard (the re-export of checks.guard).
+# Snapshot).
 SHARED_MODULE_NAMES = {
     "snapshot.py": ("verityrag/index/elastic/snapshot.py", "verityrag/index/snapshot.py"),
-    "guard.py": ("verityrag/checks/guard.py", "verityrag/guard.py"),
 }
 
 ROOT_MODULES = {
@@ -75,10 +68,6 @@ ROOT_MODULES = {
     "types",
     "pipeline",
     "mcp_server",  # the entry point `python -m verityrag.mcp_server`
-    # import paths docs/architecture.md promises users
-    "guard",
-    "llm_providers",
-    "elasticsearch_index",
 }
 
 
@@ -241,11 +230,6 @@ def test_layer_table_names_each_unit_once() -> None:
 def test_imports_only_go_to_the_same_or_a_lower_layer(imports: list[Import]) -> None:
     problems = upward_imports(imports)
     assert not problems, "imports into a higher layer:\n" + "\n".join(problems)
-
-
-def test_public_reexport_modules_are_not_imported_by_the_package(imports: list[Import]) -> None:
-    inside = [f"{imp}: import its owner instead" for imp in imports if imp.target in PUBLIC_REEXPORTS]
-    assert not inside, "the package imports its own public re-export modules:\n" + "\n".join(inside)
 
 
 def test_units_import_each_other_without_a_cycle(imports: list[Import]) -> None:

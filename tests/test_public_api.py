@@ -79,21 +79,20 @@ def test_all_lists_every_public_top_level_class() -> None:
 
 
 @pytest.mark.unit
-def test_the_import_paths_design_md_lists_give_the_owners_objects() -> None:
-    # "Also importable by these paths": kept for users; the project's own code imports the owners.
-    import verityrag.checks.guard
-    import verityrag.guard
-    import verityrag.index.elastic.lexical
-    import verityrag.llm
-    import verityrag.llm_providers
-    from verityrag.elasticsearch_index import ElasticsearchLexicalIndex
-    from verityrag.generation import LLMGenerator
+def test_the_import_paths_the_architecture_lists_are_the_owners() -> None:
+    # docs/architecture.md, "Public surface": each object by its owner's path, and no second path.
+    import importlib.util
 
-    assert verityrag.guard.LearnedGuard is verityrag.checks.guard.LearnedGuard
-    for name in ("gemini_complete_fn", "anthropic_complete_fn", *verityrag.llm_providers.__all__):
-        assert getattr(verityrag.llm_providers, name) is getattr(verityrag.llm, name), name
-    assert ElasticsearchLexicalIndex is verityrag.index.elastic.lexical.ElasticsearchLexicalIndex
-    assert inspect.isclass(LLMGenerator)
+    from verityrag.checks.guard import LearnedGuard
+    from verityrag.generation import LLMGenerator
+    from verityrag.index.elastic.lexical import ElasticsearchLexicalIndex
+    from verityrag.llm import anthropic_complete_fn, gemini_complete_fn
+
+    assert all(inspect.isclass(c) for c in (LearnedGuard, LLMGenerator, ElasticsearchLexicalIndex))
+    assert callable(anthropic_complete_fn)
+    assert callable(gemini_complete_fn)
+    for gone in ("verityrag.guard", "verityrag.llm_providers", "verityrag.elasticsearch_index"):
+        assert importlib.util.find_spec(gone) is None, gone
 
 
 @pytest.mark.unit
