@@ -264,8 +264,19 @@ def test_warm_up_spacy_missing_raises_model_load_error_with_install_line() -> No
         checker.warm_up()
 
 
-def test_warm_up_without_spacy_loads_nothing(checker: GroundingChecker) -> None:
+def test_warm_up_without_spacy_loads_nothing(
+    checker: GroundingChecker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loads: list[str] = []
+    monkeypatch.setattr("verityrag.checks.grounding._load_spacy", lambda: loads.append("spacy") or object())
     checker.warm_up()
+    assert loads == []
+    assert checker._nlp is None
+    # With spaCy asked for, warm_up is where it loads (once).
+    spacy_checker = GroundingChecker(use_spacy=True)
+    spacy_checker.warm_up()
+    spacy_checker.warm_up()
+    assert loads == ["spacy"]
 
 
 def test_check_spacy_entities_swapped_name_caps_support() -> None:
