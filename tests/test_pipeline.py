@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 from verityrag import AbstainReason, Document, InvalidInputError, Settings, VerityRAGPipeline
@@ -90,7 +89,7 @@ def test_delete_document_removes_from_both_indexes_and_store(
     assert pipeline.delete_document("zoo-1") is False
     reopened = VerityRAGPipeline(data_dir=tmp_path / "data", settings=_settings())
     assert reopened.index.doc_ids() == ["zoo-2"]
-    assert reopened.query("Where does the aardvark dig?").abstained
+    assert reopened.index.search_lexical("aardvark", 10) == []
 
 
 def test_delete_document_in_memory_pipeline_removes_it() -> None:
@@ -277,37 +276,8 @@ def test_query_empty_index_abstains_with_no_evidence() -> None:
     assert result.grounding.overall_score == 0.0
 
 
-def test_query_covered_question_answers_with_citation_into_chunk(pipeline: VerityRAGPipeline) -> None:
-    pipeline.ingest_document("zoo-1", "Aardvark", OLD_TEXT)
-    pipeline.ingest_document("zoo-2", "Okapi", NEW_TEXT)
-    result = pipeline.query("What are okapis related to?")
-    assert not result.abstained
-    assert result.answer == "Okapis are related to giraffes."
-    (citation,) = result.citations
-    chunk = pipeline.index.get_chunk(citation.chunk_id)
-    assert chunk is not None
-    assert chunk.text[citation.start : citation.end] == result.answer
-    assert 0.5 <= result.grounding.overall_score <= 1.0
-    stages = [step.stage for step in result.trace]
-    assert stages[0] == "attempt_0"
-    assert stages[-2:] == ["grounding", "answer"]
-
-
-def test_query_unrelated_question_abstains(pipeline: VerityRAGPipeline) -> None:
-    question = "Who won the 1998 chess championship in Moscow?"
-    pipeline.ingest_document("zoo-1", "Aardvark", OLD_TEXT)
-    # A handful of chunks (under gate_min_chunks): the reader decides, and says which names no
-    # passage holds.
-    result = pipeline.query(question)
-    assert result.abstain_reason is AbstainReason.ANSWERABILITY
-    assert "Moscow" in (result.explanation or "")
-    # With the gate deciding at every size, its sufficiency refusal comes first.
-    gated = VerityRAGPipeline(settings=Settings(gate_min_chunks=0))
-    gated.ingest_document("zoo-1", "Aardvark", OLD_TEXT)
-    assert gated.query(question).abstain_reason in (AbstainReason.SUFFICIENCY, AbstainReason.NO_EVIDENCE)
-
-
-def test_query_k_limits_evidence(pipeline: VerityRAGPipeline) -> None:
+def test_query_k_limits_evidence() -> None:
+    pipeline = VerityRAGPipeline(settings=_settings(reader=False))  # no model in a unit test
     pipeline.ingest_documents([(f"d{i}", "Aardvark", f"Aardvark fact number {i}.") for i in range(10)])
     assert len(pipeline.query("aardvark fact", k=3).evidence) == 3
     assert len(pipeline.query("aardvark fact").evidence) == pipeline.settings.top_k
@@ -331,21 +301,12 @@ def test_pipeline_data_dir_from_environment(tmp_path: Path, monkeypatch: pytest.
 
 def test_pipeline_settings_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VERITYRAG_TOP_K", "2")
+    monkeypatch.setenv("VERITYRAG_READER", "0")  # no model in a unit test
     pipeline = VerityRAGPipeline()
     assert pipeline.settings.top_k == 2
     assert pipeline.data_dir is None
     pipeline.ingest_documents([(f"d{i}", "Aardvark", f"Aardvark fact number {i}.") for i in range(5)])
     assert len(pipeline.query("aardvark fact").evidence) == 2
-
-
-def test_query_hnsw_backend_answers(tmp_path: Path) -> None:
-    pytest.importorskip("hnswlib")
-    pipeline = VerityRAGPipeline(settings=_settings(dense_backend="hnsw"))
-    pipeline.ingest_document("zoo-2", "Okapi", NEW_TEXT)
-    result = pipeline.query("What are okapis related to?")
-    assert result.answer == "Okapis are related to giraffes."
-    assert any(h.dense_rank is not None for h in result.evidence)
-    assert np.isfinite([h.dense_score for h in result.evidence]).all()
 
 
 class _FailingEmbedder:
