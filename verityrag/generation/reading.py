@@ -10,8 +10,9 @@ per question, and reads the best answer span and the reader's no-answer score:
   year, he patented ..." is answered together with the sentence that names the year);
 - the **answer logit** (best span score minus the no-answer score) says how sure the reader is
   that the evidence answers at all; the agent compares it with a threshold;
-- the **expected type** of the question (:mod:`verityrag.text.answer_types`) and whether the
-  span is of that type: a price question answered by a capacity is refused;
+- the **expected type** of the question (:mod:`verityrag.text.answer_types`): the answer is the
+  best span of that type (a price for "what do you charge", not the row's other cells), and
+  when no span is, the best one is flagged: a price question answered by a capacity is refused;
 - the question's **subjects** (:mod:`verityrag.text.subjects`: the names, titles and numbers it
   mentions) must be named by the passage that holds the span or by its document's title: the
   best span whose passage does is the answer, and when no span's passage does, the reading says
