@@ -1,0 +1,71 @@
+"""The reader's decision and the sufficiency gate as gates of their own, on made-up cases."""
+
+from __future__ import annotations
+
+import pytest
+
+from verityrag.agent.attempt import Attempt
+from verityrag.agent.gates import Case, EnoughEvidence, ReaderDecision
+from verityrag.generation.reading import Reading, probability
+from verityrag.text.answer_types import AnswerType
+from verityrag.types import AbstainReason, ShortAnswer
+
+pytestmark = pytest.mark.unit
+
+
+def _case(
+    answer: str | None = "£240",
+    answer_logit: float = 3.0,
+    type_ok: bool = True,
+    missing: tuple[str, ...] = (),
+    probability: float = 0.9,
+    n_live: int = 100,
+) -> Case:
+    short = None if answer is None else ShortAnswer(answer, "prices#0", 0, len(answer), 0.9)
+    reading = Reading(short, answer_logit, (), AnswerType.MONEY, type_ok, 40, missing)
+    attempt = Attempt("q", "original", [], [], probability, [], reading=reading)
+    return Case("What does a scale and polish cost?", attempt, [], "", 0.5, n_live)
+
+
+def test_a_span_over_the_threshold_of_the_kind_asked_goes_on_and_the_decision_is_traced() -> None:
+    case = _case(answer_logit=3.0)
+    assert ReaderDecision(threshold=2.0).refuse(case) is None
+    (step,) = case.trace
+    assert step.stage == "reader_decision"
+    assert step.details["answers"] is True
+    assert step.details["threshold"] == pytest.approx(probability(2.0))  # traced as a probability
+
+
+@pytest.mark.parametrize(
+    ("case", "said"),
+    [
+        (_case(answer_logit=1.0), "no passage answers the question"),
+        (_case(answer=None), "no passage answers the question"),
+        (_case(type_ok=False), "asks for a money, and the best passage offers '£240'"),
+        (_case(answer=None, missing=("Ashgrove",)), "names 'Ashgrove'"),
+    ],
+)
+def test_what_the_reader_cannot_stand_behind_is_refused_saying_why(case: Case, said: str) -> None:
+    refusal = ReaderDecision(threshold=2.0).refuse(case)
+    assert refusal is not None
+    assert refusal.reason is AbstainReason.ANSWERABILITY
+    assert said in refusal.details["explanation"]
+    assert case.trace[-1].details["answers"] is False
+
+
+def test_the_sufficiency_gate_refuses_under_its_threshold_only_from_its_corpus_size() -> None:
+    gate = EnoughEvidence(min_chunks=60, reader_decides_small_corpora=True)
+    assert gate.refuse(_case(probability=0.9)) is None
+    refusal = gate.refuse(_case(probability=0.1))
+    assert refusal is not None
+    assert refusal.reason is AbstainReason.SUFFICIENCY
+    # Under 60 chunks the reader decides; without a reader the gate decides at every size.
+    assert gate.refuse(_case(probability=0.1, n_live=10)) is None
+    alone = EnoughEvidence(min_chunks=60, reader_decides_small_corpora=False)
+    assert alone.refuse(_case(probability=0.1, n_live=10)) is not None
+
+
+def test_a_sufficiency_refusal_says_which_names_no_passage_holds() -> None:
+    refusal = EnoughEvidence(0, True).refuse(_case(answer=None, missing=("Ashgrove",), probability=0.1))
+    assert refusal is not None
+    assert "'Ashgrove'" in refusal.details["explanation"]
