@@ -46,6 +46,7 @@ from verityrag.generation.sentence_selector import ScoredSentence
 from verityrag.text.answer_types import AnswerType, expected_type, matches
 from verityrag.text.answers import answer_tokens, contains_gold
 from verityrag.text.sections import heading_flags, heading_spans, last_heading
+from verityrag.text.sentences import holding as sentences_holding
 from verityrag.text.sentences import sentence_spans
 from verityrag.text.stopwords import ENGLISH_STOPWORDS
 from verityrag.text.subjects import Subject, missing_subjects, question_subjects, text_terms
@@ -712,7 +713,7 @@ def answer_sentences(
     if not spans:
         return ()
     headings = heading_flags(chunk.text, spans)
-    holding = [i for i, (s, e) in enumerate(spans) if s < max(end, start + 1) and e > start]
+    holding = sentences_holding(spans, start, end)
     if not holding:
         holding = [min(range(len(spans)), key=lambda i: abs(spans[i][0] - start))]
     chosen = set(holding)

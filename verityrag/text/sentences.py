@@ -106,6 +106,12 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+def holding(spans: list[tuple[int, int]], start: int, end: int) -> list[int]:
+    """The indexes of the sentence ``spans`` that hold ``[start, end)`` (an empty range: the sentence
+    at ``start``); more than one when it runs over a boundary the splitter saw."""
+    return [i for i, (s, e) in enumerate(spans) if s < max(end, start + 1) and e > start]
+
+
 def _prose_spans(text: str, begin: int, stop: int) -> list[tuple[int, int]]:
     """The sentences of ``text[begin:stop]`` by their end punctuation."""
     spans: list[tuple[int, int]] = []

@@ -40,7 +40,7 @@ from verityrag import datasets
 from verityrag.checks.answer_check import ANSWER_CHECK_TRAINING_DIR, answer_statement
 from verityrag.eval.domains import ANSWERABLE, REFUSE_KINDS, Domain, load_domains
 from verityrag.text.answers import answer_tokens, contains_gold
-from verityrag.text.sentences import sentence_spans
+from verityrag.text.sentences import holding, sentence_spans
 from verityrag.train._common import add_domains_argument, add_seed_and_out, load_squad, recipe_parser
 from verityrag.train.domain_reader_data import find_answer
 from verityrag.train.model_build import VALIDATION_TITLES, add_squad_arguments, write_pairs
@@ -63,8 +63,9 @@ def pair(question: str, answer: str, sentences: str, label: int, kind: str, titl
 
 def sentences_at(text: str, start: int, end: int) -> str:
     """The sentence(s) of ``text`` holding ``text[start:end]``."""
-    held = [(s, e) for s, e in sentence_spans(text) if s < max(end, start + 1) and e > start]
-    return text[held[0][0] : held[-1][1]] if held else text
+    spans = sentence_spans(text)
+    held = holding(spans, start, end)
+    return text[spans[held[0]][0] : spans[held[-1]][1]] if held else text
 
 
 def _shares_a_word(a: str, b: str) -> bool:

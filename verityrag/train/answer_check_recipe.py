@@ -26,6 +26,7 @@ from verityrag.train._common import (
     command,
     command_line,
     export_trained,
+    label_one_scores,
     operating_threshold,
     require_splits,
     scores_by_kind,
@@ -81,9 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     scorer = OnnxCrossEncoder(args.out, what="answer check")
     t0 = time.perf_counter()
     val_scores = scorer.score_pairs([(r["question"], r["evidence"]) for r in validation])
-    threshold = operating_threshold(
-        [s for s, r in zip(val_scores, validation, strict=True) if r["label"] == 1]
-    )
+    threshold = operating_threshold(label_one_scores(val_scores, validation))
     test_scores = scorer.score_pairs([(r["question"], r["evidence"]) for r in test])
     score_s = time.perf_counter() - t0
     meta.data = {
