@@ -23,7 +23,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from verityrag.agent.controller import QUESTION_CHECK_CHUNKS
+from verityrag.agent.gates import QUESTION_CHECK_CHUNKS
 from verityrag.checks.reader_check import ReaderCheck
 from verityrag.errors import VerityRAGError
 from verityrag.eval.llm_eval import reader_metrics

@@ -32,7 +32,6 @@ from verityrag.agent.reformulation import Reformulator, SalientTermExpansion, Ti
 from verityrag.agent.sufficiency import SufficiencyGate
 from verityrag.checks.grounding import GroundingChecker
 from verityrag.checks.registry import CHECK_ATTRIBUTES, load_check, requested_checks
-from verityrag.checks.sources import SourceReview
 from verityrag.checks.thresholds import PairedSufficiency, ScoredCheck, fit_attached_checks
 from verityrag.config import Settings
 from verityrag.embed.embedder import Embedder
@@ -323,7 +322,7 @@ class VerityRAGPipeline:
         return paired.threshold
 
     @property
-    def reader_threshold(self) -> float:
+    def reader_logit_threshold(self) -> float:
         """The reader's answer threshold on the answer logit at the balanced level: the setting,
         else what ``calibrate`` fitted, else the model's own (0: an answer preferred to none)."""
         if self.settings.reader_answer_threshold is not None:
@@ -347,7 +346,7 @@ class VerityRAGPipeline:
         self,
         settings: Settings,
         sufficiency_threshold: float | None,
-        reader_threshold: float | None = None,
+        reader_logit_threshold: float | None = None,
     ) -> AgentConfig:
         """How an agent over this pipeline decides: ``settings`` and what calibration fitted."""
         return AgentConfig(
@@ -357,11 +356,14 @@ class VerityRAGPipeline:
             signal_floor=settings.reformulation_signal_floor,
             strictness=settings.strictness,
             verify=settings.verify,
+            min_sources=settings.min_sources,
             sufficiency_threshold=sufficiency_threshold,
-            reader_threshold=self.reader_threshold if reader_threshold is None else reader_threshold,
+            reader_logit_threshold=(
+                self.reader_logit_threshold if reader_logit_threshold is None else reader_logit_threshold
+            ),
             reader_subjects=settings.reader_subjects,
             report_conflicts=settings.report_conflicts,
-            conflict_reader_threshold=self.reader_threshold,
+            conflict_reader_logit_threshold=self.reader_logit_threshold,
             gate_min_chunks=settings.gate_min_chunks,
         )
 
@@ -405,10 +407,10 @@ class VerityRAGPipeline:
         gate: SufficiencyGate | None,
         checks: Mapping[str, Any],
         sufficiency_threshold: float | None,
-        reader_threshold: float | None = None,
+        reader_logit_threshold: float | None = None,
     ) -> AgentController:
         return self._agent_parts(settings, gate, checks).controller(
-            self._reformulators(), self.agent_config(settings, sufficiency_threshold, reader_threshold)
+            self._reformulators(), self.agent_config(settings, sufficiency_threshold, reader_logit_threshold)
         )
 
     def new_controller(self, settings: Settings | None = None) -> AgentController:
@@ -439,15 +441,15 @@ class VerityRAGPipeline:
         question: str,
         checks: Mapping[str, ScoredCheck],
         sufficiency_threshold: float | None,
-        reader_threshold: float | None = None,
+        reader_logit_threshold: float | None = None,
     ) -> QueryResult:
         """One question through the agent with exactly ``checks`` attached (by stage), the
         sufficiency gate at ``sufficiency_threshold`` (None: its own) and the reader's threshold at
-        ``reader_threshold`` (on the answer logit; None: its own): how thresholds are fitted and
+        ``reader_logit_threshold`` (on the answer logit; None: its own): how thresholds are fitted and
         swept (:mod:`verityrag.checks.thresholds`) without touching the pipeline."""
         check_question("question", question, self.settings.max_query_chars)
         return self._build_controller(
-            self.settings, self.gate, checks, sufficiency_threshold, reader_threshold
+            self.settings, self.gate, checks, sufficiency_threshold, reader_logit_threshold
         ).run(question)
 
     def reader_open_query(self) -> Callable[[str], QueryResult]:
@@ -455,7 +457,7 @@ class VerityRAGPipeline:
         still is): one pass gives every reader threshold's outcome, as the reader only ever turns
         an answer into an abstention."""
         checks, paired = self.checks(), self.paired_threshold()
-        return lambda question: self.query_with(question, checks, paired, reader_threshold=-math.inf)
+        return lambda question: self.query_with(question, checks, paired, reader_logit_threshold=-math.inf)
 
     def train_reranker(self, n_queries: int = 800, seed: int = 0) -> VerityRAGPipeline:
         """Train the LightGBM reranker on the current corpus by inverse-cloze-task weak supervision.
@@ -633,6 +635,4 @@ class VerityRAGPipeline:
             s = s.replace(top_k=k)
         check_question("question", question, s.max_query_chars)
         doc_ids = self.writer.matching(filter)  # None: no filter
-        agent = self.controller(s)
-        review = SourceReview(self.writer.provenance, s.min_sources)
-        return review.run(lambda observe: agent.run(question, on_stage=observe, doc_ids=doc_ids), on_stage)
+        return self.controller(s).run(question, on_stage=on_stage, doc_ids=doc_ids)

@@ -136,6 +136,14 @@ class Provenance:
     ingested_at: float | None
 
 
+def source_key(doc_id: str, provenance: Provenance | None = None) -> str:
+    """Who says what a document says: the source its metadata declares, else the document itself.
+    Documents of one key are one source for conflicts and corroboration."""
+    if provenance is not None and provenance.source:
+        return f"source:{provenance.source}"
+    return f"doc:{doc_id}"
+
+
 @dataclass(frozen=True, slots=True)
 class Citation:
     """Where an answer sentence comes from: a chunk, and the character span within its text;

@@ -38,16 +38,17 @@ def _case(question: str, answer: str | None) -> Case:
     )
     reading = Reading(short, 3.0, (sentence,) if short else (), AnswerType.MONEY, True, 40)
     attempt = Attempt(question, "original", [], [], 0.9, [], reading=reading)
-    return Case(question, attempt, [], ROW, 0.5, 10)
+    return Case(question, attempt, 0.5, 10)
 
 
 def test_an_answer_the_check_reads_as_right_goes_on_and_is_traced() -> None:
     question = "What does a scale and polish cost at Brindle Street?"
     check = _Check({(question, "£240"): 0.9})
-    case = _case(question, "£240")
-    assert AnswerChecked(check).refuse(case) is None
+    decision = AnswerChecked(check).decide(_case(question, "£240"))
+    assert decision.refusal is None
     assert check.calls == [(question, "£240", ROW)]
-    step = case.trace[-1]
+    step = decision.step
+    assert step is not None
     assert step.stage == "answer_check"
     assert step.details["score"] == 0.9
     assert step.details["threshold"] == 0.5
@@ -55,7 +56,7 @@ def test_an_answer_the_check_reads_as_right_goes_on_and_is_traced() -> None:
 
 def test_an_answer_for_another_question_is_refused_saying_where_it_came_from() -> None:
     question = "What does a scale and polish cost at Ashgrove?"
-    refusal = AnswerChecked(_Check({(question, "£240"): 0.1})).refuse(_case(question, "£240"))
+    refusal = AnswerChecked(_Check({(question, "£240"): 0.1})).decide(_case(question, "£240")).refusal
     assert refusal is not None
     assert refusal.reason is AbstainReason.ANSWERABILITY
     assert "Price list" in refusal.details["explanation"]
@@ -64,7 +65,7 @@ def test_an_answer_for_another_question_is_refused_saying_where_it_came_from() -
 
 def test_no_short_answer_is_nothing_to_check() -> None:
     check = _Check({})
-    assert AnswerChecked(check).refuse(_case("What does it cost?", None)) is None
+    assert AnswerChecked(check).decide(_case("What does it cost?", None)).refusal is None
     assert check.calls == []
 
 

@@ -23,6 +23,7 @@ from verityrag import AbstainReason, InvalidInputError, Settings, VerityRAGPipel
 from verityrag.agent.controller import GROUNDING_THRESHOLDS, AgentConfig, AgentController
 from verityrag.agent.sufficiency import GATE_FEATURES, SufficiencyGate
 from verityrag.checks.grounding import GroundingChecker
+from verityrag.checks.strictness import STRICTNESS_TABLE
 from verityrag.errors import NotFittedError
 from verityrag.generation.reading import EvidenceReader
 from verityrag.models.span_reader import ReaderResult, ReaderSpan
@@ -345,8 +346,8 @@ def _reader(pipeline: VerityRAGPipeline) -> QueryResult:
 
 
 def _corroboration(pipeline: VerityRAGPipeline) -> QueryResult:
-    # The pipeline's source review after the agent answered: more independent documents asked
-    # for than the evidence holds (verityrag.checks.sources).
+    # The agent's last gate: more independent documents asked for than the evidence holds
+    # (verityrag.checks.sources).
     question = next(q for q in EASY if not pipeline.query(q).abstained)
     return pipeline.query(question, settings=pipeline.settings.replace(min_sources=10))
 
@@ -407,6 +408,19 @@ def test_abstain_reason_is_reachable_and_recorded(pipeline: VerityRAGPipeline, r
     assert last.stage == "abstain"
     assert last.details["reason"] == reason.value
     assert {"probability", "threshold", "attempts", "snapshot_version"} <= set(last.details)
+
+
+def test_stages_stream_in_trace_order_whether_corroboration_answers_or_refuses(
+    pipeline: VerityRAGPipeline,
+) -> None:
+    question = next(q for q in EASY if not pipeline.query(q).abstained)
+    for min_sources, last in ((1, "answer"), (10, "abstain")):
+        streamed: list[TraceStep] = []
+        settings = pipeline.settings.replace(min_sources=min_sources)
+        result = pipeline.query(question, settings=settings, on_stage=streamed.append)
+        assert streamed == list(result.trace)
+        assert streamed[-1].stage == last
+        assert ("corroboration" in [s.stage for s in streamed]) is (min_sources > 1)
 
 
 def test_abstain_reasons_every_reason_but_verifier_error_has_a_scenario() -> None:
@@ -525,7 +539,8 @@ def test_abstain_grounding_keeps_the_report_and_threshold(pipeline: VerityRAGPip
 def test_abstain_grounding_threshold_follows_strictness(
     pipeline: VerityRAGPipeline, monkeypatch: pytest.MonkeyPatch, strictness: str
 ) -> None:
-    monkeypatch.setitem(GROUNDING_THRESHOLDS, strictness, 1.01)  # unreachable at this level only
+    unreachable = dataclasses.replace(STRICTNESS_TABLE[strictness], grounding_threshold=1.01)
+    monkeypatch.setitem(STRICTNESS_TABLE, strictness, unreachable)  # at this level only
     result = controller(pipeline, PASSING, strictness=strictness).run(REFORMULABLE)
     assert result.abstain_reason is AbstainReason.GROUNDING
     assert result.trace[-2].details["threshold"] == 1.01

@@ -24,13 +24,14 @@ def _case(
     short = None if answer is None else ShortAnswer(answer, "prices#0", 0, len(answer), 0.9)
     reading = Reading(short, answer_logit, (), AnswerType.MONEY, type_ok, 40, missing)
     attempt = Attempt("q", "original", [], [], probability, [], reading=reading)
-    return Case("What does a scale and polish cost?", attempt, [], "", 0.5, n_live)
+    return Case("What does a scale and polish cost?", attempt, 0.5, n_live)
 
 
 def test_a_span_over_the_threshold_of_the_kind_asked_goes_on_and_the_decision_is_traced() -> None:
-    case = _case(answer_logit=3.0)
-    assert ReaderDecision(threshold=2.0).refuse(case) is None
-    (step,) = case.trace
+    decision = ReaderDecision(logit_threshold=2.0).decide(_case(answer_logit=3.0))
+    assert decision.refusal is None
+    step = decision.step
+    assert step is not None
     assert step.stage == "reader_decision"
     assert step.details["answers"] is True
     assert step.details["threshold"] == pytest.approx(probability(2.0))  # traced as a probability
@@ -46,26 +47,28 @@ def test_a_span_over_the_threshold_of_the_kind_asked_goes_on_and_the_decision_is
     ],
 )
 def test_what_the_reader_cannot_stand_behind_is_refused_saying_why(case: Case, said: str) -> None:
-    refusal = ReaderDecision(threshold=2.0).refuse(case)
+    decision = ReaderDecision(logit_threshold=2.0).decide(case)
+    refusal = decision.refusal
     assert refusal is not None
     assert refusal.reason is AbstainReason.ANSWERABILITY
     assert said in refusal.details["explanation"]
-    assert case.trace[-1].details["answers"] is False
+    assert decision.step is not None
+    assert decision.step.details["answers"] is False
 
 
 def test_the_sufficiency_gate_refuses_under_its_threshold_only_from_its_corpus_size() -> None:
     gate = EnoughEvidence(min_chunks=60, reader_decides_small_corpora=True)
-    assert gate.refuse(_case(probability=0.9)) is None
-    refusal = gate.refuse(_case(probability=0.1))
+    assert gate.decide(_case(probability=0.9)).refusal is None
+    refusal = gate.decide(_case(probability=0.1)).refusal
     assert refusal is not None
     assert refusal.reason is AbstainReason.SUFFICIENCY
     # Under 60 chunks the reader decides; without a reader the gate decides at every size.
-    assert gate.refuse(_case(probability=0.1, n_live=10)) is None
+    assert gate.decide(_case(probability=0.1, n_live=10)).refusal is None
     alone = EnoughEvidence(min_chunks=60, reader_decides_small_corpora=False)
-    assert alone.refuse(_case(probability=0.1, n_live=10)) is not None
+    assert alone.decide(_case(probability=0.1, n_live=10)).refusal is not None
 
 
 def test_a_sufficiency_refusal_says_which_names_no_passage_holds() -> None:
-    refusal = EnoughEvidence(0, True).refuse(_case(answer=None, missing=("Ashgrove",), probability=0.1))
+    refusal = EnoughEvidence(0, True).decide(_case(answer=None, missing=("Ashgrove",), probability=0.1)).refusal
     assert refusal is not None
     assert "'Ashgrove'" in refusal.details["explanation"]

@@ -184,16 +184,16 @@ def test_calibrate_refits_the_reader_threshold_only_given_reader_questions(
 
     summary = pipeline.calibrate(labelled)
     assert summary["reader"]["fitted"] is False
-    assert pipeline.reader_threshold == pytest.approx(models_own)
+    assert pipeline.reader_logit_threshold == pytest.approx(models_own)
     assert pipeline.fitted_reader_threshold is None
 
     summary = pipeline.calibrate(labelled, reader_questions=on_topic[:15])
     assert summary["reader"]["questions"] == len(labelled) + 15
-    assert pipeline.reader_threshold == pytest.approx(logit(summary["reader"]["threshold"]))
+    assert pipeline.reader_logit_threshold == pytest.approx(logit(summary["reader"]["threshold"]))
     assert pipeline.fitted_reader_threshold is not None
 
     pipeline.calibrate(labelled)  # without them again: the model's own, not the last fit
-    assert pipeline.reader_threshold == pytest.approx(models_own)
+    assert pipeline.reader_logit_threshold == pytest.approx(models_own)
     assert pipeline.fitted_reader_threshold is None
 
 
@@ -258,11 +258,11 @@ def test_calibrating_on_a_split_fits_confidence_on_every_kind_and_keeps_the_read
     ]
     pipeline = VerityRAGPipeline()
     pipeline.ingest_documents(corpus_slice, progress=False)
-    models_own = pipeline.reader_threshold
+    models_own = pipeline.reader_logit_threshold
     summary = calibrate_on_split(pipeline, split)
     assert summary["confidence"]["questions"] == 40  # every kind
     assert summary["examples"] == 30  # the gate: answerable and held out only
-    assert pipeline.reader_threshold == models_own  # kept, not refitted on the on-topic ones
+    assert pipeline.reader_logit_threshold == models_own  # kept, not refitted on the on-topic ones
     assert summary["reader"]["fitted"] is False
     assert pipeline.settings.reader_answer_threshold is None  # the settings are the caller's, untouched
     from verityrag.eval.reader_sweep import _rule
@@ -275,15 +275,15 @@ def test_the_reader_sweep_names_where_its_threshold_comes_from() -> None:
     from verityrag.eval.reader_sweep import _rule
 
     fixed = VerityRAGPipeline(settings=Settings(reader_answer_threshold=0.7))
-    assert fixed.reader_threshold == pytest.approx(logit(0.7))
+    assert fixed.reader_logit_threshold == pytest.approx(logit(0.7))
     assert _rule(fixed) == "set in the settings"
     shipped = VerityRAGPipeline()
     assert _rule(shipped).startswith("the model's own")
     # A fit equal to the model's own threshold is still a fit.
-    shipped.fitted_reader_threshold = shipped.reader_threshold
+    shipped.fitted_reader_threshold = shipped.reader_logit_threshold
     assert _rule(shipped).startswith("most right answers")
     # A stand-in reader with no metadata: an answer preferred to none.
     bare = VerityRAGPipeline()
     bare.reader = EvidenceReader(_FirstWords(4.0))
-    assert bare.reader_threshold == 0.0
+    assert bare.reader_logit_threshold == 0.0
     assert _rule(bare).startswith("an answer preferred to none")

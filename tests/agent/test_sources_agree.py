@@ -24,7 +24,7 @@ def _case(answer_logit: float, rival_logit: float) -> SimpleNamespace:
 
 
 def test_two_values_each_read_above_the_bar_are_a_conflict_naming_both() -> None:
-    refusal = SourcesAgree(threshold=5.0).refuse(_case(6.0, 5.5))  # type: ignore[arg-type]
+    refusal = SourcesAgree(logit_threshold=5.0).decide(_case(6.0, 5.5)).refusal  # type: ignore[arg-type]
     assert refusal is not None
     assert refusal.reason is AbstainReason.CONFLICT
     assert "70 metres" in refusal.details["explanation"]
@@ -32,6 +32,6 @@ def test_two_values_each_read_above_the_bar_are_a_conflict_naming_both() -> None
 
 
 def test_a_rival_or_an_answer_under_the_bar_is_no_conflict() -> None:
-    assert SourcesAgree(threshold=5.0).refuse(_case(6.0, 4.0)) is None  # type: ignore[arg-type]
+    assert SourcesAgree(logit_threshold=5.0).decide(_case(6.0, 4.0)).refusal is None  # type: ignore[arg-type]
     # the answer itself is under the bar: the reader's own decision refuses it, not a conflict
-    assert SourcesAgree(threshold=5.0).refuse(_case(4.0, 6.0)) is None  # type: ignore[arg-type]
+    assert SourcesAgree(logit_threshold=5.0).decide(_case(4.0, 6.0)).refusal is None  # type: ignore[arg-type]

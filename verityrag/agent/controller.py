@@ -6,12 +6,15 @@
         sufficient -> leave the loop
         insufficient, some signal, retries left -> reformulate, loop again
         otherwise -> ABSTAIN(sufficiency)
-    reader: no span above its threshold, or a span of the wrong kind -> ABSTAIN(answerability)
-    answerability gate (optional) -> answer (the span's sentence(s), or an LLM's) -> grounding
-    check -> guard (optional) -> reader check (optional: does the answer say what a reader finds?)
+    the gates before the answer (verityrag.agent.gates): evidence found, sufficient, sources
+    agree, the reader's span (above its threshold, of the kind asked), the answer check and the
+    answerability check (optional)
+    -> the answer written (the span's sentence(s), or an LLM's) and grounded
+    -> the gates after it: the LLM's own refusal, grounding, guard and reader check (optional),
+    corroboration by independent sources (when asked)
 
-Every attempt and stage is recorded in the trace with its figures and timing.
-An abstention is a normal result with a reason, never an exception.
+Every refusal is a gate's; every attempt and stage is recorded in the trace with its figures
+and timing. An abstention is a normal result with a reason, never an exception.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from verityrag.agent.attempt import Attempt
@@ -29,10 +32,16 @@ from verityrag.agent.gates import (
     AgentGate,
     AnswerChecked,
     Case,
+    Corroborated,
     EnoughEvidence,
+    EvidenceFound,
+    Grounded,
     LearnedCheckGate,
+    ModelAnswered,
     ReaderDecision,
+    Refusal,
     SourcesAgree,
+    WrittenAnswer,
     answerability_inputs,
     first_refusal,
     guard_inputs,
@@ -51,23 +60,16 @@ from verityrag.agent.interfaces import (
 from verityrag.agent.reformulation import Reformulator
 from verityrag.agent.sufficiency import GATE_FEATURES, SELECTOR_FEATURES_FOR_GATE
 from verityrag.checks.grounding import GroundingChecker
-from verityrag.checks.sources import ProvenanceLookup
-from verityrag.checks.strictness import strictness_policy
+from verityrag.checks.sources import ProvenanceLookup, source_details, with_provenance
+from verityrag.checks.strictness import StrictnessPolicy, strictness_policy
 from verityrag.config import STRICTNESS_LEVELS, Strictness
 from verityrag.errors import NotFittedError
-from verityrag.generation.reading import EvidenceReader, Reading, SourceOf, document_source
+from verityrag.generation.reading import EvidenceReader, Reading, SourceOf
 from verityrag.generation.sentence_selector import ScoredSentence
 from verityrag.generation.verified import AnswerStrategy
 from verityrag.index.protocol import AnyIndex, SnapshotView
 from verityrag.retrieval.features import ChunkTermCache, QueryTerms, chunk_features
-from verityrag.types import (
-    AbstainReason,
-    CitedSentence,
-    GroundingReport,
-    Hit,
-    QueryResult,
-    TraceStep,
-)
+from verityrag.types import AbstainReason, GroundingReport, Hit, QueryResult, TraceStep, source_key
 
 logger = logging.getLogger(__name__)
 
@@ -83,8 +85,8 @@ __all__ = [
     "gate_features",
 ]
 
-# Minimum grounding score per strictness level (claims are scored 0..1), from the one table
-# in verityrag.checks.strictness.
+# Minimum grounding score per strictness level (claims are scored 0..1), read from the one table
+# in verityrag.checks.strictness (the agent reads its config's policy).
 GROUNDING_THRESHOLDS: dict[str, float] = {
     level: strictness_policy(level).grounding_threshold for level in STRICTNESS_LEVELS
 }
@@ -100,11 +102,8 @@ ABSTAIN_EXPLANATIONS: dict[AbstainReason, str] = {
     AbstainReason.READER: "the answer does not say what the documents give for the question",
     AbstainReason.VERIFIER_ERROR: "the answer could not be verified (the verifier failed)",
     AbstainReason.CONFLICT: "the documents disagree on the answer",
+    AbstainReason.CORROBORATION: "fewer independent documents say the answer than the settings ask for",
 }
-
-#: Top chunks the question-side checks (answerability, reader) read: enough for the answer,
-#: few enough for one model window once trimmed to the question.
-QUESTION_CHECK_CHUNKS = 3
 
 
 class _ObservedTrace(list[TraceStep]):
@@ -176,27 +175,33 @@ class AgentConfig:
     signal_floor: float = 0.05
     strictness: Strictness = "balanced"
     verify: bool = True
+    # An answer stands only when this many independent documents among the evidence say it
+    # (verityrag.checks.sources; 1: no corroboration asked).
+    min_sources: int = 1
     # Set when it was fitted together with the answerability check (verityrag.checks.thresholds);
     # None: the gate's own threshold.
     sufficiency_threshold: float | None = None
     # The reader's threshold on the answer logit at the balanced level; the strictness level moves
     # it (verityrag.checks.strictness: reader_margin).
-    reader_threshold: float = 0.0
+    reader_logit_threshold: float = 0.0
     # The question's names, titles and numbers must be in the answer's passage (or its title).
     reader_subjects: bool = True
     # Refuse, naming both, when another document gives a different answer of the same kind that
     # the reader supports well enough (AbstainReason.CONFLICT; CONFLICT_MARGIN).
     report_conflicts: bool = False
-    # The reader threshold the conflict bar is measured from (None: reader_threshold): a sweep
+    # The reader logit threshold the conflict bar is measured from (None: reader_logit_threshold): a sweep
     # that opens the reader (threshold -inf) keeps the conflicts of the threshold in effect, or
     # every rival would count and one pass would no longer give each threshold's outcome.
-    conflict_reader_threshold: float | None = None
+    conflict_reader_logit_threshold: float | None = None
     # Below this many chunks in the index the gate scores but does not refuse: the reader decides.
     gate_min_chunks: int = 0
+    # What ``strictness`` means (verityrag.checks.strictness), resolved once, here.
+    policy: StrictnessPolicy = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.max_reformulations < 0:
             raise ValueError("max_reformulations must be >= 0")
+        object.__setattr__(self, "policy", strictness_policy(self.strictness))
 
 
 class AgentController:
@@ -307,10 +312,9 @@ class AgentController:
     def source_of(self, hits: Sequence[Hit]) -> SourceOf:
         """Each of ``hits``' documents' source: the one its metadata declares, else itself."""
         if self.sources is None or not hits:
-            return document_source
+            return source_key
         known = self.sources(list(dict.fromkeys(h.chunk.doc_id for h in hits)))
-        declared = {doc_id: f"source:{p.source}" for doc_id, p in known.items() if p.source}
-        return lambda doc_id: declared.get(doc_id) or document_source(doc_id)
+        return lambda doc_id: source_key(doc_id, known.get(doc_id))
 
     def read_other_sources(self, q: QueryTerms, best: Attempt, trace: list[TraceStep]) -> Attempt:
         """``best`` with the next other sources among its candidates (the hits past its top too)
@@ -340,11 +344,11 @@ class AgentController:
         under the reader's own threshold (:data:`CONFLICT_MARGIN`)."""
         config = self.config
         base = (
-            config.reader_threshold
-            if config.conflict_reader_threshold is None
-            else config.conflict_reader_threshold
+            config.reader_logit_threshold
+            if config.conflict_reader_logit_threshold is None
+            else config.conflict_reader_logit_threshold
         )
-        return base + strictness_policy(config.strictness).reader_margin + CONFLICT_MARGIN
+        return base + config.policy.reader_margin + CONFLICT_MARGIN
 
     def _idf(self, snap: SnapshotView) -> Callable[[str], float]:
         return lambda term: self.index.idf(term, snap)
@@ -391,123 +395,83 @@ class AgentController:
     ) -> QueryResult:
         """Answer or abstain. ``on_stage`` sees each trace step the moment it is recorded; ``doc_ids``
         limits the evidence to those documents (a metadata filter's; empty: nothing is found)."""
+        if self.gate is None:
+            raise NotFittedError("AgentController.run needs a fitted sufficiency gate")
         snap = self.index.snapshot()
         trace: list[TraceStep] = [] if on_stage is None else _ObservedTrace(on_stage)
         q = self.query_terms(question, snap)
-        if self.gate is None:
-            raise NotFittedError("AgentController.run needs a fitted sufficiency gate")
-        config = self.config
-        threshold = (
-            self.gate.threshold_ if config.sufficiency_threshold is None else config.sufficiency_threshold
-        )
+        threshold = self.sufficiency_threshold()
         best = self.search(q, snap, threshold, trace, doc_ids)
-        attempts = [s for s in trace if s.stage.startswith("attempt_")]
+        attempts = sum(1 for s in trace if s.stage.startswith("attempt_"))
         best = self.read_other_sources(q, best, trace)
-        base = {"snapshot_version": snap.version, "threshold": threshold, "attempts": len(attempts)}
-        if not best.hits:
-            return self._abstain(question, AbstainReason.NO_EVIDENCE, best, trace, base)
-        evidence_text = " ".join(h.chunk.text for h in best.hits[:QUESTION_CHECK_CHUNKS])
-        case = Case(question, best, trace, evidence_text, threshold, snap.n_live)
-        refusal = first_refusal(self.evidence_gates(), case)
+        base = {"snapshot_version": snap.version, "threshold": threshold, "attempts": attempts}
+        case = Case(question, best, threshold, snap.n_live)
+        refusal = first_refusal(self.evidence_gates(), case, trace)
+        if refusal is None:
+            case.answer = self.write_answer(case, trace)
+            refusal = first_refusal(self.answer_gates(), case, trace)
         if refusal is not None:
-            return self._abstain(question, refusal.reason, best, trace, base | dict(refusal.details))
-        short_answer = best.reading.short_answer if best.reading is not None else None
+            return self._abstain(case, refusal, trace, base)
+        return self._answer(case, trace, base)
 
-        evidence = {h.chunk_id: h.chunk for h in best.hits}
-        answer_sentences: list[CitedSentence] = (
-            list(best.reading.sentences)
-            if best.reading is not None and best.reading.sentences
-            else [best.sentences[0].sentence]
+    def sufficiency_threshold(self) -> float:
+        """The gate's threshold the loop and the sufficiency gate apply: the config's, else the gate's own."""
+        if self.config.sufficiency_threshold is not None:
+            return self.config.sufficiency_threshold
+        if self.gate is None:
+            raise NotFittedError("the agent has no sufficiency gate")
+        return self.gate.threshold_
+
+    def write_answer(self, case: Case, trace: list[TraceStep]) -> WrittenAnswer:
+        """The answer to the question: the reader's sentence(s) (else the best-ranked one), or an
+        LLM's from the same evidence, with its grounding report when answers are verified (or
+        generated)."""
+        best = case.best
+        reading = best.reading
+        short_answer = reading.short_answer if reading is not None else None
+        if self.answer_strategy is None:
+            sentences = (
+                tuple(reading.sentences)
+                if reading is not None and reading.sentences
+                else (best.sentences[0].sentence,)
+            )
+            # An extractive sentence is verbatim evidence when unverified.
+            written = WrittenAnswer(
+                sentences, " ".join(s.text for s in sentences), short_answer, GroundingReport(1.0)
+            )
+            return self._grounded(written, case) if self.config.verify else written
+        # The LLM writes the answer; its strategy verifies (and retries) itself at this level,
+        # which decides what happens to unsupported sentences.
+        t0 = time.perf_counter()
+        generated = self.answer_strategy.answer(
+            case.question,
+            best.hits,
+            strictness=self.config.policy.level,
+            reader_span=short_answer.text if short_answer is not None else None,
         )
-        unsupported_claims: tuple[str, ...] = ()
-        # An LLM answer's text for the user: its kept sentences with the verifier's annotations
-        # (a fail-open judge's "[Confidence: N%]"). The checks below read the plain sentences.
-        annotated_answer: str | None = None
-        report = GroundingReport(1.0)  # an extractive sentence is verbatim evidence when unverified
-        if self.answer_strategy is not None:
-            # The LLM writes the answer from the same evidence; its strategy verifies (and
-            # retries) itself at this request's strictness level, which decides what happens
-            # to unsupported sentences. A refusal by the model is an answerability abstention.
-            t0 = time.perf_counter()
-            generated = self.answer_strategy.answer(
-                question,
-                best.hits,
-                strictness=self.config.strictness,
-                reader_span=short_answer.text if short_answer is not None else None,
-            )
-            trace.append(
-                TraceStep("llm_generation", (time.perf_counter() - t0) * 1000, generated.trace_details())
-            )
-            if not generated.accepted:
-                reason = (
-                    AbstainReason.ANSWERABILITY
-                    if generated.abstain_reason == "refused"
-                    else AbstainReason.GROUNDING
-                )
-                # A fail-closed verifier that could not decide (timeout, malformed verdict) is
-                # its own reason; the error text is in the trace's attempt_log verdicts.
-                last = generated.attempts[-1] if generated.attempts else None
-                if (
-                    reason is AbstainReason.GROUNDING
-                    and last is not None
-                    and last.rejection == "verifier_error"
-                ):
-                    reason = AbstainReason.VERIFIER_ERROR
-                return self._abstain(question, reason, best, trace, base)
-            answer_sentences = list(generated.sentences)
-            short_answer = None  # the LLM's answer is not the reader's span
-            unsupported_claims = generated.unsupported_claims
-            annotated_answer = generated.answer
-            if not self.config.verify:  # reported, not enforced: a generated answer is not verbatim evidence
-                report = self.grounding.check(answer_sentences, evidence)
-        # A level that keeps unsupported sentences (loose) makes an LLM answer's checks
-        # informational: its strategy already verified it; the report and trace show the result.
-        enforce = self.answer_strategy is None or strictness_policy(self.config.strictness).drops_unsupported
-        if self.config.verify:
-            t0 = time.perf_counter()
-            report = self.grounding.check(answer_sentences, evidence)
-            g_threshold = GROUNDING_THRESHOLDS[self.config.strictness]
-            trace.append(
-                TraceStep(
-                    "grounding",
-                    (time.perf_counter() - t0) * 1000,
-                    {
-                        "score": report.overall_score,
-                        "threshold": g_threshold,
-                        "claims": len(report.claims),
-                        "enforced": enforce,
-                    },
-                )
-            )
-            if enforce and report.overall_score < g_threshold:
-                return self._abstain(question, AbstainReason.GROUNDING, best, trace, base, report)
-
-        if config.verify and enforce:
-            case.answer_sentences, case.evidence = answer_sentences, evidence
-            refusal = first_refusal(self.answer_gates(), case)
-            if refusal is not None:
-                return self._abstain(
-                    question, refusal.reason, best, trace, base | dict(refusal.details), report
-                )
-
-        logger.debug("answer %r with p=%.3f >= %.3f", question, best.probability, threshold)
-        confidence = self.reply_confidence(True, best)
         trace.append(
-            TraceStep("answer", 0.0, {"probability": best.probability, "confidence": confidence, **base})
+            TraceStep("llm_generation", (time.perf_counter() - t0) * 1000, generated.trace_details())
         )
-        return QueryResult(
-            question=question,
-            answer=annotated_answer or " ".join(s.text for s in answer_sentences),
-            abstained=False,
-            abstain_reason=None,
-            grounding=report,
-            confidence=confidence,
-            sentences=tuple(answer_sentences),
-            evidence=tuple(best.hits),
-            trace=tuple(trace),
-            unsupported_claims=unsupported_claims,
-            short_answer=short_answer,
+        if not generated.accepted:
+            return WrittenAnswer((), "", None, None, generated=generated)
+        sentences = tuple(generated.sentences)
+        written = WrittenAnswer(
+            sentences,
+            # With the verifier's annotations (a fail-open judge's "[Confidence: N%]"); the
+            # checks read the plain sentences.
+            generated.answer or " ".join(s.text for s in sentences),
+            None,  # the LLM's answer is not the reader's span
+            None,
+            unsupported_claims=generated.unsupported_claims,
+            generated=generated,
         )
+        # A generated answer is not verbatim evidence: grounded even when not verified (reported).
+        return self._grounded(written, case)
+
+    def _grounded(self, written: WrittenAnswer, case: Case) -> WrittenAnswer:
+        t0 = time.perf_counter()
+        report = self.grounding.check(written.sentences, case.evidence)
+        return dataclasses.replace(written, report=report, grounding_ms=(time.perf_counter() - t0) * 1000)
 
     def reply_confidence(self, answered: bool, best: Attempt) -> float:
         """The probability that answering (or refusing) on ``best`` is right (see ``confidence``)."""
@@ -516,15 +480,18 @@ class AgentController:
         logit = best.reading.answer_logit if best.reading is not None else None
         return self.confidence.probability(answered, best.probability, logit)
 
-    def effective_reader_threshold(self) -> float:
+    def effective_reader_logit_threshold(self) -> float:
         """The reader's threshold on the answer logit at this agent's strictness level."""
-        return self.config.reader_threshold + strictness_policy(self.config.strictness).reader_margin
+        return self.config.reader_logit_threshold + self.config.policy.reader_margin
 
     def evidence_gates(self) -> list[AgentGate]:
         """The gates before an answer is written, in order (:mod:`verityrag.agent.gates`)."""
-        gates: list[AgentGate] = [EnoughEvidence(self.config.gate_min_chunks, self.reader is not None)]
+        gates: list[AgentGate] = [
+            EvidenceFound(),
+            EnoughEvidence(self.config.gate_min_chunks, self.reader is not None),
+        ]
         if self.reader is not None:
-            threshold = self.effective_reader_threshold()
+            threshold = self.effective_reader_logit_threshold()
             if self.config.report_conflicts:
                 # Sources disagree when the reader reads each of two values well enough (under its
                 # own threshold: CONFLICT_MARGIN). Asked first: two values each read under the
@@ -543,28 +510,64 @@ class AgentController:
         return gates
 
     def answer_gates(self) -> list[AgentGate]:
-        """The gates after the answer is written and grounded, when answers are verified, in order."""
-        gates: list[AgentGate] = []
-        if self.answer_guard is not None:
-            gates.append(LearnedCheckGate("guard", self.answer_guard, AbstainReason.GUARD, guard_inputs))
-        # The support checks never see the question: a copied sentence that answers something
-        # else passes them. The reader check does see it.
-        if self.answer_reader is not None:
-            gates.append(
-                LearnedCheckGate("reader", self.answer_reader, AbstainReason.READER, reader_check_inputs)
-            )
+        """The gates after the answer is written, in order."""
+        gates: list[AgentGate] = [] if self.answer_strategy is None else [ModelAnswered()]
+        policy = self.config.policy
+        # A level that keeps unsupported sentences (loose) makes an LLM answer's checks
+        # informational: its strategy already verified it; the report and trace show the result.
+        enforced = self.answer_strategy is None or policy.drops_unsupported
+        if self.config.verify:
+            gates.append(Grounded(policy.grounding_threshold, enforced))
+        if self.config.verify and enforced:
+            if self.answer_guard is not None:
+                gates.append(LearnedCheckGate("guard", self.answer_guard, AbstainReason.GUARD, guard_inputs))
+            # The support checks never see the question: a copied sentence that answers something
+            # else passes them. The reader check does see it.
+            if self.answer_reader is not None:
+                gates.append(
+                    LearnedCheckGate("reader", self.answer_reader, AbstainReason.READER, reader_check_inputs)
+                )
+        if self.config.min_sources > 1:
+            gates.append(Corroborated(self.sources or _no_provenance, self.config.min_sources))
         return gates
 
+    def _answer(self, case: Case, trace: list[TraceStep], base: dict[str, Any]) -> QueryResult:
+        """The reply that answers: the written answer, its citations with their documents' provenance."""
+        answer = case.answer
+        if answer is None or answer.report is None:
+            raise RuntimeError("no answer was written")  # not expected: the gates refuse first
+        best = case.best
+        logger.debug("answer %r with p=%.3f", case.question, best.probability)
+        confidence = self.reply_confidence(True, best)
+        details: dict[str, Any] = {"probability": best.probability, "confidence": confidence, **base}
+        t0 = time.perf_counter()
+        sentences = answer.sentences
+        if self.sources is not None:
+            cited = list(dict.fromkeys(c.doc_id for s in sentences for c in s.citations))
+            known = self.sources(cited)
+            sentences = tuple(with_provenance(s, known) for s in sentences)
+            details["sources"] = [source_details(doc_id, known.get(doc_id)) for doc_id in cited]
+        trace.append(TraceStep("answer", (time.perf_counter() - t0) * 1000, details))
+        return QueryResult(
+            question=case.question,
+            answer=answer.text,
+            abstained=False,
+            abstain_reason=None,
+            grounding=answer.report,
+            confidence=confidence,
+            sentences=sentences,
+            evidence=tuple(best.hits),
+            trace=tuple(trace),
+            unsupported_claims=answer.unsupported_claims,
+            short_answer=answer.short_answer,
+        )
+
     def _abstain(
-        self,
-        question: str,
-        reason: AbstainReason,
-        best: Attempt,
-        trace: list[TraceStep],
-        details: dict[str, Any],
-        report: GroundingReport | None = None,
+        self, case: Case, refusal: Refusal, trace: list[TraceStep], base: dict[str, Any]
     ) -> QueryResult:
-        logger.debug("abstain (%s) on %r: p=%.3f", reason.value, question, best.probability)
+        reason, best = refusal.reason, case.best
+        logger.debug("abstain (%s) on %r: p=%.3f", reason.value, case.question, best.probability)
+        details = base | dict(refusal.details)
         explanation = details.get("explanation") or ABSTAIN_EXPLANATIONS[reason]
         confidence = self.reply_confidence(False, best)
         trace.append(
@@ -580,8 +583,9 @@ class AgentController:
                 },
             )
         )
+        report = case.answer.report if case.answer is not None else None
         return QueryResult(
-            question=question,
+            question=case.question,
             answer=None,
             abstained=True,
             abstain_reason=reason,
@@ -591,6 +595,11 @@ class AgentController:
             trace=tuple(trace),
             explanation=explanation,
         )
+
+
+def _no_provenance(doc_ids: Sequence[str]) -> dict[str, Any]:
+    """No document declares a source: each is its own."""
+    return {}
 
 
 @dataclass(frozen=True, eq=False)

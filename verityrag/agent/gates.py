@@ -1,18 +1,17 @@
-"""The agent's gates: each a small object with one method, ``refuse(case)``, composed as a list.
+"""The agent's gates: every refusal is one, a small object with one method, ``decide(case)``.
 
 A gate reads the question's :class:`Case` (the best attempt, its evidence, and once written the
-answer) and returns a :class:`Refusal` or None to let the question go on. The controller runs
-two lists in order, the first refusal ending the question:
+answer) and returns a :class:`Decision`: a :class:`Refusal` or none, and the trace step that
+records what it decided (the controller writes the trace). The controller runs two lists in
+order, the first refusal ending the question:
 
-- before an answer is written (:meth:`AgentController.evidence_gates`): the sufficiency gate, the
-  documents' disagreement, the reader's decision (no span above its threshold, or one of the
-  wrong kind), the answer check (the short answer against its quoted sentence) and the learned
-  answerability check;
-- after it, when answers are verified (:meth:`AgentController.answer_gates`): the learned guard
-  and the reader check. Claim-level grounding runs between the two lists: its report is part of
-  every reply, not only of a refusal.
-
-Each gate records what it decided in the trace.
+- before an answer is written (:meth:`AgentController.evidence_gates`): evidence found at all,
+  the sufficiency gate, the documents' disagreement, the reader's decision (no span above its
+  threshold, or one of the wrong kind), the answer check (the short answer against its quoted
+  sentence) and the learned answerability check;
+- after it (:meth:`AgentController.answer_gates`): the LLM's own refusal, claim-level grounding,
+  the learned guard and the reader check (when answers are verified), then corroboration by
+  independent sources (when the settings ask for it).
 """
 
 from __future__ import annotations
@@ -20,12 +19,34 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Protocol
 
 from verityrag.agent.attempt import Attempt
 from verityrag.agent.interfaces import AnswerabilityModel, AnswerCheckModel, AnswerGuard, ReaderAgreementCheck
+from verityrag.checks.sources import ProvenanceLookup, corroboration
 from verityrag.generation.reading import Reading, probability
-from verityrag.types import AbstainReason, Chunk, CitedSentence, TraceStep
+from verityrag.generation.verified import VerifiedAnswer
+from verityrag.types import AbstainReason, Chunk, CitedSentence, GroundingReport, ShortAnswer, TraceStep
+
+#: Top chunks the question-side checks (answerability, reader) read: enough for the answer,
+#: few enough for one model window once trimmed to the question.
+QUESTION_CHECK_CHUNKS = 3
+
+
+@dataclass(frozen=True)
+class WrittenAnswer:
+    """The answer as written (the reader's sentences, or an LLM's), before the gates after it."""
+
+    sentences: tuple[CitedSentence, ...]
+    text: str  # what the user reads: the sentences, or an LLM answer with its verifier's notes
+    short_answer: ShortAnswer | None  # the reader's span (None for an LLM's answer)
+    # The claim-level grounding of the sentences (None: there are none, the LLM did not answer),
+    # and what computing it took; an extractive sentence unverified is verbatim evidence (1.0).
+    report: GroundingReport | None
+    grounding_ms: float = 0.0
+    unsupported_claims: tuple[str, ...] = ()
+    generated: VerifiedAnswer | None = None  # the LLM strategy's outcome (None: extractive)
 
 
 @dataclass
@@ -34,12 +55,23 @@ class Case:
 
     question: str
     best: Attempt
-    trace: list[TraceStep]
-    evidence_text: str  # the top chunks the question-side checks read
     sufficiency_threshold: float
     n_live: int  # chunks in the index the question was asked of
-    answer_sentences: Sequence[CitedSentence] = ()  # set once the answer is written
-    evidence: Mapping[str, Chunk] = field(default_factory=dict)  # chunk id -> chunk, of the best attempt
+    answer: WrittenAnswer | None = None  # set once the answer is written
+
+    @cached_property
+    def evidence_text(self) -> str:
+        """The top chunks the question-side checks read."""
+        return " ".join(h.chunk.text for h in self.best.hits[:QUESTION_CHECK_CHUNKS])
+
+    @cached_property
+    def evidence(self) -> Mapping[str, Chunk]:
+        """Chunk id -> chunk, of the best attempt."""
+        return {h.chunk_id: h.chunk for h in self.best.hits}
+
+    @property
+    def answer_sentences(self) -> Sequence[CitedSentence]:
+        return self.answer.sentences if self.answer is not None else ()
 
 
 @dataclass(frozen=True)
@@ -50,10 +82,30 @@ class Refusal:
     details: Mapping[str, Any] = field(default_factory=dict)
 
 
-class AgentGate(Protocol):
-    """One decision on a question: a refusal, or None to go on."""
+@dataclass(frozen=True)
+class Decision:
+    """A gate's decision: a refusal or none, and the trace step recording it (none: nothing to record)."""
 
-    def refuse(self, case: Case) -> Refusal | None: ...
+    refusal: Refusal | None = None
+    step: TraceStep | None = None
+
+
+#: A gate that lets the question go on and records nothing.
+GO_ON = Decision()
+
+
+class AgentGate(Protocol):
+    """One decision on a question."""
+
+    def decide(self, case: Case) -> Decision: ...
+
+
+@dataclass(frozen=True)
+class EvidenceFound:
+    """Retrieval must find something."""
+
+    def decide(self, case: Case) -> Decision:
+        return GO_ON if case.best.hits else Decision(Refusal(AbstainReason.NO_EVIDENCE))
 
 
 def unnamed_subjects(reading: Reading | None) -> str | None:
@@ -72,18 +124,19 @@ class EnoughEvidence:
     min_chunks: int
     reader_decides_small_corpora: bool
 
-    def refuse(self, case: Case) -> Refusal | None:
+    def decide(self, case: Case) -> Decision:
         gated = not self.reader_decides_small_corpora or case.n_live >= self.min_chunks
         if case.best.probability >= case.sufficiency_threshold or not gated:
-            return None
+            return GO_ON
         # Said in the reader's words when what the question names is in no passage it read.
         unnamed = unnamed_subjects(case.best.reading)
-        return Refusal(AbstainReason.SUFFICIENCY, {} if unnamed is None else {"explanation": unnamed})
+        details = {} if unnamed is None else {"explanation": unnamed}
+        return Decision(Refusal(AbstainReason.SUFFICIENCY, details))
 
 
-def _unanswered(reading: Reading, threshold: float) -> str | None:
+def _unanswered(reading: Reading, logit_threshold: float) -> str | None:
     """Why the reader's span is no answer (below the threshold, or of the wrong kind), or None."""
-    if reading.short_answer is None or reading.answer_logit < threshold:
+    if reading.short_answer is None or reading.answer_logit < logit_threshold:
         return "the documents do not say: no passage answers the question"
     if not reading.type_ok:
         return (
@@ -97,25 +150,24 @@ def _unanswered(reading: Reading, threshold: float) -> str | None:
 class ReaderDecision:
     """The reader must find a span above its threshold (on the answer logit), of the kind asked."""
 
-    threshold: float
+    logit_threshold: float
 
-    def refuse(self, case: Case) -> Refusal | None:
+    def decide(self, case: Case) -> Decision:
         reading = case.best.reading
         if reading is None:
-            return None
+            return GO_ON
+        explanation = unnamed_subjects(reading) or _unanswered(reading, self.logit_threshold)
         details: dict[str, Any] = {
             **reading.trace_details(),
             # On the probability scale, as every check's score and threshold in the trace.
             "score": reading.answer_probability,
-            "threshold": probability(self.threshold),
+            "threshold": probability(self.logit_threshold),
+            "answers": explanation is None,
         }
-        explanation = unnamed_subjects(reading) or _unanswered(reading, self.threshold)
-        case.trace.append(TraceStep("reader_decision", 0.0, {**details, "answers": explanation is None}))
-        return (
-            None
-            if explanation is None
-            else Refusal(AbstainReason.ANSWERABILITY, {"explanation": explanation})
-        )
+        step = TraceStep("reader_decision", 0.0, details)
+        if explanation is None:
+            return Decision(step=step)
+        return Decision(Refusal(AbstainReason.ANSWERABILITY, {"explanation": explanation}), step)
 
 
 def _title_of(reading: Reading, chunk_id: str) -> str:
@@ -135,40 +187,40 @@ class AnswerChecked:
 
     check: AnswerCheckModel
 
-    def refuse(self, case: Case) -> Refusal | None:
+    def decide(self, case: Case) -> Decision:
         reading = case.best.reading
         if reading is None or reading.short_answer is None or not reading.sentences:
-            return None
+            return GO_ON
         t0 = time.perf_counter()
         answer = reading.short_answer.text
         score = self.check.score(case.question, answer, " ".join(s.text for s in reading.sentences))
         threshold = self.check.threshold
         details = {"score": score, "threshold": threshold, "answer": answer}
-        case.trace.append(TraceStep("answer_check", (time.perf_counter() - t0) * 1000, details))
+        step = TraceStep("answer_check", (time.perf_counter() - t0) * 1000, details)
         if score >= threshold:
-            return None
+            return Decision(step=step)
         explanation = (
             f"not sure enough to answer: {_title_of(reading, reading.short_answer.chunk_id)} may say "
             f"{answer!r}, but not clearly for this question"
         )
-        return Refusal(AbstainReason.ANSWERABILITY, {"explanation": explanation})
+        return Decision(Refusal(AbstainReason.ANSWERABILITY, {"explanation": explanation}), step)
 
 
 @dataclass(frozen=True)
 class SourcesAgree:
-    """No other document may give a different answer that the reader supports above ``threshold``
-    (on the answer logit) beside an answer it supports as well: the documents' disagreement is
+    """No other document may give a different answer that the reader supports above
+    ``logit_threshold`` beside an answer it supports as well: the documents' disagreement is
     reported, naming both."""
 
-    threshold: float
+    logit_threshold: float
 
-    def refuse(self, case: Case) -> Refusal | None:
+    def decide(self, case: Case) -> Decision:
         reading = case.best.reading
-        if reading is None or reading.short_answer is None or reading.answer_logit < self.threshold:
-            return None
-        others = [a for a in reading.alternatives if a.answer_logit >= self.threshold]
+        if reading is None or reading.short_answer is None or reading.answer_logit < self.logit_threshold:
+            return GO_ON
+        others = [a for a in reading.alternatives if a.answer_logit >= self.logit_threshold]
         if not others:
-            return None
+            return GO_ON
         answer = reading.short_answer
         said = [f"{answer.text!r} ({_title_of(reading, answer.chunk_id)})"]
         said += [f"{a.text!r} ({a.title or a.doc_id})" for a in others]
@@ -177,7 +229,7 @@ class SourcesAgree:
             + [a.trace_details() for a in others],
             "explanation": "the documents disagree: " + " or ".join(said),
         }
-        return Refusal(AbstainReason.CONFLICT, details)
+        return Decision(Refusal(AbstainReason.CONFLICT, details))
 
 
 def _answer_text(case: Case) -> str:
@@ -213,18 +265,99 @@ class LearnedCheckGate:
     reason: AbstainReason
     inputs: Callable[[Case], tuple[str, ...]]
 
-    def refuse(self, case: Case) -> Refusal | None:
+    def decide(self, case: Case) -> Decision:
         t0 = time.perf_counter()
         score = self.check.score(*self.inputs(case))
         details = {"score": score, "threshold": self.check.threshold}
-        case.trace.append(TraceStep(self.stage, (time.perf_counter() - t0) * 1000, details))
-        return None if score >= self.check.threshold else Refusal(self.reason)
+        step = TraceStep(self.stage, (time.perf_counter() - t0) * 1000, details)
+        return Decision(None if score >= self.check.threshold else Refusal(self.reason), step)
 
 
-def first_refusal(gates: Sequence[AgentGate], case: Case) -> Refusal | None:
-    """The first gate's refusal, in order; None when every gate lets the question go on."""
+@dataclass(frozen=True)
+class ModelAnswered:
+    """An LLM's answer must have been given and kept by its strategy's verification: a refusal by
+    the model is an answerability abstention, one its verifier could not decide (a fail-closed
+    timeout or malformed verdict, whose text is in the trace's attempt log) a verifier error, and
+    one it rejected a grounding abstention."""
+
+    def decide(self, case: Case) -> Decision:
+        generated = case.answer.generated if case.answer is not None else None
+        if generated is None or generated.accepted:
+            return GO_ON
+        if generated.abstain_reason == "refused":
+            return Decision(Refusal(AbstainReason.ANSWERABILITY))
+        last = generated.attempts[-1] if generated.attempts else None
+        undecided = last is not None and last.rejection == "verifier_error"
+        return Decision(Refusal(AbstainReason.VERIFIER_ERROR if undecided else AbstainReason.GROUNDING))
+
+
+@dataclass(frozen=True)
+class Grounded:
+    """The answer's claim-level grounding must reach ``threshold``; with ``enforced`` off (an LLM
+    answer at a level that keeps unsupported sentences, already verified by its strategy) it is
+    recorded, not enforced."""
+
+    threshold: float
+    enforced: bool
+
+    def decide(self, case: Case) -> Decision:
+        answer = case.answer
+        if answer is None or answer.report is None:
+            return GO_ON
+        report = answer.report
+        details = {
+            "score": report.overall_score,
+            "threshold": self.threshold,
+            "claims": len(report.claims),
+            "enforced": self.enforced,
+        }
+        step = TraceStep("grounding", answer.grounding_ms, details)
+        refused = self.enforced and report.overall_score < self.threshold
+        return Decision(Refusal(AbstainReason.GROUNDING) if refused else None, step)
+
+
+@dataclass(frozen=True)
+class Corroborated:
+    """At least ``min_sources`` independent documents among the evidence must say the answer
+    (:func:`verityrag.checks.sources.corroboration`): a planted document alone does not answer."""
+
+    provenance: ProvenanceLookup
+    min_sources: int
+
+    def decide(self, case: Case) -> Decision:
+        answer = case.answer
+        if answer is None:
+            return GO_ON
+        t0 = time.perf_counter()
+        hits = case.best.hits
+        doc_ids = list(dict.fromkeys(h.chunk.doc_id for h in hits))
+        claim, agreeing, independent = corroboration(
+            case.question, answer.short_answer, answer.text, hits, self.provenance(doc_ids)
+        )
+        details = {
+            "min_sources": self.min_sources,
+            "claim": claim,
+            "agreeing": agreeing,
+            "independent": independent,
+        }
+        step = TraceStep("corroboration", (time.perf_counter() - t0) * 1000, details)
+        if len(independent) >= self.min_sources:
+            return Decision(step=step)
+        explanation = (
+            f"only {len(independent)} independent document(s) among the evidence say this; "
+            f"{self.min_sources} must agree (min_sources)"
+        )
+        refusal = Refusal(AbstainReason.CORROBORATION, {"corroboration": details, "explanation": explanation})
+        return Decision(refusal, step)
+
+
+def first_refusal(gates: Sequence[AgentGate], case: Case, trace: list[TraceStep]) -> Refusal | None:
+    """The first gate's refusal, in order, each gate's step recorded in ``trace``; None when every
+    gate lets the question go on."""
     for gate in gates:
-        refusal = gate.refuse(case)
-        if refusal is not None:
-            return refusal
+        decision = gate.decide(case)
+        if decision.step is not None:
+            trace.append(decision.step)
+        if decision.refusal is not None:
+            return decision.refusal
     return None

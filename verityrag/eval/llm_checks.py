@@ -38,7 +38,8 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from verityrag.agent.controller import GROUNDING_THRESHOLDS, QUESTION_CHECK_CHUNKS
+from verityrag.agent.controller import GROUNDING_THRESHOLDS
+from verityrag.agent.gates import QUESTION_CHECK_CHUNKS
 from verityrag.checks.protocols import VerificationResult
 from verityrag.checks.strictness import LEVELS, apply_strictness, strictness_policy
 from verityrag.eval.llm_eval import attempt_correct

@@ -39,7 +39,7 @@ def sweep_reader(
     progress: bool = False,
 ) -> dict[str, Any]:
     """Rows of :func:`~verityrag.checks.thresholds.sweep_row` per threshold, on calibration and test."""
-    chosen = probability(pipeline.reader_threshold)
+    chosen = probability(pipeline.reader_logit_threshold)
     cal = _outcomes(pipeline, calibration, progress)
     tst = _outcomes(pipeline, test, progress)
     grid = sorted({*SWEEP, round(chosen, 6)})

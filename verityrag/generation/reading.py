@@ -50,7 +50,7 @@ from verityrag.text.sentences import holding as sentences_holding
 from verityrag.text.sentences import sentence_spans
 from verityrag.text.stopwords import ENGLISH_STOPWORDS
 from verityrag.text.subjects import Subject, missing_subjects, question_subjects, text_terms
-from verityrag.types import Chunk, Citation, CitedSentence, Hit, ShortAnswer
+from verityrag.types import Chunk, Citation, CitedSentence, Hit, ShortAnswer, source_key
 
 #: Tokens of evidence one read puts in front of the model (one window with the question).
 DEFAULT_EVIDENCE_TOKENS = 160
@@ -63,13 +63,8 @@ SPANS_READ = 10
 OTHER_SOURCES_READ = 2
 OTHER_SOURCE_TOKENS = 96
 
-#: A document's source: who says what it says (:func:`document_source`).
+#: A document's source: who says what it says (:func:`verityrag.types.source_key`).
 SourceOf = Callable[[str], str]
-
-
-def document_source(doc_id: str) -> str:
-    """The source of a document that declares none: itself."""
-    return f"doc:{doc_id}"
 
 
 class SpanFound(Protocol):
@@ -335,7 +330,7 @@ class EvidenceReader:
         hits: Sequence[Hit],
         ranked: Sequence[ScoredSentence],
         reading: Reading,
-        source_of: SourceOf = document_source,
+        source_of: SourceOf = source_key,
         require_subjects: bool = True,
     ) -> Reading:
         """``reading`` with the answers of the next :data:`OTHER_SOURCES_READ` other sources among
@@ -414,7 +409,7 @@ class EvidenceReader:
         hits: Sequence[Hit],
         ranked: Sequence[ScoredSentence],
         require_subjects: bool = True,
-        source_of: SourceOf = document_source,
+        source_of: SourceOf = source_key,
     ) -> Reading:
         """The reader's finding in the best sentences of ``ranked`` (the selector's order over ``hits``);
         with ``require_subjects``, in a passage that names what the question is about.
