@@ -9,6 +9,8 @@ strategy) change; calibration is :mod:`verityrag.agent.calibration`'s, learned-c
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import logging
 import math
 import os
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from verityrag.agent.calibration import (
+    Calibration,
     check_reranker,
     fit_confidence,
     fit_reader_threshold,
@@ -65,8 +68,8 @@ from verityrag.types import Document, QueryResult, TraceStep
 
 logger = logging.getLogger(__name__)
 
-#: The format of :meth:`VerityRAGPipeline.calibration_state`; a saved state of another is refused.
-CALIBRATION_FORMAT = "verityrag-calibration/2"
+#: What ``calibrate`` fitted, saved beside a persistent index's store and opened with it.
+CALIBRATION_FILENAME = "calibration.json"
 
 __all__ = [
     "DATA_DIR_ENV",
@@ -117,20 +120,16 @@ class VerityRAGPipeline:
             dense_weight=self.settings.dense_weight,
         )
         self._chunk_terms = ChunkTermCache(analyzer)
-        self.reranker = LightGBMReranker()
-        self.use_reranker = True  # calibrate() keeps it only when it helps on labelled questions
-        self.reformulate = True  # likewise for reformulation
         self.grounding = GroundingChecker(analyzer)
         self.generator, self.answer_strategy = answer_parts(generator, analyzer)
-        self._gate: SufficiencyGate | None = None
+        self._bundled_gate: SufficiencyGate | None = None  # loaded on first use
+        self._calibration = Calibration()  # nothing fitted yet
         self.answer_guard: AnswerGuard | None = None
         self.answerability: AnswerabilityModel | None = None
         self.answer_reader: ReaderAgreementCheck | None = None
         self.answer_check: AnswerCheckModel | None = None
-        # The sufficiency threshold calibrate() fitted together with the answerability check; it
-        # applies only while that check is attached (see sufficiency_threshold).
-        self.paired_sufficiency: PairedSufficiency | None = None
-        # Where each settings-attached check's threshold comes from: settings, calibration or metadata.
+        # Where each settings-attached check's threshold comes from: settings or metadata (the
+        # calibration's own fits say "calibration").
         self.check_threshold_sources: dict[str, str] = {}
         llm_answers = self.answer_strategy is not None
         for stage, threshold in requested_checks(self.settings, llm_answers).items():
@@ -138,13 +137,13 @@ class VerityRAGPipeline:
             self.attach_check(stage, load_check(stage, threshold, llm_answers), threshold is not None)
         # The extractive reader: files checked now (a missing model stops the start), model loaded later.
         self.reader = EvidenceReader.open(self.settings.reader_model) if self.settings.reader else None
-        self.fitted_reader_threshold: float | None = None  # calibrate()'s, on the answer logit
         # P(a reply is right): calibrate()'s; until then the one fitted for the shipped gate and reader.
         shipped_parts = self.reader is not None and not self.settings.reader_model and not llm_answers
-        self.confidence_model: ConfidenceModel | None = shipped_confidence() if shipped_parts else None
+        self._calibration = Calibration(confidence=shipped_confidence() if shipped_parts else None)
         self.writer = DocumentWriter(
             self.index, self.embedder, analyzer, self.settings, resolve_data_dir(data_dir)
         )
+        self._open_saved_calibration()
         # One bound method, kept: the agent's parts are told apart by identity (its cache key).
         self._sources = self.writer.provenance
         self._controller_lock = threading.Lock()
@@ -260,6 +259,9 @@ class VerityRAGPipeline:
             raise InvalidInputError("stage", f"must be one of {', '.join(CHECK_ATTRIBUTES)}, got {stage!r}")
         setattr(self, CHECK_ATTRIBUTES[stage], check)
         self.check_threshold_sources[stage] = "settings" if fixed_threshold else "metadata"
+        # A threshold calibrate fitted was the previous check's.
+        fitted = {k: v for k, v in self._calibration.check_thresholds.items() if k != stage}
+        self._calibration = dataclasses.replace(self._calibration, check_thresholds=fitted)
 
     def checks(self) -> dict[str, Any]:
         """The learned checks attached, by stage, in the agent's order."""
@@ -283,7 +285,11 @@ class VerityRAGPipeline:
             model_dir = getattr(check, "model_dir", None)
             out[stage] = {
                 "threshold": float(check.threshold),
-                "threshold_from": self.check_threshold_sources.get(stage, "attached"),
+                "threshold_from": (
+                    "calibration"
+                    if stage in self._calibration.check_thresholds
+                    else self.check_threshold_sources.get(stage, "attached")
+                ),
                 "model_dir": str(model_dir) if model_dir is not None else None,
             }
             paired = self.paired_threshold() if stage == "answerability" else None
@@ -298,13 +304,50 @@ class VerityRAGPipeline:
         return self.generator.selector
 
     @property
+    def calibration(self) -> Calibration:
+        """What ``train_reranker`` and ``calibrate`` fitted (or :meth:`use_calibration` gave)."""
+        return self._calibration
+
+    def use_calibration(self, calibration: Calibration) -> VerityRAGPipeline:
+        """Build the agent from ``calibration`` from now on (for the same corpus and models); a
+        persistent index keeps it beside its store."""
+        self._apply_calibration(calibration)
+        self._save_calibration()
+        return self
+
+    def _apply_calibration(self, calibration: Calibration) -> None:
+        self._calibration = calibration
+        for stage, threshold in calibration.check_thresholds.items():
+            check = self.checks().get(stage)
+            if check is not None and self.check_threshold_sources.get(stage) != "settings":
+                check.threshold = threshold
+
+    @property
     def gate(self) -> SufficiencyGate:
         """The sufficiency gate: the bundled default until ``calibrate`` fits one on your questions."""
-        if self._gate is None:
-            self._gate = SufficiencyGate.default()
-            # Its threshold was chosen with or without the reformulation loop: follow suit.
-            self.reformulate = bool(self._gate.fit_summary_.get("reformulation", {}).get("used", True))
-        return self._gate
+        if self._calibration.gate is not None:
+            return self._calibration.gate
+        if self._bundled_gate is None:
+            self._bundled_gate = SufficiencyGate.default()
+        return self._bundled_gate
+
+    @property
+    def reranker(self) -> LightGBMReranker | None:
+        """The reranker ``train_reranker`` fitted (None: retrieval's order)."""
+        return self._calibration.reranker
+
+    @property
+    def reformulate(self) -> bool:
+        """Whether the agent may reformulate: as calibrate chose, else as the gate's own fit did (its
+        threshold was chosen with or without the loop)."""
+        if self._calibration.reformulate is not None:
+            return self._calibration.reformulate
+        return bool(self.gate.fit_summary_.get("reformulation", {}).get("used", True))
+
+    @property
+    def confidence_model(self) -> ConfidenceModel | None:
+        """What a reply's ``confidence`` is fitted by (None: the gate's probability)."""
+        return self._calibration.confidence
 
     @property
     def sufficiency_threshold(self) -> float:
@@ -316,7 +359,7 @@ class VerityRAGPipeline:
     def paired_threshold(self) -> float | None:
         """The sufficiency threshold fitted together with the answerability check, while that
         check is attached; else None (the gate's own applies)."""
-        paired = self.paired_sufficiency
+        paired = self._calibration.paired_sufficiency
         if paired is None or self.answerability is None or paired.check is not self.answerability:
             return None
         return paired.threshold
@@ -327,8 +370,8 @@ class VerityRAGPipeline:
         else what ``calibrate`` fitted, else the model's own (0: an answer preferred to none)."""
         if self.settings.reader_answer_threshold is not None:
             return logit(self.settings.reader_answer_threshold)
-        if self.fitted_reader_threshold is not None:
-            return self.fitted_reader_threshold
+        if self._calibration.reader_logit_threshold is not None:
+            return self._calibration.reader_logit_threshold
         metadata = getattr(self.reader.model, "metadata", None) if self.reader is not None else None
         return logit(float(metadata.threshold)) if metadata is not None else 0.0
 
@@ -390,7 +433,7 @@ class VerityRAGPipeline:
             gate=gate,
             grounding=self.grounding,
             cache=self._chunk_terms,
-            reranker=self.reranker if self.reranker.is_fitted and self.use_reranker else None,
+            reranker=self.reranker if self._calibration.use_reranker else None,
             answer_guard=checks.get("guard"),
             answerability=checks.get("answerability"),
             answer_reader=checks.get("reader"),
@@ -473,8 +516,9 @@ class VerityRAGPipeline:
             # A corpus this small has nothing to rerank; retrieval order stands.
             logger.warning("corpus too small to train a reranker (no pseudo-query had negatives)")
             return self
-        self.reranker = trained
+        self._calibration = dataclasses.replace(self._calibration, reranker=trained)
         logger.info("reranker trained in %.2fs", time.perf_counter() - started)
+        self._save_calibration()
         return self
 
     def calibrate(
@@ -516,10 +560,18 @@ class VerityRAGPipeline:
             # Every question would find nothing and be labelled wrong: "need both correct and
             # incorrect examples" said nothing of the cause.
             raise InvalidInputError("corpus", "is empty: ingest documents before calibrate()")
-        self.use_reranker, reranker_check = check_reranker(
-            self.reranker, self.retriever, self.index, self._chunk_terms, labelled, self.settings.candidates
+        use_reranker, reranker_check = check_reranker(
+            self.reranker or LightGBMReranker(),
+            self.retriever,
+            self.index,
+            self._chunk_terms,
+            labelled,
+            self.settings.candidates,
         )
-        self.reformulate = True  # the fold agents loop as the settings allow
+        # The fold agents loop as the settings allow.
+        self._calibration = dataclasses.replace(
+            self._calibration, use_reranker=use_reranker, reformulate=True
+        )
         checks = self.checks()
         fit = fit_sufficiency_gate(
             self._build_controller(self.settings, None, checks, None),
@@ -527,9 +579,14 @@ class VerityRAGPipeline:
             self.settings,
             lambda gate: self._build_controller(self.settings, gate, checks, None),
         )
-        self._gate = fit.gate
-        self.reformulate = fit.reformulate
-        self.paired_sufficiency = None  # it was fitted with the gate this one replaces
+        self._calibration = dataclasses.replace(
+            self._calibration,
+            gate=fit.gate,
+            reformulate=fit.reformulate,
+            # They were fitted with the gate this one replaces.
+            paired_sufficiency=None,
+            check_thresholds={},
+        )
         summary: dict[str, Any] = dict(fit.summary)
         loop: dict[str, Any] = {
             k: summary.pop(k) for k in ("reformulation", "threshold_single_attempt") if k in summary
@@ -544,7 +601,7 @@ class VerityRAGPipeline:
             if self.answer_strategy is None and for_reader:
                 summary["reader"] = self._fit_reader_threshold(labelled + for_reader)
             else:  # with an LLM strategy the fit would call the LLM once per question
-                self.fitted_reader_threshold = None
+                self._calibration = dataclasses.replace(self._calibration, reader_logit_threshold=None)
                 reason = "LLM answers" if for_reader else "no reader_questions"
                 summary["reader"] = {"fitted": False, "reason": f"{reason}: the model's threshold is kept"}
         # Settings-attached checks without a fixed threshold get the main eval's rule, fitted here
@@ -562,51 +619,83 @@ class VerityRAGPipeline:
                 for stage in unfixed
             }
         elif unfixed:
-            summary["learned_checks"] = fit_attached_checks(self, labelled, unfixed)
+            summary["learned_checks"] = self._fit_check_thresholds(labelled, unfixed)
             logger.info("learned check thresholds: %s", summary["learned_checks"])
-        self.confidence_model = None  # the replies below are the agent's without it
+        # The replies below are the agent's without it.
+        self._calibration = dataclasses.replace(self._calibration, confidence=None)
         if self.answer_strategy is None:  # with an LLM it would be called once per question
-            self.confidence_model, summary["confidence"] = fit_confidence(self.query, labelled + for_reader)
+            confidence, summary["confidence"] = fit_confidence(self.query, labelled + for_reader)
+            self._calibration = dataclasses.replace(self._calibration, confidence=confidence)
+        self._save_calibration()
         return summary
 
+    def _fit_check_thresholds(
+        self, labelled: Sequence[tuple[str, Sequence[str]]], stages: Sequence[str]
+    ) -> dict[str, dict[str, Any]]:
+        fit = fit_attached_checks(self, labelled, stages)
+        checks = self.checks()
+        for stage, threshold in fit.thresholds.items():
+            checks[stage].threshold = threshold
+        fitted = {stage: t for stage, t in fit.thresholds.items() if fit.report[stage]["fitted"]}
+        paired = self._calibration.paired_sufficiency
+        if "answerability" in fit.thresholds:
+            found = fit.paired_sufficiency
+            paired = PairedSufficiency(checks["answerability"], found) if found is not None else None
+        self._calibration = dataclasses.replace(
+            self._calibration,
+            check_thresholds={**self._calibration.check_thresholds, **fitted},
+            paired_sufficiency=paired,
+        )
+        return fit.report
+
     def _fit_reader_threshold(self, labelled: Sequence[tuple[str, Sequence[str]]]) -> dict[str, Any]:
-        self.fitted_reader_threshold = None  # the open query below must not depend on an old fit
+        # The open query below must not depend on an old fit.
+        self._calibration = dataclasses.replace(self._calibration, reader_logit_threshold=None)
         probability, fit = fit_reader_threshold(self.reader_open_query(), labelled)
-        self.fitted_reader_threshold = logit(probability)
+        self._calibration = dataclasses.replace(self._calibration, reader_logit_threshold=logit(probability))
         logger.info("reader threshold: %s", fit)
         return fit
 
     def calibration_state(self) -> dict[str, Any]:
         """What ``train_reranker`` and ``calibrate`` fitted, as JSON, to restore with
-        :meth:`load_calibration_state` (a service starts without calibrating again). The learned
-        checks' thresholds are not in it: they come back from the settings or their folders."""
-        return {
-            "format": CALIBRATION_FORMAT,
-            "gate": self.gate.to_dict(),
-            "reranker": self.reranker.to_dict() if self.reranker.is_fitted else None,
-            "use_reranker": self.use_reranker,
-            "reformulate": self.reformulate,
-            "reader_threshold": self.fitted_reader_threshold,
-            "confidence": self.confidence_model.to_dict() if self.confidence_model is not None else None,
-        }
+        :meth:`load_calibration_state` (a service starts without calibrating again)."""
+        return self._calibration.to_dict()
 
     def load_calibration_state(self, state: Mapping[str, Any]) -> VerityRAGPipeline:
         """Restore what :meth:`calibration_state` saved (for the same corpus and models)."""
-        if state.get("format") != CALIBRATION_FORMAT:
-            raise InvalidInputError(
-                "state", f"not a calibration state of this version ({state.get('format')!r})"
+        return self.use_calibration(Calibration.from_dict(state, self.answerability))
+
+    def _calibration_file(self) -> Path | None:
+        return self.data_dir / CALIBRATION_FILENAME if self.data_dir is not None else None
+
+    def _save_calibration(self) -> None:
+        """Write the calibration beside the store (a persistent index): the next start opens it."""
+        path = self._calibration_file()
+        if path is None:
+            return
+        saved = {"calibration": self.calibration_state(), "embedder": self.embedder.fingerprint()}
+        partial = path.with_name(path.name + ".partial")
+        with partial.open("w", encoding="utf-8") as out:
+            json.dump(saved, out)
+            out.flush()
+            os.fsync(out.fileno())  # whole before it replaces the one saved before
+        partial.replace(path)
+
+    def _open_saved_calibration(self) -> None:
+        """Open the calibration saved beside the store, when it was fitted with this embedder; one
+        unusable is left for the next ``calibrate`` to write over, and said."""
+        path = self._calibration_file()
+        if path is None or not path.is_file():
+            return
+        try:
+            saved = json.loads(path.read_text(encoding="utf-8"))
+            if saved.get("embedder") != self.embedder.fingerprint():
+                raise InvalidInputError("calibration", "was fitted with another embedder")
+            self._apply_calibration(Calibration.from_dict(saved["calibration"], self.answerability))
+        except (ValueError, KeyError, TypeError, InvalidInputError) as exc:
+            logger.warning(
+                "calibration saved at %s not used (%s): the defaults apply until calibrate()", path, exc
             )
-        self._gate = SufficiencyGate.from_dict(state["gate"])
-        self.reranker = (
-            LightGBMReranker.from_dict(state["reranker"]) if state["reranker"] else LightGBMReranker()
-        )
-        self.use_reranker = bool(state["use_reranker"])
-        self.reformulate = bool(state["reformulate"])
-        self.fitted_reader_threshold = state["reader_threshold"]
-        confidence = state["confidence"]
-        self.confidence_model = ConfidenceModel.from_dict(confidence) if confidence else None
-        self.paired_sufficiency = None
-        return self
 
     def query(
         self,

@@ -380,7 +380,7 @@ def _conflict(
         "facts", other_title, "The MV Lissa Wren is 88 metres long, says the harbour office.", facts
     )
     p.reader = EvidenceReader(_TwoLengths())
-    p.fitted_reader_threshold = 0.0
+    p.use_calibration(dataclasses.replace(p.calibration, reader_logit_threshold=0.0))
     p.gate.set_threshold(0.0)
     return p.query("How long is the MV Lissa Wren?")
 
@@ -483,7 +483,8 @@ def test_an_answer_another_source_gives_too_counts_for_it() -> None:
         for doc_id, title, text in docs:
             p.ingest_document(doc_id, title, text, {"source": source} if source else {})
         p.reader = EvidenceReader(_Everywhere("Ewan Tolley", -0.5))  # probability 0.38 per span
-        p.fitted_reader_threshold = 0.0  # answer at 0.5 and above
+        # Answer at 0.5 and above.
+        p.use_calibration(dataclasses.replace(p.calibration, reader_logit_threshold=0.0))
         p.gate.set_threshold(0.0)
         return p.query("Who is the captain of the MV Corran Bell?")
 
@@ -697,7 +698,7 @@ def test_calibrate_returns_threshold_and_reranker_check(
     assert summary["must_abstain"] == sum(not answers for _, answers in calibration_questions)
     check = summary["reranker"]
     assert check["trained"] is True
-    assert check["used"] is p.use_reranker
+    assert check["used"] is p.calibration.use_reranker
     assert check["used"] is (check["p_value"] < KEEP_RERANKER_ALPHA)  # the stated rule
     assert check["p_value"] == sign_test_p(check["wins"], check["losses"])
     assert check["questions"] == sum(bool(answers) for _, answers in calibration_questions)
@@ -750,7 +751,7 @@ def test_calibrate_untrained_reranker_reports_not_used(
     p.ingest_documents(documents)
     summary = p.calibrate(calibration_questions)
     assert summary["reranker"] == {"trained": False, "used": False}
-    assert p.use_reranker is False
+    assert p.calibration.use_reranker is False
 
 
 def test_calibrate_no_questions_raises_invalid_input(pipeline: VerityRAGPipeline) -> None:

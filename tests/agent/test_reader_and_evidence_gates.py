@@ -69,6 +69,8 @@ def test_the_sufficiency_gate_refuses_under_its_threshold_only_from_its_corpus_s
 
 
 def test_a_sufficiency_refusal_says_which_names_no_passage_holds() -> None:
-    refusal = EnoughEvidence(0, True).decide(_case(answer=None, missing=("Ashgrove",), probability=0.1)).refusal
+    refusal = (
+        EnoughEvidence(0, True).decide(_case(answer=None, missing=("Ashgrove",), probability=0.1)).refusal
+    )
     assert refusal is not None
     assert "'Ashgrove'" in refusal.details["explanation"]

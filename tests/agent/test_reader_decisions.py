@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +50,8 @@ def pipeline(corpus_slice: list[dict[str, Any]]) -> VerityRAGPipeline:
 
 def _with_reader(pipeline: VerityRAGPipeline, logit: float, words: int = 2) -> VerityRAGPipeline:
     pipeline.reader = EvidenceReader(_FirstWords(logit, words))
-    pipeline.fitted_reader_threshold = 0.0  # answer when the reader prefers an answer to none
+    # Answer when the reader prefers an answer to none.
+    pipeline.use_calibration(replace(pipeline.calibration, reader_logit_threshold=0.0))
     return pipeline
 
 
@@ -185,16 +187,16 @@ def test_calibrate_refits_the_reader_threshold_only_given_reader_questions(
     summary = pipeline.calibrate(labelled)
     assert summary["reader"]["fitted"] is False
     assert pipeline.reader_logit_threshold == pytest.approx(models_own)
-    assert pipeline.fitted_reader_threshold is None
+    assert pipeline.calibration.reader_logit_threshold is None
 
     summary = pipeline.calibrate(labelled, reader_questions=on_topic[:15])
     assert summary["reader"]["questions"] == len(labelled) + 15
     assert pipeline.reader_logit_threshold == pytest.approx(logit(summary["reader"]["threshold"]))
-    assert pipeline.fitted_reader_threshold is not None
+    assert pipeline.calibration.reader_logit_threshold is not None
 
     pipeline.calibrate(labelled)  # without them again: the model's own, not the last fit
     assert pipeline.reader_logit_threshold == pytest.approx(models_own)
-    assert pipeline.fitted_reader_threshold is None
+    assert pipeline.calibration.reader_logit_threshold is None
 
 
 def test_calibrate_fits_what_confidence_means_and_the_state_keeps_it(
@@ -280,7 +282,9 @@ def test_the_reader_sweep_names_where_its_threshold_comes_from() -> None:
     shipped = VerityRAGPipeline()
     assert _rule(shipped).startswith("the model's own")
     # A fit equal to the model's own threshold is still a fit.
-    shipped.fitted_reader_threshold = shipped.reader_logit_threshold
+    shipped.use_calibration(
+        replace(shipped.calibration, reader_logit_threshold=shipped.reader_logit_threshold)
+    )
     assert _rule(shipped).startswith("most right answers")
     # A stand-in reader with no metadata: an answer preferred to none.
     bare = VerityRAGPipeline()

@@ -33,7 +33,9 @@ def _hit(doc_id: str, text: str) -> Hit:
 
 def _sentence(hit: Hit) -> CitedSentence:
     chunk = hit.chunk
-    return CitedSentence(chunk.text, (Citation(chunk.chunk_id, chunk.doc_id, chunk.title, 0, len(chunk.text)),))
+    return CitedSentence(
+        chunk.text, (Citation(chunk.chunk_id, chunk.doc_id, chunk.title, 0, len(chunk.text)),)
+    )
 
 
 def _case(hits: list[Hit], short: str | None = "James Watt") -> Case:

@@ -7,6 +7,7 @@ applying only while that very check is attached), not a model.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -80,7 +81,9 @@ def test_the_paired_threshold_applies_only_while_its_check_is_attached(
     own = pipeline.gate.threshold_
     if paired == own:  # the fit moved nothing: a paired threshold of its own
         paired = own - 0.1
-        pipeline.paired_sufficiency = PairedSufficiency(check, paired)
+        pipeline.use_calibration(
+            replace(pipeline.calibration, paired_sufficiency=PairedSufficiency(check, paired))
+        )
     assert pipeline.sufficiency_threshold == paired
     assert pipeline.query(answered_question).trace[-1].details["threshold"] == paired
 
@@ -105,7 +108,7 @@ def test_without_out_of_fold_probabilities_or_unanswerable_questions_the_rule_is
         "answerability"
     ]
     assert (fit["rule"], fit["questions"]) == ("sequential", 30)
-    assert pipeline.paired_sufficiency is None
+    assert pipeline.calibration.paired_sufficiency is None
     answerable_only = [(q, a) for q, a in labelled if a]
     oof = [0.5] * len(answerable_only)
     joint = {"sufficiency_reference": pipeline.gate.threshold_, "abstention_target": 0.9}
@@ -130,8 +133,8 @@ def test_a_new_calibration_drops_the_old_pairing(
     test_questions: list[dict[str, Any]],
 ) -> None:
     pipeline, _, _ = calibrated
-    assert pipeline.paired_sufficiency is not None
+    assert pipeline.calibration.paired_sufficiency is not None
     pipeline.check_threshold_sources["answerability"] = "settings"  # now fixed: not refitted
     pipeline.calibrate(_labelled(corpus_slice, test_questions))
-    assert pipeline.paired_sufficiency is None
+    assert pipeline.calibration.paired_sufficiency is None
     assert pipeline.sufficiency_threshold == pipeline.gate.threshold_

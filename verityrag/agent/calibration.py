@@ -16,13 +16,16 @@ answer list: the corpus cannot answer it), through the agent's public methods on
   first significantly more often than fusion alone (one-sided sign test).
 - :func:`fit_confidence`: what a reply's ``confidence`` says, P(it is right), fitted on the
   replies the finished agent gives (:mod:`verityrag.agent.confidence`).
+
+What they fitted is one frozen :class:`Calibration`, which the pipeline builds its agents from
+and saves (``to_dict``) beside a persistent index.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -31,8 +34,9 @@ import numpy.typing as npt
 from verityrag.agent.confidence import ConfidenceModel, reply_row
 from verityrag.agent.controller import AgentController
 from verityrag.agent.sufficiency import GATE_FEATURES, READER_FEATURES, SufficiencyGate
-from verityrag.checks.thresholds import GateOutcome, gate_outcomes
+from verityrag.checks.thresholds import GateOutcome, PairedSufficiency, gate_outcomes
 from verityrag.config import Settings
+from verityrag.errors import InvalidInputError
 from verityrag.index.protocol import AnyIndex, SnapshotView
 from verityrag.retrieval.features import ChunkTermCache, QueryTerms
 from verityrag.retrieval.reranker import KEEP_RERANKER_ALPHA, LightGBMReranker, Searches, sign_test_p
@@ -42,6 +46,69 @@ from verityrag.types import Hit, QueryResult
 logger = logging.getLogger(__name__)
 
 Labelled = Sequence[tuple[str, Sequence[str]]]
+
+#: The format :meth:`Calibration.to_dict` writes; the formats :meth:`Calibration.from_dict` reads
+#: (the second lacked the learned checks' thresholds).
+CALIBRATION_FORMAT = "verityrag-calibration/3"
+READABLE_FORMATS = frozenset({"verityrag-calibration/2", CALIBRATION_FORMAT})
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What ``train_reranker`` and ``calibrate`` fitted, as one value: the pipeline builds its agents
+    from it and replaces it whole (nothing else sets it)."""
+
+    gate: SufficiencyGate | None = None  # None: the bundled gate
+    reranker: LightGBMReranker | None = None  # None: retrieval's order
+    use_reranker: bool = True  # kept only when it ranks better on labelled questions
+    reformulate: bool | None = None  # None: as the gate's own fit chose
+    # The reader's answer threshold on the answer logit at the balanced level (None: the model's own).
+    reader_logit_threshold: float | None = None
+    # P(a reply is right) (None: the gate's probability stands for it).
+    confidence: ConfidenceModel | None = None
+    # The learned checks' thresholds calibrate fitted, by stage (the others keep their own).
+    check_thresholds: Mapping[str, float] = field(default_factory=dict)
+    # The sufficiency threshold fitted together with the answerability check it names.
+    paired_sufficiency: PairedSufficiency | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON of what was fitted (:meth:`from_dict` reads it back)."""
+        paired = self.paired_sufficiency
+        return {
+            "format": CALIBRATION_FORMAT,
+            "gate": self.gate.to_dict() if self.gate is not None else None,
+            "reranker": self.reranker.to_dict() if self.reranker is not None else None,
+            "use_reranker": self.use_reranker,
+            "reformulate": self.reformulate,
+            "reader_threshold": self.reader_logit_threshold,
+            "confidence": self.confidence.to_dict() if self.confidence is not None else None,
+            "check_thresholds": dict(self.check_thresholds),
+            "paired_sufficiency": paired.threshold if paired is not None else None,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], answerability: object | None = None) -> Calibration:
+        """What :meth:`to_dict` wrote; the paired sufficiency threshold is bound to
+        ``answerability``, the check attached now (none attached: it is dropped)."""
+        if data.get("format") not in READABLE_FORMATS:
+            raise InvalidInputError(
+                "state", f"not a calibration state of this version ({data.get('format')!r})"
+            )
+        paired = data.get("paired_sufficiency")
+        return cls(
+            gate=SufficiencyGate.from_dict(data["gate"]) if data["gate"] else None,
+            reranker=LightGBMReranker.from_dict(data["reranker"]) if data["reranker"] else None,
+            use_reranker=bool(data["use_reranker"]),
+            reformulate=None if data["reformulate"] is None else bool(data["reformulate"]),
+            reader_logit_threshold=data["reader_threshold"],
+            confidence=ConfidenceModel.from_dict(data["confidence"]) if data["confidence"] else None,
+            check_thresholds={k: float(v) for k, v in data.get("check_thresholds", {}).items()},
+            paired_sufficiency=(
+                PairedSufficiency(answerability, float(paired))
+                if paired is not None and answerability is not None
+                else None
+            ),
+        )
 
 
 @dataclass

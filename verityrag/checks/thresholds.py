@@ -390,12 +390,12 @@ def _fit_jointly(
 
 
 class ChecksOwner(Protocol):
-    """What :func:`fit_attached_checks` reads and sets on a pipeline (``VerityRAGPipeline``)."""
+    """What :func:`fit_attached_checks` reads of a pipeline (``VerityRAGPipeline``); it sets nothing."""
 
     settings: Settings
-    reformulate: bool
-    check_threshold_sources: dict[str, str]
-    paired_sufficiency: PairedSufficiency | None
+
+    @property
+    def reformulate(self) -> bool: ...
 
     @property
     def gate(self) -> Any: ...
@@ -411,17 +411,16 @@ class ChecksOwner(Protocol):
 
 def fit_attached_checks(
     pipeline: ChecksOwner, labelled: Sequence[tuple[str, Sequence[str]]], stages: Sequence[str]
-) -> dict[str, dict[str, Any]]:
-    """Fit the thresholds of ``pipeline``'s learned checks at ``stages`` (:func:`fit_thresholds`,
-    with its gate as fitted) and set them; the report of the fit."""
+) -> ThresholdFit:
+    """The thresholds of ``pipeline``'s learned checks at ``stages`` (:func:`fit_thresholds`, with
+    its gate as fitted), for the pipeline to set."""
     gate = pipeline.gate
     # The joint rule emulates the pair from one pass, which holds only with one attempt per
     # question: the gate's out-of-fold probabilities only without reformulation.
     one_attempt = not pipeline.reformulate or pipeline.settings.max_reformulations == 0
-    checks = pipeline.checks()
-    fit = fit_thresholds(
+    return fit_thresholds(
         pipeline.query_with,
-        checks,
+        pipeline.checks(),
         labelled,
         stages,
         sufficiency_oof=[float(p) for p in gate.oof_probabilities_] if one_attempt else None,
@@ -429,13 +428,3 @@ def fit_attached_checks(
         abstention_target=pipeline.settings.abstention_target,
         paired_sufficiency=pipeline.paired_threshold(),
     )
-    for stage, threshold in fit.thresholds.items():
-        checks[stage].threshold = threshold
-        if fit.report[stage]["fitted"]:
-            pipeline.check_threshold_sources[stage] = "calibration"
-    if "answerability" in fit.thresholds:
-        paired = fit.paired_sufficiency
-        pipeline.paired_sufficiency = (
-            PairedSufficiency(checks["answerability"], paired) if paired is not None else None
-        )
-    return fit.report

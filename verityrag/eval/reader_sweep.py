@@ -60,7 +60,7 @@ def _rule(pipeline: VerityRAGPipeline) -> str:
     )
     if pipeline.settings.reader_answer_threshold is not None:
         return "set in the settings"
-    if pipeline.fitted_reader_threshold is not None:
+    if pipeline.calibration.reader_logit_threshold is not None:
         return f"most right answers less {WRONG_ANSWER_COST:g} x wrong ones on the calibration questions"
     if metadata is not None:
         return models_own

@@ -18,10 +18,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from verityrag.agent.calibration import CALIBRATION_FORMAT
 from verityrag.errors import VerityRAGError
 from verityrag.index.collections import COLLECTION_KEY
 from verityrag.models.folder import RESOURCES_DIR
-from verityrag.pipeline import CALIBRATION_FORMAT, IN_MEMORY, VerityRAGPipeline
+from verityrag.pipeline import IN_MEMORY, VerityRAGPipeline
 from verityrag.serve.bundled_corpus import DEFAULT_DATA_DIR, EvalQuestion, load_corpus, load_questions
 from verityrag.types import Document
 
