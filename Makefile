@@ -6,6 +6,12 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 LINTED := verityrag tests scripts data app.py
 REQS := requirements.txt requirements-dev.txt pyproject.toml
+# The package with the extras the product and its tests use, and their dependencies, as
+# pyproject.toml declares them (no --no-deps: a dependency it forgets fails here, not in a user's
+# install). requirements*.txt pin the versions in the same resolution, so CI is reproducible and
+# a pin outside pyproject.toml's range stops the install. `ner` (spaCy) is installed apart, by the
+# one recipe that uses it (requirements-models.txt).
+EXTRAS := api,mcp,app,models,train,eval,elasticsearch,fast,ann
 STAMP := $(VENV)/.installed-$(shell cat $(REQS) | sha1sum | cut -c1-12)
 
 .PHONY: setup data train-reader train-reader-domains run ask browser test check lint format bench bench-scale bench-checks bench-es eval eval-domains models models-answer-check models-answerability models-answerability-mpnet models-guard models-nli models-nli-ragtruth models-nli3 models-reader readme-results demo bench-api schemathesis clean eval-llm eval-llm-checks eval-llm-reader
@@ -14,8 +20,7 @@ $(STAMP): $(REQS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -r requirements.txt -r requirements-dev.txt
-	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
+	$(PY) -m pip install -q --no-build-isolation -r requirements.txt -r requirements-dev.txt -e ".[$(EXTRAS)]"
 	rm -f $(VENV)/.installed-*
 	touch $@
 

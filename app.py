@@ -21,7 +21,7 @@ from urllib.parse import quote
 
 import streamlit as st
 
-from verityrag.config import STRICTNESS_LEVELS
+from verityrag.config import STRICTNESS_LEVELS, Settings
 from verityrag.errors import InvalidInputError, LLMError, VerityRAGError
 from verityrag.index.collections import ALL_COLLECTIONS, DEMO_COLLECTION, YOURS_FIRST
 from verityrag.llm import PROVIDERS, complete_fn_for
@@ -59,7 +59,7 @@ PROVIDER_HELP = (
 @st.cache_resource(show_spinner="Loading the bundled corpus and calibrating (a few seconds, once)...")
 def ask_pipeline() -> VerityRAGPipeline:
     # Only without the API (streamlit run app.py alone); in memory: two processes never share a store.
-    return bundled_pipeline(store_dir=IN_MEMORY, collection=DEMO_COLLECTION)
+    return bundled_pipeline(store_dir=IN_MEMORY, collection=DEMO_COLLECTION, settings=Settings.from_env())
 
 
 @st.cache_resource(show_spinner=False)

@@ -31,7 +31,7 @@ ROOT_NAME = "verityrag"
 # evaluation, the training recipes and the third-party datasets they read) is the top layer: the
 # product, everything below it, imports nothing of it.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "types"),
+    ("_lazy", "errors", "types"),  # _lazy: how each package __init__ re-exports its names
     ("text",),
     ("embed", "llm"),
     ("models",),
@@ -62,6 +62,7 @@ SHARED_MODULE_NAMES = {
 
 ROOT_MODULES = {
     "__init__",
+    "_lazy",  # how every package __init__ re-exports its names (PEP 562)
     "__main__",
     "config",
     "errors",

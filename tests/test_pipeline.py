@@ -9,6 +9,7 @@ import pytest
 
 from verityrag import AbstainReason, Document, InvalidInputError, Settings, VerityRAGPipeline
 from verityrag.embed.hashing import HashingEmbedder
+from verityrag.ingest.writer import data_dir_from_env
 from verityrag.pipeline import as_document
 
 pytestmark = pytest.mark.unit
@@ -292,17 +293,41 @@ def test_stats_counts_documents_and_chunks(pipeline: VerityRAGPipeline, tmp_path
     assert stats["embedder"] == pipeline.embedder.fingerprint()
 
 
-def test_pipeline_data_dir_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pipeline_constructor_without_settings_or_data_dir_reads_no_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The entry points read VERITYRAG_* (Settings.from_env, data_dir_from_env); a constructor never does.
     monkeypatch.setenv("VERITYRAG_DATA_DIR", str(tmp_path / "env-data"))
+    monkeypatch.setenv("VERITYRAG_TOP_K", "2")
     pipeline = VerityRAGPipeline()
+    assert pipeline.settings == Settings()
+    assert pipeline.data_dir is None
+    pipeline.ingest_document("a", "A", "Alpha text.")
+    assert not (tmp_path / "env-data").exists()
+
+
+def test_pipeline_data_dir_from_environment_as_the_entry_points_read_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VERITYRAG_DATA_DIR", str(tmp_path / "env-data"))
+    pipeline = VerityRAGPipeline(data_dir=data_dir_from_env(), settings=Settings.from_env())
     pipeline.ingest_document("a", "A", "Alpha text.")
     assert (tmp_path / "env-data" / "verityrag.sqlite3").exists()
 
 
-def test_pipeline_settings_from_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_data_dir_from_environment_unset_or_empty_is_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("VERITYRAG_DATA_DIR", raising=False)
+    assert data_dir_from_env() is None
+    assert data_dir_from_env({"VERITYRAG_DATA_DIR": ""}) is None
+    assert data_dir_from_env({"VERITYRAG_DATA_DIR": "store"}) == Path("store")
+
+
+def test_pipeline_settings_from_environment_as_the_entry_points_read_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("VERITYRAG_TOP_K", "2")
     monkeypatch.setenv("VERITYRAG_READER", "0")  # no model in a unit test
-    pipeline = VerityRAGPipeline()
+    pipeline = VerityRAGPipeline(settings=Settings.from_env())
     assert pipeline.settings.top_k == 2
     assert pipeline.data_dir is None
     pipeline.ingest_documents([(f"d{i}", "Aardvark", f"Aardvark fact number {i}.") for i in range(5)])

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import importlib
 import inspect
 import io
 import subprocess
@@ -69,10 +71,13 @@ def test_all_names_exist_and_are_unique() -> None:
 
 @pytest.mark.unit
 def test_all_lists_every_public_top_level_class() -> None:
+    # dir(), not vars(): the names are imported on first use (verityrag._lazy).
     public_classes = {
         name
-        for name, value in vars(verityrag).items()
-        if inspect.isclass(value) and not name.startswith("_") and value.__module__.startswith("verityrag")
+        for name in dir(verityrag)
+        if not name.startswith("_")
+        and inspect.isclass(value := getattr(verityrag, name))
+        and value.__module__.startswith("verityrag")
     }
     assert public_classes  # the check is not vacuous
     assert public_classes - set(verityrag.__all__) == set()
@@ -125,6 +130,59 @@ def test_errors_form_documented_hierarchy() -> None:
 @pytest.mark.unit
 def test_package_ships_py_typed_marker() -> None:
     assert (Path(verityrag.__file__).parent / "py.typed").exists()
+
+
+def _package_modules_after(statement: str, child_env: dict[str, str], python_exe: str) -> list[str]:
+    """The modules of verityrag a fresh interpreter holds after running ``statement``."""
+    code = f"import sys\n{statement}\nprint(sorted(m for m in sys.modules if m.split('.')[0] == 'verityrag'))"
+    out = subprocess.run([python_exe, "-c", code], env=child_env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    modules: list[str] = ast.literal_eval(out.stdout.strip().splitlines()[-1])
+    return modules
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    "statement", ["import verityrag.errors", "import verityrag", "import verityrag.types"]
+)
+def test_importing_the_package_or_its_errors_in_a_fresh_process_loads_at_most_five_of_its_modules(
+    statement: str, child_env: dict[str, str], python_exe: str
+) -> None:
+    # The package __init__s re-export on first use: importing one module does not import the
+    # pipeline (96 modules when verityrag/__init__.py imported it eagerly).
+    modules = _package_modules_after(statement, child_env, python_exe)
+    assert len(modules) <= 5, modules
+
+
+@pytest.mark.integration
+def test_a_name_of_the_package_imports_its_owner_on_first_use(
+    child_env: dict[str, str], python_exe: str
+) -> None:
+    modules = _package_modules_after("from verityrag import VerityRAGPipeline", child_env, python_exe)
+    assert "verityrag.pipeline" in modules
+
+
+PACKAGES_WITH_REEXPORTS = sorted(
+    ".".join(("verityrag", *init.parent.relative_to(Path(verityrag.__file__).parent).parts))
+    for init in Path(verityrag.__file__).parent.rglob("__init__.py")
+)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("package_name", PACKAGES_WITH_REEXPORTS)
+def test_every_name_in_a_packages_all_resolves_and_is_listed_by_dir(package_name: str) -> None:
+    package = importlib.import_module(package_name)
+    names = getattr(package, "__all__", [])
+    assert len(set(names)) == len(names)
+    missing = [name for name in names if not hasattr(package, name)]
+    assert missing == []
+    assert set(names) <= set(dir(package))
+
+
+@pytest.mark.unit
+def test_an_unknown_name_of_the_package_raises_attribute_error_naming_it() -> None:
+    with pytest.raises(AttributeError, match="'verityrag' has no attribute 'NoSuchThing'"):
+        _ = verityrag.NoSuchThing  # type: ignore[attr-defined]
 
 
 @pytest.mark.integration

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import httpx
 
+from verityrag.config import Settings
 from verityrag.errors import InvalidInputError, VerityRAGError
 from verityrag.pipeline import IN_MEMORY
 from verityrag.serve.bundled import bundled_pipeline
@@ -116,10 +117,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         if api_url is not None:
-            pipeline: Backend = ApiBackend(api_url, os.environ.get(API_KEY_ENV) or None)
+            pipeline: Backend = ApiBackend(
+                api_url, os.environ.get(API_KEY_ENV) or None, settings=Settings.from_env()
+            )
             where = f"the API at {api_url} (the index make run serves)"
         else:
-            local = bundled_pipeline(args.data_dir, store_dir=args.store or IN_MEMORY)
+            local = bundled_pipeline(
+                args.data_dir, store_dir=args.store or IN_MEMORY, settings=Settings.from_env()
+            )
             atexit.register(local.close)  # a clean stop writes the index image beside the store
             pipeline = LocalBackend(local)
             where = (

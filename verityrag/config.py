@@ -32,7 +32,7 @@ ENV_PREFIX = "VERITYRAG_"
 # VERITYRAG_* variables read outside Settings (by the module named). With one per Settings
 # field they make ENV_VARS, which from_env checks the environment against.
 OTHER_ENV_VARS: tuple[str, ...] = (
-    "VERITYRAG_DATA_DIR",  # verityrag.pipeline: where documents persist
+    "VERITYRAG_DATA_DIR",  # the entry points (verityrag.ingest.writer.data_dir_from_env): where documents persist
     "VERITYRAG_API_KEY",  # verityrag.api: the key write endpoints ask for
     "VERITYRAG_READ_KEY",  # verityrag.api: the key every other endpoint but /health asks for
     "VERITYRAG_ALLOWED_ORIGINS",  # verityrag.api: other sites whose pages may write

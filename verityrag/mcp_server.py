@@ -51,10 +51,11 @@ from mcp.server.mcpserver.exceptions import ToolError
 from verityrag import __version__
 from verityrag.checks.grounding import GroundingChecker
 from verityrag.checks.sources import iso_time
-from verityrag.config import STRICTNESS_LEVELS
+from verityrag.config import STRICTNESS_LEVELS, Settings
 from verityrag.errors import InvalidInputError, VerityRAGError
 from verityrag.index.collections import DEMO_COLLECTION, scoped_filter
 from verityrag.index.filters import MetadataFilter
+from verityrag.ingest.writer import data_dir_from_env
 from verityrag.pipeline import VerityRAGPipeline
 from verityrag.serve.bundled import bundled_pipeline, load_bundled_corpus
 from verityrag.serve.mcp_stdio import run_stdio
@@ -237,8 +238,8 @@ class ApiTools:
     the API's index. The API checks the input (its 4xx errors name the field, as tool errors);
     ``verify`` needs no index and runs here."""
 
-    def __init__(self, url: str, api_key: str | None = None) -> None:
-        self.api = ApiBackend(url, api_key)
+    def __init__(self, url: str, api_key: str | None = None, settings: Settings | None = None) -> None:
+        self.api = ApiBackend(url, api_key, settings=settings)
         self.grounding = GroundingChecker()
 
     def query(
@@ -419,12 +420,15 @@ def _max_docs_from_env() -> int | None:
     return value
 
 
-def startup_pipeline(data_dir: Path | None, max_docs: int | None) -> VerityRAGPipeline:
+def startup_pipeline(
+    data_dir: Path | None, max_docs: int | None, settings: Settings | None = None
+) -> VerityRAGPipeline:
     """The served pipeline: the bundled corpus, as the ``demo`` collection, loaded into a new index;
-    calibrated on it when whole (:func:`verityrag.serve.bundled.bundled_pipeline`)."""
+    calibrated on it when whole (:func:`verityrag.serve.bundled.bundled_pipeline`). ``data_dir``
+    None: in memory; ``settings`` None: the defaults (:func:`main` passes the environment's)."""
     if max_docs is None:
-        return bundled_pipeline(store_dir=data_dir, collection=DEMO_COLLECTION)
-    pipeline = VerityRAGPipeline(data_dir=data_dir)
+        return bundled_pipeline(store_dir=data_dir, collection=DEMO_COLLECTION, settings=settings)
+    pipeline = VerityRAGPipeline(data_dir=data_dir, settings=settings)
     load_bundled_corpus(pipeline, max_docs)
     return pipeline
 
@@ -453,7 +457,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.data_dir is not None or args.max_docs is not None:
             parser.error("--api-url serves the API's index: --data-dir and --max-docs do not apply")
         try:  # the API must answer now: a wrong URL is a usage error, not a failure at the first call
-            tools = ApiTools(args.api_url, os.environ.get(API_KEY_ENV) or None)
+            tools = ApiTools(args.api_url, os.environ.get(API_KEY_ENV) or None, Settings.from_env())
             health = tools.api.call("GET", "/health")
         except VerityRAGError as exc:
             parser.error(f"--api-url {args.api_url}: {exc}")
@@ -464,7 +468,8 @@ def main(argv: list[str] | None = None) -> int:
         max_docs = args.max_docs if args.max_docs is not None else _max_docs_from_env()
         if max_docs is not None and max_docs < 1:
             parser.error("--max-docs must be a positive integer")
-        pipeline = startup_pipeline(args.data_dir, max_docs)
+        data_dir = args.data_dir if args.data_dir is not None else data_dir_from_env()
+        pipeline = startup_pipeline(data_dir, max_docs, Settings.from_env())
     except VerityRAGError as exc:
         parser.error(str(exc))
     logger.info("VerityRAG MCP server ready on stdio: %s", pipeline.stats())

@@ -85,10 +85,10 @@ __all__ = [
 class VerityRAGPipeline:
     """The whole system behind one object.
 
-    Without ``data_dir`` (or ``VERITYRAG_DATA_DIR``) everything lives in memory, as it does
-    with ``data_dir=IN_MEMORY`` whatever the environment says. With it, documents, chunks and
-    vectors persist in SQLite and the index is restored on start without re-embedding (unless
-    the embedder changed).
+    Without ``data_dir`` (or with ``IN_MEMORY``) everything lives in memory. With it, documents,
+    chunks and vectors persist in SQLite and the index is restored on start without re-embedding
+    (unless the embedder changed). Without ``settings``, the defaults: the constructor reads no
+    environment; the entry points pass ``Settings.from_env()`` and ``VERITYRAG_DATA_DIR``.
     """
 
     def __init__(
@@ -100,7 +100,7 @@ class VerityRAGPipeline:
         generator: ExtractiveGenerator | LLMGenerator | AnswerStrategy | None = None,
         index: AnyIndex | None = None,
     ) -> None:
-        self.settings = settings or Settings.from_env()
+        self.settings = settings if settings is not None else Settings()
         self.analyzer = analyzer
         self.embedder: Embedder = embedder or HashingEmbedder(analyzer=analyzer)
         # Any backend of the index contract (verityrag.index.protocol): the embedded LiveIndex by

@@ -28,6 +28,20 @@ def _start(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> VerityRAGPipeline
     return pipeline_from_env()
 
 
+def test_pipeline_from_env_reads_the_settings_and_the_data_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The API's entry point reads the environment; the pipeline's constructor reads none.
+    monkeypatch.setenv("VERITYRAG_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("VERITYRAG_TOP_K", "2")
+    pipeline = pipeline_from_env()
+    try:
+        assert pipeline.settings.top_k == 2
+        assert pipeline.data_dir == tmp_path
+    finally:
+        pipeline.close()
+
+
 def _stop(pipeline: VerityRAGPipeline) -> None:
     assert pipeline.store is not None
     pipeline.store.close()

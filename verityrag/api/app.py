@@ -49,6 +49,8 @@ from verityrag.api.middleware import (
 )
 from verityrag.api.prometheus import ApiMetrics
 from verityrag.api.routes import MAX_UPLOAD_BYTES, OPEN_ENDPOINTS, WRITE_ENDPOINTS, add_routes
+from verityrag.config import Settings
+from verityrag.ingest.writer import data_dir_from_env
 from verityrag.pipeline import VerityRAGPipeline
 
 # ApiError, PipelineHolder, PipelineDep, require_api_key and API_KEY_HEADER were defined here
@@ -75,13 +77,15 @@ def pipeline_from_env() -> VerityRAGPipeline:
     """The pipeline ``uvicorn verityrag.api:app`` serves: persisted per ``VERITYRAG_DATA_DIR``,
     with the bundled corpus as the ``demo`` collection when ``VERITYRAG_LOAD_BUNDLED`` is truthy
     (loaded on a first start). Its models are loaded here, before ``/health`` says ready, not by
-    the first question."""
+    the first question. The environment is read here, once: the pipeline's constructor reads none."""
+    settings = Settings.from_env()
+    data_dir = data_dir_from_env()
     if os.environ.get(LOAD_BUNDLED_ENV, "").strip().lower() in {"1", "true", "yes", "on"}:
         from verityrag.index.collections import DEMO_COLLECTION
         from verityrag.serve.bundled import bundled_pipeline
 
-        return bundled_pipeline(collection=DEMO_COLLECTION).warm_up()
-    return VerityRAGPipeline().warm_up()
+        return bundled_pipeline(store_dir=data_dir, collection=DEMO_COLLECTION, settings=settings).warm_up()
+    return VerityRAGPipeline(data_dir=data_dir, settings=settings).warm_up()
 
 
 MAX_BODY_BYTES = 2 * 1024 * 1024

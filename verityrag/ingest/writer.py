@@ -49,8 +49,8 @@ logger = logging.getLogger(__name__)
 MAX_DOCUMENT_TITLE_CHARS = 1_000
 
 DATA_DIR_ENV = "VERITYRAG_DATA_DIR"
-# ``data_dir=IN_MEMORY`` keeps everything in memory whatever VERITYRAG_DATA_DIR says: the eval
-# and the demos pass it, so a benchmark never restores a user's documents nor writes into their store.
+# ``data_dir=IN_MEMORY`` (or None) keeps everything in memory: only the entry points read
+# VERITYRAG_DATA_DIR (data_dir_from_env); the eval and the demos pass IN_MEMORY to say so.
 IN_MEMORY = ""
 STORE_FILENAME = "verityrag.sqlite3"
 #: The index image beside the store (verityrag.index.image): what a restart opens instead of re-indexing.
@@ -133,9 +133,16 @@ def as_document(item: DocumentLike) -> Document:
 
 
 def resolve_data_dir(data_dir: str | os.PathLike[str] | None) -> Path | None:
-    """``data_dir``, else ``VERITYRAG_DATA_DIR``; None (or ``IN_MEMORY``): no durable store."""
-    resolved = data_dir if data_dir is not None else os.environ.get(DATA_DIR_ENV) or None
-    return Path(resolved) if resolved else None
+    """``data_dir`` as a path; None (or ``IN_MEMORY``): no durable store. The environment is the
+    entry points' to read (:func:`data_dir_from_env`), never a constructor's."""
+    return Path(data_dir) if data_dir else None
+
+
+def data_dir_from_env(environ: Mapping[str, str] | None = None) -> Path | None:
+    """The folder ``VERITYRAG_DATA_DIR`` names, None when it is unset or empty: what the entry
+    points (the API, the MCP server, the launcher, the CLI) pass as a pipeline's ``data_dir``."""
+    named = (os.environ if environ is None else environ).get(DATA_DIR_ENV, "")
+    return Path(named) if named else None
 
 
 @dataclass(frozen=True, slots=True)

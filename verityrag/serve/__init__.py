@@ -6,17 +6,39 @@ over the bundled corpus (calibrated once, then restored from disk); the API live
 :mod:`verityrag.mcp_server`.
 """
 
-from verityrag.serve.launcher import (
-    API_KEEP_ALIVE_S,
-    Service,
-    api_command,
-    check_query,
-    free_port,
-    main,
-    running_api_server,
-    ui_command,
-    wait_healthy,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from verityrag._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from verityrag.serve.launcher import API_KEEP_ALIVE_S as API_KEEP_ALIVE_S
+    from verityrag.serve.launcher import Service as Service
+    from verityrag.serve.launcher import api_command as api_command
+    from verityrag.serve.launcher import check_query as check_query
+    from verityrag.serve.launcher import free_port as free_port
+    from verityrag.serve.launcher import main as main
+    from verityrag.serve.launcher import running_api_server as running_api_server
+    from verityrag.serve.launcher import ui_command as ui_command
+    from verityrag.serve.launcher import wait_healthy as wait_healthy
+else:
+    __getattr__, __dir__ = lazy_exports(
+        __name__,
+        {
+            "verityrag.serve.launcher": (
+                "API_KEEP_ALIVE_S",
+                "Service",
+                "api_command",
+                "check_query",
+                "free_port",
+                "main",
+                "running_api_server",
+                "ui_command",
+                "wait_healthy",
+            ),
+        },
+    )
 
 __all__ = [
     "API_KEEP_ALIVE_S",

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from verityrag.agent.calibration import CALIBRATION_FORMAT
+from verityrag.config import Settings
 from verityrag.errors import VerityRAGError
 from verityrag.index.collections import COLLECTION_KEY
 from verityrag.models.folder import RESOURCES_DIR
@@ -197,17 +198,19 @@ def bundled_pipeline(
     calibrate: bool = True,
     factory: Callable[[], VerityRAGPipeline] | None = None,
     collection: str | None = None,
+    settings: Settings | None = None,
 ) -> VerityRAGPipeline:
     """A pipeline over the bundled corpus, calibrated unless ``calibrate=False``.
 
-    ``store_dir`` persists it (None: ``VERITYRAG_DATA_DIR`` when set; ``IN_MEMORY``: never);
-    ``exclude_prefix`` holds documents back (the streaming demo streams them in later);
-    ``factory`` builds the empty pipeline (default: from settings); ``collection`` (e.g.
+    ``store_dir`` persists it (None or ``IN_MEMORY``: never; the entry points pass
+    ``VERITYRAG_DATA_DIR``'s); ``exclude_prefix`` holds documents back (the streaming demo streams
+    them in later); ``factory`` builds the empty pipeline (default: from ``settings``, whose
+    default is ``Settings()``; the entry points pass ``Settings.from_env()``); ``collection`` (e.g.
     ``demo``) names the bundled documents' collection, loaded on a persistent index's first start
     only. An index that holds more, or other, documents is given the calibration fitted on the
     bundled corpus alone (:func:`apply_bundled_calibration`).
     """
-    pipeline = factory() if factory is not None else VerityRAGPipeline(data_dir=store_dir)
+    pipeline = factory() if factory is not None else VerityRAGPipeline(data_dir=store_dir, settings=settings)
     load_bundled_corpus(pipeline, data_dir=data_dir, exclude_prefix=exclude_prefix, collection=collection)
     if not calibrate:
         return pipeline

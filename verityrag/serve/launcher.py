@@ -38,7 +38,7 @@ import httpx
 from verityrag.checks.registry import requested_checks
 from verityrag.config import Settings
 from verityrag.errors import VerityRAGError
-from verityrag.ingest.writer import resolve_data_dir
+from verityrag.ingest.writer import data_dir_from_env
 
 ROOT = Path(__file__).resolve().parents[2]
 APP_FILE = ROOT / "app.py"
@@ -346,7 +346,8 @@ def prepare_bundled() -> None:
     from verityrag.serve.bundled import calibrate_on_bundled, calibration_path, load_bundled_corpus
 
     started = time.perf_counter()
-    pipeline = VerityRAGPipeline(data_dir=IN_MEMORY)
+    # The settings the API will read (it inherits this environment): the same calibration key.
+    pipeline = VerityRAGPipeline(data_dir=IN_MEMORY, settings=Settings.from_env())
     if pipeline.checks() or calibration_path(pipeline).is_file():
         return  # saved (or learned checks are on: the API fits them, as it must every start)
     print(
@@ -360,7 +361,7 @@ def prepare_bundled() -> None:
 
 def data_dir_to_use(given: Path | None) -> Path:
     """``--data-dir``, else ``VERITYRAG_DATA_DIR``, else ``var/`` in the checkout; absolute."""
-    return (resolve_data_dir(given) or DEFAULT_DATA_DIR).expanduser().resolve()
+    return (given or data_dir_from_env() or DEFAULT_DATA_DIR).expanduser().resolve()
 
 
 def main(argv: list[str] | None = None) -> int:

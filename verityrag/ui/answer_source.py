@@ -148,6 +148,7 @@ class ApiBackend:
         api_key: str | None = None,
         timeout_s: float = 120.0,
         client: httpx.Client | None = None,
+        settings: Settings | None = None,
     ) -> None:
         headers = {API_KEY_HEADER: api_key} if api_key else {}
         self.url = url.rstrip("/")
@@ -155,7 +156,9 @@ class ApiBackend:
         self.client = client or httpx.Client(
             base_url=self.url, headers=headers, timeout=timeout_s, trust_env=False
         )
-        self._settings = Settings.from_env()
+        # The chunking the API's writer used: the launcher gives both processes one environment,
+        # which the entry point reads (Settings.from_env()) and passes here.
+        self._settings = settings if settings is not None else Settings()
 
     @property
     def api_url(self) -> str | None:
@@ -309,7 +312,7 @@ def api_url_from_args(argv: Sequence[str]) -> str | None:
 
 def backend_for(api_url: str | None, build_local: Callable[[], VerityRAGPipeline]) -> Backend:
     """The API at ``api_url`` when given (with the key in ``VERITYRAG_API_KEY``, if any), else
-    ``LocalBackend(build_local())``."""
+    ``LocalBackend(build_local())``. The app's entry point: it reads the environment."""
     if api_url:
-        return ApiBackend(api_url, os.environ.get(API_KEY_ENV) or None)
+        return ApiBackend(api_url, os.environ.get(API_KEY_ENV) or None, settings=Settings.from_env())
     return LocalBackend(build_local())
