@@ -40,7 +40,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -58,8 +58,9 @@ from verityrag.index.filters import MetadataFilter
 from verityrag.pipeline import VerityRAGPipeline
 from verityrag.serve.bundled import bundled_pipeline, load_bundled_corpus
 from verityrag.serve.mcp_stdio import run_stdio
+from verityrag.serve.query_reply import query_reply
 from verityrag.text.unicode import check_utf8, utf8_safe
-from verityrag.types import Chunk, Citation, CitedSentence, QueryResult
+from verityrag.types import Chunk, Citation, CitedSentence
 from verityrag.ui.answer_source import API_KEY_ENV, ApiBackend, document_path
 
 logger = logging.getLogger(__name__)
@@ -97,7 +98,7 @@ def run_query(
         settings = pipeline.settings.replace(strictness=strictness)  # validated: names the allowed levels
     scoped = scoped_filter(collection, MetadataFilter.from_dict(filter), pipeline.writer.metadata_index)
     result = pipeline.query(question, settings=settings, filter=scoped)
-    return query_result_dict(result)
+    return query_tool_reply(query_reply(result))
 
 
 def _check_limit(limit: int) -> None:
@@ -136,19 +137,23 @@ def run_delete_document(pipeline: VerityRAGPipeline, doc_id: str) -> dict[str, A
     return {"doc_id": doc_id, "deleted": pipeline.delete_document(doc_id)}
 
 
-def query_result_dict(result: QueryResult) -> dict[str, Any]:
+def query_tool_reply(reply: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``query`` tool's reply: fields of the reply every front end gives
+    (:func:`verityrag.serve.query_reply.query_reply`, ``POST /query``'s body), fewer and flatter
+    for a model to read: the short answer's text, the grounding score, each citation's place."""
+    short = reply.get("short_answer")  # .get: an API of an older version may not send it
     return {
-        "question": result.question,
-        "answer": result.answer,
-        "short_answer": result.short_answer.text if result.short_answer else None,
-        "abstained": result.abstained,
-        "abstain_reason": result.abstain_reason.value if result.abstain_reason else None,
-        "explanation": result.explanation,
-        "confidence": result.confidence,
-        "grounding_score": result.grounding.overall_score,
-        "unsupported_claims": list(result.unsupported_claims),
-        "citations": [{k: getattr(c, k) for k in CITATION_FIELDS} for c in result.citations],
-        "latency_ms": result.latency_ms,
+        "question": reply["question"],
+        "answer": reply["answer"],
+        "short_answer": short["text"] if short else None,
+        "abstained": reply["abstained"],
+        "abstain_reason": reply["abstain_reason"],
+        "explanation": reply.get("explanation"),
+        "confidence": reply["confidence"],
+        "grounding_score": reply["grounding"]["overall_score"],
+        "unsupported_claims": reply.get("unsupported_claims", []),
+        "citations": [{k: c[k] for k in CITATION_FIELDS} for c in reply["citations"]],
+        "latency_ms": reply["latency_ms"],
     }
 
 
@@ -253,21 +258,7 @@ class ApiTools:
             request["filter"] = filter
         if collection is not None:
             request["collection"] = collection
-        body = self.api.call("POST", "/query", json=request)
-        short = body.get("short_answer")
-        return {
-            "question": body["question"],
-            "answer": body["answer"],
-            "short_answer": short["text"] if short else None,
-            "abstained": body["abstained"],
-            "abstain_reason": body["abstain_reason"],
-            "explanation": body.get("explanation"),
-            "confidence": body["confidence"],
-            "grounding_score": body["grounding"]["overall_score"],
-            "unsupported_claims": body.get("unsupported_claims", []),
-            "citations": [{k: c[k] for k in CITATION_FIELDS} for c in body["citations"]],
-            "latency_ms": body["latency_ms"],
-        }
+        return query_tool_reply(self.api.call("POST", "/query", json=request))
 
     def ingest(self, doc_id: str, title: str, text: str) -> dict[str, Any]:
         document = {"doc_id": doc_id, "title": title, "text": text}

@@ -10,6 +10,7 @@ own ``QueryResult``, so the views do not know which one answered.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import os
 import re
@@ -24,19 +25,9 @@ from verityrag.config import Settings
 from verityrag.errors import BackendUnavailableError, InvalidInputError
 from verityrag.index.collections import collection_sizes, remove_collection, scoped_filter
 from verityrag.pipeline import VerityRAGPipeline
+from verityrag.serve.query_reply import result_from_reply
 from verityrag.text.chunking import chunk_spans
-from verityrag.types import (
-    AbstainReason,
-    Chunk,
-    Citation,
-    CitedSentence,
-    ClaimSupport,
-    GroundingReport,
-    Hit,
-    QueryResult,
-    ShortAnswer,
-    TraceStep,
-)
+from verityrag.types import Chunk, Citation, Hit, QueryResult, TraceStep
 
 API_URL_FLAG = "--api-url"
 API_KEY_ENV = "VERITYRAG_API_KEY"  # the launcher's environment: the key the API asks for, if any
@@ -237,34 +228,10 @@ class ApiBackend:
             for s in spans
         }
 
-    def _result(self, body: dict[str, Any]) -> QueryResult:
-        citations = tuple(
-            Citation(c["chunk_id"], c["doc_id"], c["title"], c["start"], c["end"], c.get("source"))
-            for c in body["citations"]
-        )
-        short = body.get("short_answer")
-        trace = tuple(TraceStep(t["stage"], t["duration_ms"], t["details"]) for t in body["trace"])
-        return QueryResult(
-            question=body["question"],
-            answer=body["answer"],
-            abstained=body["abstained"],
-            abstain_reason=AbstainReason(body["abstain_reason"]) if body["abstain_reason"] else None,
-            grounding=GroundingReport(
-                body["grounding"]["overall_score"],
-                tuple(ClaimSupport(c["claim"], c["support"]) for c in body["grounding"]["claims"]),
-            ),
-            confidence=body["confidence"],
-            sentences=(CitedSentence(body["answer"], citations),) if body["answer"] else (),
-            evidence=self._evidence(citations, trace),
-            trace=trace,
-            unsupported_claims=tuple(body.get("unsupported_claims", ())),
-            short_answer=ShortAnswer(
-                short["text"], short["chunk_id"], short["start"], short["end"], short["probability"]
-            )
-            if short
-            else None,
-            explanation=body.get("explanation"),
-        )
+    def _result(self, reply: dict[str, Any]) -> QueryResult:
+        """The API's reply as the pipeline's own result, with the passages it names."""
+        result = result_from_reply(reply)
+        return dataclasses.replace(result, evidence=self._evidence(result.citations, result.trace))
 
     def _evidence(self, citations: tuple[Citation, ...], trace: tuple[TraceStep, ...]) -> tuple[Hit, ...]:
         """The passages the answer names: the cited chunks, then the last attempt's top chunks
