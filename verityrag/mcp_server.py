@@ -53,7 +53,7 @@ from verityrag.checks.grounding import GroundingChecker
 from verityrag.checks.sources import iso_time
 from verityrag.config import STRICTNESS_LEVELS
 from verityrag.errors import InvalidInputError, VerityRAGError
-from verityrag.index.collections import DEMO_COLLECTION, scoped_filter
+from verityrag.index.collections import DEMO_COLLECTION
 from verityrag.index.filters import MetadataFilter
 from verityrag.pipeline import VerityRAGPipeline
 from verityrag.serve.bundled import bundled_pipeline, load_bundled_corpus
@@ -90,14 +90,13 @@ def run_query(
 ) -> dict[str, Any]:
     """Answer ``question`` or abstain; ``strictness`` overrides the pipeline's for this call,
     ``filter`` (metadata, as ``VerityRAGPipeline.query`` takes it) limits the evidence, and
-    ``collection`` chooses the documents (:func:`verityrag.index.collections.scoped_filter`)."""
+    ``collection`` chooses the documents (``VerityRAGPipeline.query``)."""
     if isinstance(question, str):  # the pipeline names any other type
         check_utf8("question", question)
     settings = None
     if strictness is not None:
         settings = pipeline.settings.replace(strictness=strictness)  # validated: names the allowed levels
-    scoped = scoped_filter(collection, MetadataFilter.from_dict(filter), pipeline.writer.metadata_index)
-    result = pipeline.query(question, settings=settings, filter=scoped)
+    result = pipeline.query(question, settings=settings, filter=filter, collection=collection)
     return query_tool_reply(query_reply(result))
 
 

@@ -68,7 +68,6 @@ from verityrag.api.streaming import MEDIA_TYPE as STREAM_MEDIA_TYPE
 from verityrag.api.streaming import query_events, sse_event
 from verityrag.checks.sources import iso_time
 from verityrag.errors import InvalidInputError
-from verityrag.index.collections import scoped_filter
 from verityrag.index.filters import MetadataFilter
 from verityrag.ingest.parsers import FORMATS, ParsedFile, parse_file
 from verityrag.pipeline import VerityRAGPipeline
@@ -375,9 +374,10 @@ async def run_query(
     }
     settings = p.settings.replace(**changes) if changes else None
     started = time.perf_counter()
-    # checked here: a bad filter or collection is a 422, not a stream
-    flt = scoped_filter(body.collection, MetadataFilter.from_dict(body.filter), p.writer.metadata_index)
-    result = await run_in_threadpool(p.query, body.question, body.k, settings, on_stage, flt)
+    # p.query checks the filter and collection before its first stage: a bad one is a 422, not a stream
+    result = await run_in_threadpool(
+        p.query, body.question, body.k, settings, on_stage, body.filter, body.collection
+    )
     elapsed = time.perf_counter() - started
     api_metrics.record_query(elapsed, result.abstain_reason.value if result.abstain_reason else None)
     return result

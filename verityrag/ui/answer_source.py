@@ -23,7 +23,7 @@ import httpx
 
 from verityrag.config import Settings
 from verityrag.errors import BackendUnavailableError, InvalidInputError
-from verityrag.index.collections import collection_sizes, remove_collection, scoped_filter
+from verityrag.index.collections import collection_sizes, remove_collection
 from verityrag.pipeline import VerityRAGPipeline
 from verityrag.serve.query_reply import result_from_reply
 from verityrag.text.chunking import chunk_spans
@@ -95,10 +95,8 @@ class LocalBackend:
         return self.pipeline.stats()
 
     def query(self, question: str, k: int, strictness: str, collection: str | None = None) -> QueryResult:
-        scoped = scoped_filter(collection, None, self.pipeline.writer.metadata_index)
-        return self.pipeline.query(
-            question, k=k, settings=self.pipeline.settings.replace(strictness=strictness), filter=scoped
-        )
+        settings = self.pipeline.settings.replace(strictness=strictness)
+        return self.pipeline.query(question, k=k, settings=settings, collection=collection)
 
     def collections(self) -> dict[str, int]:
         return collection_sizes(self.pipeline.writer.metadata_index)
