@@ -36,7 +36,6 @@ error and its reason, not the SDK's bare "Error executing tool".
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
@@ -45,6 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+import httpx
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -56,12 +56,12 @@ from verityrag.errors import InvalidInputError, VerityRAGError
 from verityrag.index.collections import DEMO_COLLECTION
 from verityrag.index.filters import MetadataFilter
 from verityrag.pipeline import VerityRAGPipeline
+from verityrag.serve.api_client import API_KEY_ENV, ApiClient
 from verityrag.serve.bundled import bundled_pipeline, load_bundled_corpus
 from verityrag.serve.mcp_stdio import run_stdio
 from verityrag.serve.query_reply import query_reply
 from verityrag.text.unicode import check_utf8, utf8_safe
 from verityrag.types import Chunk, Citation, CitedSentence
-from verityrag.ui.answer_source import API_KEY_ENV, ApiBackend, document_path
 
 logger = logging.getLogger(__name__)
 
@@ -241,8 +241,9 @@ class ApiTools:
     the API's index. The API checks the input (its 4xx errors name the field, as tool errors);
     ``verify`` needs no index and runs here."""
 
-    def __init__(self, url: str, api_key: str | None = None) -> None:
-        self.api = ApiBackend(url, api_key)
+    def __init__(self, url: str, api_key: str | None = None, client: httpx.Client | None = None) -> None:
+        # ``client``: one already pointed at the API (a test's in-process TestClient).
+        self.api = ApiClient(url, api_key, client=client)
         self.grounding = GroundingChecker()
 
     def query(
@@ -250,33 +251,21 @@ class ApiTools:
     ) -> dict[str, Any]:
         if isinstance(question, str):
             check_utf8("question", question)
-        request: dict[str, Any] = {"question": question}
-        if strictness is not None:
-            request["strictness"] = strictness
-        if filter is not None:
-            request["filter"] = filter
-        if collection is not None:
-            request["collection"] = collection
-        return query_tool_reply(self.api.call("POST", "/query", json=request))
+        reply = self.api.query(question, strictness=strictness, filter=filter, collection=collection)
+        return query_tool_reply(reply)
 
     def ingest(self, doc_id: str, title: str, text: str) -> dict[str, Any]:
-        document = {"doc_id": doc_id, "title": title, "text": text}
-        [out] = self.api.call("POST", "/documents", json=document)["documents"]
+        out = self.api.add_document(doc_id, title, text)
         return {"doc_id": out["doc_id"], "n_chunks": out["n_chunks"], "replaced": out["replaced"]}
 
     def list_documents(self, limit: int, offset: int, filter: dict[str, Any] | None) -> dict[str, Any]:
         _check_limit(limit)
-        params: dict[str, Any] = {"limit": limit, "offset": offset}
-        if filter is not None:
-            params["filter"] = json.dumps(filter)
-        page: dict[str, Any] = self.api.call("GET", "/documents", params=params)
-        return page
+        return self.api.list_documents(limit, offset, filter)
 
     def delete_document(self, doc_id: str) -> dict[str, Any]:
         if not isinstance(doc_id, str) or not doc_id:
             raise InvalidInputError("doc_id", "must be a non-empty string")
-        gone = self.api.call("DELETE", document_path(doc_id), none_if_missing=True)
-        return {"doc_id": doc_id, "deleted": gone is not None}
+        return {"doc_id": doc_id, "deleted": self.api.delete_document(doc_id)}
 
     def verify(self, answer: str, evidence: Sequence[str]) -> dict[str, Any]:
         return run_verify(self.grounding, answer, evidence)
@@ -444,7 +433,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--api-url serves the API's index: --data-dir and --max-docs do not apply")
         try:  # the API must answer now: a wrong URL is a usage error, not a failure at the first call
             tools = ApiTools(args.api_url, os.environ.get(API_KEY_ENV) or None)
-            health = tools.api.call("GET", "/health")
+            health = tools.api.health()
         except VerityRAGError as exc:
             parser.error(f"--api-url {args.api_url}: {exc}")
         logger.info("VerityRAG MCP server ready on stdio, serving the API at %s: %s", args.api_url, health)

@@ -80,8 +80,7 @@ def test_the_mcp_tool_selects_from_the_one_reply_over_a_pipeline_and_over_the_ap
     result: QueryResult,
 ) -> None:
     pipeline = answering(result)
-    over_api = ApiTools("http://api.test")
-    over_api.api = ApiBackend("http://api.test", client=client_of(pipeline))
+    over_api = ApiTools("http://api.test", client=client_of(pipeline))
     expected = query_tool_reply(query_reply(result))
     assert PipelineTools(pipeline).query("q", None, None, None) == expected
     assert over_api.query("q", None, None, None) == expected
