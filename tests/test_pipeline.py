@@ -505,3 +505,48 @@ def test_query_with_a_lone_surrogate_raises_naming_the_question(pipeline: Verity
     # not be serialised (json.dumps(..., ensure_ascii=False).encode() fails on it).
     with pytest.raises(InvalidInputError, match=r"question: is not valid Unicode text"):
         pipeline.query("Who designed the lighthouse? \ud83c")
+
+
+def test_query_asks_your_documents_before_the_demo_or_the_collection_chosen() -> None:
+    pipeline = VerityRAGPipeline(settings=_settings(reader=False))  # no model in a unit test
+    pipeline.ingest_documents(
+        [
+            {
+                "doc_id": "demo-1",
+                "title": "Aardvark",
+                "text": "Aardvark fact of the demo.",
+                "metadata": {"collection": "demo"},
+            },
+            {
+                "doc_id": "manual",
+                "title": "Aardvark",
+                "text": "Aardvark fact of the manual.",
+                "metadata": {"collection": "manuals"},
+            },
+            {
+                "doc_id": "mine",
+                "title": "Aardvark",
+                "text": "Aardvark fact of my own.",
+                "metadata": {"lang": "en"},
+            },
+        ]
+    )
+
+    def asked(**choice: Any) -> set[str]:
+        return {hit.chunk.doc_id for hit in pipeline.query("aardvark fact", **choice).evidence}
+
+    assert asked() == asked(collection="auto") == {"manual", "mine"}
+    assert asked(collection="all") == {"demo-1", "manual", "mine"}
+    assert asked(collection="demo") == {"demo-1"}
+    assert asked(collection="manuals") == {"manual"}
+    assert asked(filter={"lang": "en"}) == {"mine"}  # a filter within the default choice
+    assert asked(filter={"collection": "demo"}) == {"demo-1"}  # the filter says which
+    assert asked(collection="no-such-collection") == set()
+    with pytest.raises(InvalidInputError, match="either here or in the filter"):
+        pipeline.query("aardvark fact", filter={"collection": "manuals"}, collection="demo")
+    with pytest.raises(InvalidInputError, match="collection: must be a name") as blank:
+        pipeline.query("", collection=" ")  # the choice is checked before the question
+    assert blank.value.field == "collection"
+    for doc_id in ("manual", "mine"):
+        pipeline.delete_document(doc_id)
+    assert asked() == {"demo-1"}  # nothing of yours: the demo

@@ -21,15 +21,14 @@ import sys
 import time
 from pathlib import Path
 
-import httpx
-
 from verityrag.config import Settings
 from verityrag.errors import InvalidInputError, VerityRAGError
 from verityrag.pipeline import IN_MEMORY
+from verityrag.serve.api_client import API_KEY_ENV, running_api
 from verityrag.serve.bundled import bundled_pipeline
 from verityrag.serve.bundled_corpus import DEFAULT_DATA_DIR
 from verityrag.types import QueryResult
-from verityrag.ui.answer_source import API_KEY_ENV, ApiBackend, Backend, LocalBackend
+from verityrag.ui.answer_source import ApiBackend, Backend, LocalBackend
 
 #: Where ``make run`` serves the API unless told otherwise.
 DEFAULT_API_URL = "http://127.0.0.1:8000"
@@ -173,16 +172,6 @@ def main(argv: list[str] | None = None) -> int:
             continue
         ok = ask(pipeline, q) and ok
     return 0 if ok else 2
-
-
-def running_api(url: str) -> str | None:
-    """``url`` when a VerityRAG API answers its health check there, else None."""
-    try:
-        reply = httpx.get(url.rstrip("/") + "/health", timeout=1.0, trust_env=False)
-        body = reply.json() if reply.status_code == 200 else {}
-    except (httpx.HTTPError, ValueError):
-        return None
-    return url.rstrip("/") if isinstance(body, dict) and body.get("status") == "ok" else None
 
 
 if __name__ == "__main__":

@@ -36,15 +36,15 @@ error and its reason, not the SDK's bare "Error executing tool".
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+import httpx
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -53,15 +53,16 @@ from verityrag.checks.grounding import GroundingChecker
 from verityrag.checks.sources import iso_time
 from verityrag.config import STRICTNESS_LEVELS, Settings
 from verityrag.errors import InvalidInputError, VerityRAGError
-from verityrag.index.collections import DEMO_COLLECTION, scoped_filter
+from verityrag.index.collections import DEMO_COLLECTION
 from verityrag.index.filters import MetadataFilter
 from verityrag.ingest.writer import data_dir_from_env
 from verityrag.pipeline import VerityRAGPipeline
+from verityrag.serve.api_client import API_KEY_ENV, ApiClient
 from verityrag.serve.bundled import bundled_pipeline, load_bundled_corpus
 from verityrag.serve.mcp_stdio import run_stdio
+from verityrag.serve.query_reply import query_reply
 from verityrag.text.unicode import check_utf8, utf8_safe
-from verityrag.types import Chunk, Citation, CitedSentence, QueryResult
-from verityrag.ui.answer_source import API_KEY_ENV, ApiBackend, document_path
+from verityrag.types import Chunk, Citation, CitedSentence
 
 logger = logging.getLogger(__name__)
 
@@ -90,15 +91,14 @@ def run_query(
 ) -> dict[str, Any]:
     """Answer ``question`` or abstain; ``strictness`` overrides the pipeline's for this call,
     ``filter`` (metadata, as ``VerityRAGPipeline.query`` takes it) limits the evidence, and
-    ``collection`` chooses the documents (:func:`verityrag.index.collections.scoped_filter`)."""
+    ``collection`` chooses the documents (``VerityRAGPipeline.query``)."""
     if isinstance(question, str):  # the pipeline names any other type
         check_utf8("question", question)
     settings = None
     if strictness is not None:
         settings = pipeline.settings.replace(strictness=strictness)  # validated: names the allowed levels
-    scoped = scoped_filter(collection, MetadataFilter.from_dict(filter), pipeline.writer.metadata_index)
-    result = pipeline.query(question, settings=settings, filter=scoped)
-    return query_result_dict(result)
+    result = pipeline.query(question, settings=settings, filter=filter, collection=collection)
+    return query_tool_reply(query_reply(result))
 
 
 def _check_limit(limit: int) -> None:
@@ -137,19 +137,23 @@ def run_delete_document(pipeline: VerityRAGPipeline, doc_id: str) -> dict[str, A
     return {"doc_id": doc_id, "deleted": pipeline.delete_document(doc_id)}
 
 
-def query_result_dict(result: QueryResult) -> dict[str, Any]:
+def query_tool_reply(reply: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``query`` tool's reply: fields of the reply every front end gives
+    (:func:`verityrag.serve.query_reply.query_reply`, ``POST /query``'s body), fewer and flatter
+    for a model to read: the short answer's text, the grounding score, each citation's place."""
+    short = reply.get("short_answer")  # .get: an API of an older version may not send it
     return {
-        "question": result.question,
-        "answer": result.answer,
-        "short_answer": result.short_answer.text if result.short_answer else None,
-        "abstained": result.abstained,
-        "abstain_reason": result.abstain_reason.value if result.abstain_reason else None,
-        "explanation": result.explanation,
-        "confidence": result.confidence,
-        "grounding_score": result.grounding.overall_score,
-        "unsupported_claims": list(result.unsupported_claims),
-        "citations": [{k: getattr(c, k) for k in CITATION_FIELDS} for c in result.citations],
-        "latency_ms": result.latency_ms,
+        "question": reply["question"],
+        "answer": reply["answer"],
+        "short_answer": short["text"] if short else None,
+        "abstained": reply["abstained"],
+        "abstain_reason": reply["abstain_reason"],
+        "explanation": reply.get("explanation"),
+        "confidence": reply["confidence"],
+        "grounding_score": reply["grounding"]["overall_score"],
+        "unsupported_claims": reply.get("unsupported_claims", []),
+        "citations": [{k: c[k] for k in CITATION_FIELDS} for c in reply["citations"]],
+        "latency_ms": reply["latency_ms"],
     }
 
 
@@ -238,8 +242,9 @@ class ApiTools:
     the API's index. The API checks the input (its 4xx errors name the field, as tool errors);
     ``verify`` needs no index and runs here."""
 
-    def __init__(self, url: str, api_key: str | None = None, settings: Settings | None = None) -> None:
-        self.api = ApiBackend(url, api_key, settings=settings)
+    def __init__(self, url: str, api_key: str | None = None, client: httpx.Client | None = None) -> None:
+        # ``client``: one already pointed at the API (a test's in-process TestClient).
+        self.api = ApiClient(url, api_key, client=client)
         self.grounding = GroundingChecker()
 
     def query(
@@ -247,47 +252,21 @@ class ApiTools:
     ) -> dict[str, Any]:
         if isinstance(question, str):
             check_utf8("question", question)
-        request: dict[str, Any] = {"question": question}
-        if strictness is not None:
-            request["strictness"] = strictness
-        if filter is not None:
-            request["filter"] = filter
-        if collection is not None:
-            request["collection"] = collection
-        body = self.api.call("POST", "/query", json=request)
-        short = body.get("short_answer")
-        return {
-            "question": body["question"],
-            "answer": body["answer"],
-            "short_answer": short["text"] if short else None,
-            "abstained": body["abstained"],
-            "abstain_reason": body["abstain_reason"],
-            "explanation": body.get("explanation"),
-            "confidence": body["confidence"],
-            "grounding_score": body["grounding"]["overall_score"],
-            "unsupported_claims": body.get("unsupported_claims", []),
-            "citations": [{k: c[k] for k in CITATION_FIELDS} for c in body["citations"]],
-            "latency_ms": body["latency_ms"],
-        }
+        reply = self.api.query(question, strictness=strictness, filter=filter, collection=collection)
+        return query_tool_reply(reply)
 
     def ingest(self, doc_id: str, title: str, text: str) -> dict[str, Any]:
-        document = {"doc_id": doc_id, "title": title, "text": text}
-        [out] = self.api.call("POST", "/documents", json=document)["documents"]
+        out = self.api.add_document(doc_id, title, text)
         return {"doc_id": out["doc_id"], "n_chunks": out["n_chunks"], "replaced": out["replaced"]}
 
     def list_documents(self, limit: int, offset: int, filter: dict[str, Any] | None) -> dict[str, Any]:
         _check_limit(limit)
-        params: dict[str, Any] = {"limit": limit, "offset": offset}
-        if filter is not None:
-            params["filter"] = json.dumps(filter)
-        page: dict[str, Any] = self.api.call("GET", "/documents", params=params)
-        return page
+        return self.api.list_documents(limit, offset, filter)
 
     def delete_document(self, doc_id: str) -> dict[str, Any]:
         if not isinstance(doc_id, str) or not doc_id:
             raise InvalidInputError("doc_id", "must be a non-empty string")
-        gone = self.api.call("DELETE", document_path(doc_id), none_if_missing=True)
-        return {"doc_id": doc_id, "deleted": gone is not None}
+        return {"doc_id": doc_id, "deleted": self.api.delete_document(doc_id)}
 
     def verify(self, answer: str, evidence: Sequence[str]) -> dict[str, Any]:
         return run_verify(self.grounding, answer, evidence)
@@ -457,8 +436,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.data_dir is not None or args.max_docs is not None:
             parser.error("--api-url serves the API's index: --data-dir and --max-docs do not apply")
         try:  # the API must answer now: a wrong URL is a usage error, not a failure at the first call
-            tools = ApiTools(args.api_url, os.environ.get(API_KEY_ENV) or None, Settings.from_env())
-            health = tools.api.call("GET", "/health")
+            tools = ApiTools(args.api_url, os.environ.get(API_KEY_ENV) or None)
+            health = tools.api.health()
         except VerityRAGError as exc:
             parser.error(f"--api-url {args.api_url}: {exc}")
         logger.info("VerityRAG MCP server ready on stdio, serving the API at %s: %s", args.api_url, health)

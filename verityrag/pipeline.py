@@ -45,7 +45,8 @@ from verityrag.generation.llm import LLMGenerator
 from verityrag.generation.reading import EvidenceReader, logit
 from verityrag.generation.sentence_selector import SentenceSelector
 from verityrag.generation.verified import AnswerStrategy, answer_parts
-from verityrag.index.filters import AnyFilter
+from verityrag.index.collections import scoped_filter
+from verityrag.index.filters import AnyFilter, as_filter
 from verityrag.index.live import LiveIndex
 from verityrag.index.protocol import AnyIndex
 from verityrag.index.store import SQLiteDocumentStore
@@ -704,6 +705,7 @@ class VerityRAGPipeline:
         settings: Settings | None = None,
         on_stage: Callable[[TraceStep], None] | None = None,
         filter: AnyFilter = None,
+        collection: str | None = None,
     ) -> QueryResult:
         """Answer with a cited evidence sentence, or abstain with a recorded reason.
 
@@ -718,7 +720,13 @@ class VerityRAGPipeline:
         (input errors are raised before the first). An answer's citations carry their documents'
         source and ingest time; ``min_sources`` asks for corroboration (verify.sources). ``filter``:
         only documents whose metadata matches (:mod:`verityrag.index.filters`), inside retrieval.
+        ``collection``: which documents (:func:`verityrag.index.collections.scoped_filter`): a
+        collection's name, ``all``, or None / ``auto``: yours when there are any, the bundled
+        ``demo`` collection only when nothing else is there (with no ``demo``: every document).
         """
+        # Every front end's choice of documents, resolved here (before the question is checked,
+        # so a bad filter or collection is named first, as the API always did).
+        filter = scoped_filter(collection, as_filter(filter), self.writer.metadata_index)
         s = settings or self.settings
         if k is not None:
             s = s.replace(top_k=k)

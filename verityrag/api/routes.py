@@ -12,7 +12,6 @@ import asyncio
 import hashlib
 import json
 import logging
-import math
 import re
 import time
 from collections.abc import AsyncIterator, Callable
@@ -45,7 +44,6 @@ from verityrag.api.routing import (
 from verityrag.api.schemas import (
     INGEST_EXAMPLES,
     CitationOut,
-    ClaimOut,
     DeletedOut,
     DocumentBatchIn,
     DocumentIn,
@@ -54,7 +52,6 @@ from verityrag.api.schemas import (
     DocumentsIn,
     DocumentSummaryOut,
     FilesIngestOut,
-    GroundingOut,
     HealthOut,
     IngestedDocument,
     IngestedFile,
@@ -62,7 +59,6 @@ from verityrag.api.schemas import (
     LearnedCheckOut,
     QueryIn,
     QueryOut,
-    ShortAnswerOut,
     StatsOut,
     TraceStepOut,
 )
@@ -72,11 +68,11 @@ from verityrag.api.streaming import MEDIA_TYPE as STREAM_MEDIA_TYPE
 from verityrag.api.streaming import query_events, sse_event
 from verityrag.checks.sources import iso_time
 from verityrag.errors import InvalidInputError
-from verityrag.index.collections import scoped_filter
 from verityrag.index.filters import MetadataFilter
 from verityrag.ingest.parsers import FORMATS, ParsedFile, parse_file
 from verityrag.pipeline import VerityRAGPipeline
-from verityrag.types import Citation, Document, QueryResult, TraceStep
+from verityrag.serve.query_reply import citation_reply, query_reply, trace_step_reply
+from verityrag.types import Document, QueryResult, TraceStep
 
 __all__ = ["OPEN_ENDPOINTS", "WRITE_ENDPOINTS", "RouteTable", "add_routes"]
 
@@ -378,9 +374,10 @@ async def run_query(
     }
     settings = p.settings.replace(**changes) if changes else None
     started = time.perf_counter()
-    # checked here: a bad filter or collection is a 422, not a stream
-    flt = scoped_filter(body.collection, MetadataFilter.from_dict(body.filter), p.writer.metadata_index)
-    result = await run_in_threadpool(p.query, body.question, body.k, settings, on_stage, flt)
+    # p.query checks the filter and collection before its first stage: a bad one is a 422, not a stream
+    result = await run_in_threadpool(
+        p.query, body.question, body.k, settings, on_stage, body.filter, body.collection
+    )
     elapsed = time.perf_counter() - started
     api_metrics.record_query(elapsed, result.abstain_reason.value if result.abstain_reason else None)
     return result
@@ -446,7 +443,9 @@ async def chat_stream(body: QueryIn, p: PipelineDep, api_metrics: MetricsDep) ->
     async def events() -> AsyncIterator[str]:
         step = first
         while step is not None:
-            yield sse_event("stage", _step_out(step).model_dump(mode="json"))
+            yield sse_event(
+                "stage", TraceStepOut.model_validate(trace_step_reply(step)).model_dump(mode="json")
+            )
             # One get() waited on across heartbeats (cancelling it on each timeout could drop
             # a stage that arrived at that moment); a keep-alive comment each quiet spell.
             getter = asyncio.ensure_future(stages.get())
@@ -463,7 +462,12 @@ async def chat_stream(body: QueryIn, p: PipelineDep, api_metrics: MetricsDep) ->
             yield sse_event("error", {"message": f"{type(exc).__name__}: {exc}"})
             return
         sentences = [
-            {"text": s.text, "citations": [_citation(c).model_dump(mode="json") for c in s.citations]}
+            {
+                "text": s.text,
+                "citations": [
+                    CitationOut.model_validate(citation_reply(c)).model_dump(mode="json") for c in s.citations
+                ],
+            }
             for s in result.sentences
         ]
         for event in query_events(_query_out(result), sentences, stages=False):
@@ -522,16 +526,8 @@ async def metrics(holder: HolderDep, api_metrics: MetricsDep) -> PlainTextRespon
     return PlainTextResponse(api_metrics.render(documents, chunks), media_type=CONTENT_TYPE)
 
 
-_CITATION_FIELDS = ("chunk_id", "doc_id", "title", "start", "end", "source")
-_SHORT_ANSWER_FIELDS = ("text", "chunk_id", "start", "end", "probability")
-
-
 def _fields(obj: object, *names: str) -> dict[str, Any]:
     return {name: getattr(obj, name) for name in names}
-
-
-def _citation(c: Citation) -> CitationOut:
-    return CitationOut(**_fields(c, *_CITATION_FIELDS), ingested_at=iso_time(c.ingested_at))
 
 
 def _ingest_batch(p: VerityRAGPipeline, body: DocumentBatchIn) -> list[IngestedDocument]:
@@ -551,45 +547,10 @@ def _ingest_batch(p: VerityRAGPipeline, body: DocumentBatchIn) -> list[IngestedD
     ]
 
 
-def _plain(value: Any) -> Any:
-    """Trace details as JSON: numpy scalars to Python, non-finite floats to null."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    if hasattr(value, "item") and callable(value.item) and not isinstance(value, str | bytes):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    return str(value)
-
-
-def _step_out(step: TraceStep) -> TraceStepOut:
-    return TraceStepOut(stage=step.stage, duration_ms=step.duration_ms, details=_plain(step.details))
-
-
 def _query_out(result: QueryResult) -> QueryOut:
-    return QueryOut(
-        question=result.question,
-        answer=result.answer,
-        short_answer=ShortAnswerOut(**_fields(result.short_answer, *_SHORT_ANSWER_FIELDS))
-        if result.short_answer
-        else None,
-        abstained=result.abstained,
-        abstain_reason=result.abstain_reason.value if result.abstain_reason else None,
-        explanation=result.explanation,
-        confidence=result.confidence,
-        grounding=GroundingOut(
-            overall_score=result.grounding.overall_score,
-            claims=[ClaimOut(claim=c.claim, support=c.support) for c in result.grounding.claims],
-        ),
-        unsupported_claims=list(result.unsupported_claims),
-        citations=[_citation(c) for c in result.citations],
-        trace=[_step_out(t) for t in result.trace],
-        latency_ms=result.latency_ms,
-    )
+    """The reply every front end gives (:func:`verityrag.serve.query_reply.query_reply`), checked
+    against the API's documented schema."""
+    return QueryOut.model_validate(query_reply(result))
 
 
 #: What AuthMiddleware asks of each endpoint (verityrag.api.auth): writes need the write key,

@@ -1,7 +1,10 @@
-"""Serving: the launcher of ``make run`` (the API and the app), and the bundled pipeline they share.
+"""Serving: the launcher of ``make run`` (the API and the app), and what the front ends share.
 
 ``python -m verityrag.serve`` starts both; :mod:`verityrag.serve.bundled` builds the pipeline
-over the bundled corpus (calibrated once, then restored from disk); the API lives in
+over the bundled corpus (calibrated once, then restored from disk);
+:mod:`verityrag.serve.query_reply` is the one JSON reply to a question every front end gives, and
+:mod:`verityrag.serve.api_client` the one HTTP client of the API (the app, the MCP server and
+``make ask`` use it when they ask a running API); the API lives in
 :mod:`verityrag.api`, the app's views in :mod:`verityrag.ui`, the MCP server in
 :mod:`verityrag.mcp_server`.
 """

@@ -10,37 +10,25 @@ own ``QueryResult``, so the views do not know which one answered.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
-from urllib.parse import quote
 
 import httpx
 
 from verityrag.config import Settings
-from verityrag.errors import BackendUnavailableError, InvalidInputError
-from verityrag.index.collections import collection_sizes, remove_collection, scoped_filter
+from verityrag.index.collections import collection_sizes, remove_collection
 from verityrag.pipeline import VerityRAGPipeline
+from verityrag.serve.api_client import API_KEY_ENV, ApiClient
+from verityrag.serve.query_reply import result_from_reply
 from verityrag.text.chunking import chunk_spans
-from verityrag.types import (
-    AbstainReason,
-    Chunk,
-    Citation,
-    CitedSentence,
-    ClaimSupport,
-    GroundingReport,
-    Hit,
-    QueryResult,
-    ShortAnswer,
-    TraceStep,
-)
+from verityrag.types import Chunk, Citation, Hit, QueryResult, TraceStep
 
 API_URL_FLAG = "--api-url"
-API_KEY_ENV = "VERITYRAG_API_KEY"  # the launcher's environment: the key the API asks for, if any
-API_KEY_HEADER = "X-API-Key"
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,10 +92,8 @@ class LocalBackend:
         return self.pipeline.stats()
 
     def query(self, question: str, k: int, strictness: str, collection: str | None = None) -> QueryResult:
-        scoped = scoped_filter(collection, None, self.pipeline.writer.metadata_index)
-        return self.pipeline.query(
-            question, k=k, settings=self.pipeline.settings.replace(strictness=strictness), filter=scoped
-        )
+        settings = self.pipeline.settings.replace(strictness=strictness)
+        return self.pipeline.query(question, k=k, settings=settings, collection=collection)
 
     def collections(self) -> dict[str, int]:
         return collection_sizes(self.pipeline.writer.metadata_index)
@@ -135,7 +121,8 @@ class LocalBackend:
 
 
 class ApiBackend:
-    """The API at ``url`` (``make run``): every question and every document goes through it.
+    """The API at ``url`` (``make run``): every question and every document goes through it
+    (:class:`verityrag.serve.api_client.ApiClient`).
 
     ``POST /query`` returns the answer, its citations and trace but not the passages' text; the
     passages the views quote are rebuilt from ``GET /documents/{id}`` with the same chunking
@@ -150,66 +137,38 @@ class ApiBackend:
         client: httpx.Client | None = None,
         settings: Settings | None = None,
     ) -> None:
-        headers = {API_KEY_HEADER: api_key} if api_key else {}
-        self.url = url.rstrip("/")
         # ``client``: one already pointed at the API (a test's in-process TestClient).
-        self.client = client or httpx.Client(
-            base_url=self.url, headers=headers, timeout=timeout_s, trust_env=False
-        )
+        self.api = ApiClient(url, api_key, timeout_s, client)
         # The chunking the API's writer used: the launcher gives both processes one environment,
         # which the entry point reads (Settings.from_env()) and passes here.
         self._settings = settings if settings is not None else Settings()
 
     @property
     def api_url(self) -> str | None:
-        return self.url
+        return self.api.url
 
     @property
     def settings(self) -> Settings:
         return self._settings
 
-    def call(self, method: str, path: str, none_if_missing: bool = False, **kwargs: Any) -> Any:
-        """One request to the API: its JSON body (None for a 404 with ``none_if_missing``); a 4xx
-        is an ``InvalidInputError`` naming the field, anything else that fails a
-        ``BackendUnavailableError``."""
-        try:
-            reply = self.client.request(method, path, **kwargs)
-        except httpx.TransportError as exc:
-            raise BackendUnavailableError(f"the API at {self.url} did not answer ({exc})") from exc
-        if reply.status_code == 404 and none_if_missing:
-            return None
-        if reply.status_code in (400, 404, 413, 422):
-            error = _error_of(reply)
-            raise InvalidInputError(error.get("field") or "request", error.get("message") or reply.text)
-        if reply.status_code >= 400:
-            error = _error_of(reply)
-            raise BackendUnavailableError(
-                f"the API answered {reply.status_code}: {error.get('message') or reply.text[:200]}"
-            )
-        return reply.json()
-
     def stats(self) -> dict[str, Any]:
-        stats: dict[str, Any] = self.call("GET", "/stats")
-        return stats
+        return self.api.stats()
 
     def query(self, question: str, k: int, strictness: str, collection: str | None = None) -> QueryResult:
-        request: dict[str, Any] = {"question": question, "k": k, "strictness": strictness}
-        if collection is not None:
-            request["collection"] = collection
-        return self._result(self.call("POST", "/query", json=request))
+        reply = self.api.query(question, k=k, strictness=strictness, collection=collection)
+        result = result_from_reply(reply)
+        return dataclasses.replace(result, evidence=self._evidence(result.citations, result.trace))
 
     def collections(self) -> dict[str, int]:
-        return {c["name"]: c["documents"] for c in self.call("GET", "/collections")["collections"]}
+        return self.api.collections()
 
     def remove_collection(self, name: str) -> int:
-        reply = self.call("DELETE", f"/collections/{quote(name, safe='')}", none_if_missing=True)
-        return 0 if reply is None else int(reply["deleted_documents"])
+        return self.api.remove_collection(name)
 
     def add_document(
         self, doc_id: str, title: str, text: str, metadata: dict[str, Any] | None = None
     ) -> AddedDocument:
-        doc = {"doc_id": doc_id, "title": title, "text": text, "metadata": metadata or {}}
-        [out] = self.call("POST", "/documents", json=doc)["documents"]
+        out = self.api.add_document(doc_id, title, text, metadata)
         meta = metadata or {}
         return AddedDocument(
             doc_id, title, out["n_chunks"], out["replaced"], meta.get("source"), meta.get("format")
@@ -217,15 +176,14 @@ class ApiBackend:
 
     def add_file(self, filename: str, data: bytes, content_type: str | None = None) -> AddedDocument:
         """``POST /documents/files``: the API parses the file (a file it cannot read is an input error)."""
-        upload = {"files": (filename, data, content_type or "application/octet-stream")}
-        [out] = self.call("POST", "/documents/files", files=upload)["documents"]
+        out = self.api.add_file(filename, data, content_type)
         return AddedDocument(
             out["doc_id"], out["title"], out["n_chunks"], out["replaced"], out["source"], out["format"]
         )
 
     def chunks(self, doc_id: str) -> dict[str, Chunk]:
         """The chunks of a stored document by id, as the API's writer cut them ({} when it is gone)."""
-        doc = self.call("GET", document_path(doc_id), none_if_missing=True)
+        doc = self.api.document(doc_id)
         if doc is None:  # deleted since the answer
             return {}
         text, title = doc["text"], doc["title"]
@@ -239,35 +197,6 @@ class ApiBackend:
             s.chunk_id: Chunk(s.chunk_id, doc_id, title, text[s.start : s.end], s.position, s.start, s.end)
             for s in spans
         }
-
-    def _result(self, body: dict[str, Any]) -> QueryResult:
-        citations = tuple(
-            Citation(c["chunk_id"], c["doc_id"], c["title"], c["start"], c["end"], c.get("source"))
-            for c in body["citations"]
-        )
-        short = body.get("short_answer")
-        trace = tuple(TraceStep(t["stage"], t["duration_ms"], t["details"]) for t in body["trace"])
-        return QueryResult(
-            question=body["question"],
-            answer=body["answer"],
-            abstained=body["abstained"],
-            abstain_reason=AbstainReason(body["abstain_reason"]) if body["abstain_reason"] else None,
-            grounding=GroundingReport(
-                body["grounding"]["overall_score"],
-                tuple(ClaimSupport(c["claim"], c["support"]) for c in body["grounding"]["claims"]),
-            ),
-            confidence=body["confidence"],
-            sentences=(CitedSentence(body["answer"], citations),) if body["answer"] else (),
-            evidence=self._evidence(citations, trace),
-            trace=trace,
-            unsupported_claims=tuple(body.get("unsupported_claims", ())),
-            short_answer=ShortAnswer(
-                short["text"], short["chunk_id"], short["start"], short["end"], short["probability"]
-            )
-            if short
-            else None,
-            explanation=body.get("explanation"),
-        )
 
     def _evidence(self, citations: tuple[Citation, ...], trace: tuple[TraceStep, ...]) -> tuple[Hit, ...]:
         """The passages the answer names: the cited chunks, then the last attempt's top chunks
@@ -286,19 +215,6 @@ class ApiBackend:
             if chunk is not None:
                 hits.append(Hit(chunk, 0.0))
         return tuple(hits)
-
-
-def document_path(doc_id: str) -> str:
-    """The API's path of one document (a doc_id may hold slashes: ``notes/kellmark``)."""
-    return f"/documents/{quote(doc_id, safe='/:')}"
-
-
-def _error_of(reply: httpx.Response) -> dict[str, Any]:
-    try:
-        error = reply.json().get("error")
-    except ValueError:
-        return {}
-    return error if isinstance(error, dict) else {}
 
 
 def api_url_from_args(argv: Sequence[str]) -> str | None:
