@@ -26,8 +26,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from verityrag.checks.precision_thresholds import IsotonicCalibrator, confirm_threshold, pick_threshold
 from verityrag.errors import VerityRAGError
+from verityrag.thresholds.precision import IsotonicCalibrator, confirm_threshold, pick_threshold
 
 ROOT = Path(__file__).resolve().parent.parent
 

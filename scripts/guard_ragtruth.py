@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from verityrag.checks.guard import LearnedGuard
-from verityrag.checks.protocols import NLIScorer
 from verityrag.errors import VerityRAGError
 from verityrag.eval.metrics import auroc
 from verityrag.eval.ragtruth import RAGTRUTH_PATH, load_ragtruth, split_ragtruth
 from verityrag.models import OnnxCrossEncoder
+from verityrag.verify.protocols import NLIScorer
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -3,8 +3,8 @@
     python scripts/joint_threshold_sweep.py --out scripts/results/joint_thresholds.json
 
 ``pipeline.calibrate`` fits the answerability gate jointly with the sufficiency gate
-(:func:`verityrag.checks.thresholds.choose_joint_thresholds`; the module docstring of
-:mod:`verityrag.checks.thresholds` states the rule). This script shows the whole plane the rule
+(:func:`verityrag.thresholds.learned.choose_joint_thresholds`; the module docstring of
+:mod:`verityrag.thresholds.learned` states the rule). This script shows the whole plane the rule
 chooses from, and what the sequential rule (sufficiency gate first, answerability at 0 on
 top) would give, with one pass per split:
 
@@ -27,14 +27,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from verityrag.checks.registry import load_check
-from verityrag.checks.thresholds import (
+from verityrag.eval.runner import EvalOptions, build_pipeline
+from verityrag.serve.bundled_corpus import EvalQuestion, load_corpus, load_questions
+from verityrag.thresholds.learned import (
     SWEEP_THRESHOLDS,
     choose_joint_thresholds,
     joint_outcomes,
     sweep_row,
 )
-from verityrag.eval.runner import EvalOptions, build_pipeline
-from verityrag.serve.bundled_corpus import EvalQuestion, load_corpus, load_questions
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -69,8 +69,8 @@ def test_errors_docstring_tree_names_every_error() -> None:
     [
         ("verityrag.models", "ModelFilesMissingError"),
         ("verityrag.models.folder", "ModelFilesMissingError"),
-        ("verityrag.checks.precision_thresholds", "ThresholdNotReachableError"),
-        ("verityrag.checks.llm_judge", "MalformedVerdictError"),
+        ("verityrag.thresholds.precision", "ThresholdNotReachableError"),
+        ("verityrag.verify.llm_judge", "MalformedVerdictError"),
     ],
 )
 def test_moved_error_stays_importable_from_its_old_module(module: str, name: str) -> None:

@@ -39,7 +39,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("retrieval",),
     ("config",),
     ("ingest",),
-    ("agent", "generation", "checks"),
+    ("agent", "generation", "checks", "verify", "thresholds"),
     ("pipeline",),
     (
         "serve",

@@ -18,7 +18,7 @@ from verityrag.retrieval.fusion import FUSION_MODES, FusionMode
 
 ProfileName = Literal["default", "fast", "strict"]
 PROFILES: tuple[str, ...] = get_args(ProfileName)
-# The strictness levels, from the loosest: their one definition. verityrag.checks.strictness
+# The strictness levels, from the loosest: their one definition. verityrag.verify.strictness
 # (StrictnessLevel, its policy table), the API, the MCP server and the UI take them from here.
 Strictness = Literal["loose", "balanced", "strict", "paranoid"]
 STRICTNESS_LEVELS: tuple[str, ...] = get_args(Strictness)
@@ -48,7 +48,7 @@ OTHER_ENV_VARS: tuple[str, ...] = (
     "VERITYRAG_ANSWER_DIR",  # verityrag.checks.answerability: the answerability model's folder
     "VERITYRAG_ANSWER_CHECK_DIR",  # verityrag.checks.answer_check: the answer check's folder
     "VERITYRAG_GUARD_DIR",  # verityrag.checks.guard: Verity-Guard's folder
-    "VERITYRAG_NLI_DIR",  # verityrag.checks.learned_nli: the NLI model's folder
+    "VERITYRAG_NLI_DIR",  # verityrag.verify.learned_nli: the NLI model's folder
     "VERITYRAG_READER_DIR",  # verityrag.checks.reader_check: the reader check's folder
     "VERITYRAG_QWEN_CACHE",  # verityrag.llm.local_qwen: the local Qwen model's folder
 )
@@ -163,7 +163,7 @@ class Settings:
     gate_min_chunks: int = 60
     # Independent documents (different declared sources, not near copies) among the evidence
     # that must say the answer for it to stand; fewer: AbstainReason.CORROBORATION. 1: none
-    # asked for (verityrag.checks.sources; docs/decisions/0041-provenance-and-corroboration.md).
+    # asked for (verityrag.verify.sources; docs/decisions/0041-provenance-and-corroboration.md).
     min_sources: int = 1
     # Learned checks trained here (`make models`), off by default: each needs its model folder
     # (VERITYRAG_ANSWER_DIR / VERITYRAG_GUARD_DIR / VERITYRAG_READER_DIR, else under

@@ -49,8 +49,6 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from verityrag import __version__
-from verityrag.checks.grounding import GroundingChecker
-from verityrag.checks.sources import iso_time
 from verityrag.config import STRICTNESS_LEVELS, Settings
 from verityrag.errors import InvalidInputError, VerityRAGError
 from verityrag.index.collections import DEMO_COLLECTION
@@ -63,6 +61,8 @@ from verityrag.serve.mcp_stdio import run_stdio
 from verityrag.serve.query_reply import query_reply
 from verityrag.text.unicode import check_utf8, utf8_safe
 from verityrag.types import Chunk, Citation, CitedSentence
+from verityrag.verify.grounding import GroundingChecker
+from verityrag.verify.sources import iso_time
 
 logger = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ Writes go through :class:`~verityrag.ingest.writer.DocumentWriter` (which owns t
 store); questions through one :class:`~verityrag.agent.controller.AgentController`, built once
 and rebuilt only when the settings of a call or a part (gate, reranker, learned check, answer
 strategy) change; calibration is :mod:`verityrag.agent.calibration`'s, learned-check thresholds
-:mod:`verityrag.checks.thresholds`'s.
+:mod:`verityrag.thresholds.learned`'s.
 """
 
 from __future__ import annotations
@@ -33,9 +33,7 @@ from verityrag.agent.interfaces import AnswerabilityModel, AnswerCheckModel, Ans
 from verityrag.agent.questions import check_labelled, check_question
 from verityrag.agent.reformulation import Reformulator, SalientTermExpansion, TitleAnchoredRewrite
 from verityrag.agent.sufficiency import SufficiencyGate
-from verityrag.checks.grounding import GroundingChecker
 from verityrag.checks.registry import CHECK_ATTRIBUTES, load_check, requested_checks
-from verityrag.checks.thresholds import PairedSufficiency, ScoredCheck, fit_attached_checks
 from verityrag.config import Settings
 from verityrag.embed.embedder import Embedder
 from verityrag.embed.hashing import HashingEmbedder
@@ -65,7 +63,9 @@ from verityrag.retrieval.features import ChunkTermCache
 from verityrag.retrieval.hybrid import HybridRetriever
 from verityrag.retrieval.reranker import LightGBMReranker, train_ict_reranker
 from verityrag.text.analyzer import DEFAULT_ANALYZER, Analyzer
+from verityrag.thresholds.learned import PairedSufficiency, ScoredCheck, fit_attached_checks
 from verityrag.types import Document, QueryResult, TraceStep
+from verityrag.verify.grounding import GroundingChecker
 
 logger = logging.getLogger(__name__)
 
@@ -490,7 +490,7 @@ class VerityRAGPipeline:
         """One question through the agent with exactly ``checks`` attached (by stage), the
         sufficiency gate at ``sufficiency_threshold`` (None: its own) and the reader's threshold at
         ``reader_logit_threshold`` (on the answer logit; None: its own): how thresholds are fitted and
-        swept (:mod:`verityrag.checks.thresholds`) without touching the pipeline."""
+        swept (:mod:`verityrag.thresholds.learned`) without touching the pipeline."""
         check_question("question", question, self.settings.max_query_chars)
         return self._build_controller(
             self.settings, self.gate, checks, sufficiency_threshold, reader_logit_threshold
@@ -542,7 +542,7 @@ class VerityRAGPipeline:
         without, the model's own.
 
         Learned checks the settings attached with an open threshold then get theirs by the
-        main eval's rule (:mod:`verityrag.checks.thresholds`): the labelled questions are run
+        main eval's rule (:mod:`verityrag.thresholds.learned`): the labelled questions are run
         through the whole agent once per check. Not with an LLM answer strategy (that would
         call the LLM once per question and check): those keep the thresholds their model
         folders recorded (the guard's and the reader's were fitted on LLM answers).
@@ -610,7 +610,7 @@ class VerityRAGPipeline:
         unfixed = [stage for stage, src in self.check_threshold_sources.items() if src != "settings"]
         if unfixed and self.answer_strategy is not None:
             # The fit would call the LLM once per answerable question and check: keep the
-            # thresholds recorded for LLM answers (verityrag.checks.thresholds).
+            # thresholds recorded for LLM answers (verityrag.thresholds.learned).
             summary["learned_checks"] = {
                 stage: {
                     "threshold": checks[stage].threshold,

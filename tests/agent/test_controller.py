@@ -22,13 +22,13 @@ import pytest
 from verityrag import AbstainReason, InvalidInputError, Settings, VerityRAGPipeline
 from verityrag.agent.controller import GROUNDING_THRESHOLDS, AgentConfig, AgentController
 from verityrag.agent.sufficiency import GATE_FEATURES, SufficiencyGate
-from verityrag.checks.grounding import GroundingChecker
-from verityrag.checks.strictness import STRICTNESS_TABLE
 from verityrag.errors import NotFittedError
 from verityrag.generation.reading import EvidenceReader
 from verityrag.models.span_reader import ReaderResult, ReaderSpan
 from verityrag.retrieval.reranker import KEEP_RERANKER_ALPHA, sign_test_p
 from verityrag.types import Chunk, CitedSentence, GroundingReport, QueryResult, TraceStep
+from verityrag.verify.grounding import GroundingChecker
+from verityrag.verify.strictness import STRICTNESS_TABLE
 
 pytestmark = pytest.mark.integration
 
@@ -347,7 +347,7 @@ def _reader(pipeline: VerityRAGPipeline) -> QueryResult:
 
 def _corroboration(pipeline: VerityRAGPipeline) -> QueryResult:
     # The agent's last gate: more independent documents asked for than the evidence holds
-    # (verityrag.checks.sources).
+    # (verityrag.verify.sources).
     question = next(q for q in EASY if not pipeline.query(q).abstained)
     return pipeline.query(question, settings=pipeline.settings.replace(min_sources=10))
 

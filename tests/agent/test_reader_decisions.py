@@ -12,10 +12,10 @@ import pytest
 import verityrag
 from verityrag import VerityRAGPipeline
 from verityrag.agent.calibration import choose_reader_threshold
-from verityrag.checks.thresholds import GateOutcome
 from verityrag.generation.reading import EvidenceReader, logit
 from verityrag.models.span_reader import ReaderResult, ReaderSpan
 from verityrag.text.answer_types import AnswerType, expected_type
+from verityrag.thresholds.learned import GateOutcome
 from verityrag.types import AbstainReason
 
 pytestmark = pytest.mark.integration

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from verityrag.checks.thresholds import (
+from verityrag.thresholds.learned import (
     MAX_COVERAGE_LOSS,
     SWEEP_THRESHOLDS,
     GateOutcome,

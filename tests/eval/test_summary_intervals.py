@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from verityrag.checks.precision_thresholds import wilson_interval
 from verityrag.eval.report import headline_rows
 from verityrag.eval.runner import QuestionOutcome, summarise
+from verityrag.thresholds.precision import wilson_interval
 
 
 def _outcome(i: int, kind: str, answered: bool, correct: bool = False) -> QuestionOutcome:

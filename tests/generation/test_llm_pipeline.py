@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 
 from verityrag import Settings, VerityRAGPipeline
-from verityrag.checks.protocols import VerificationResult
 from verityrag.errors import InvalidInputError
 from verityrag.generation.llm import REFUSAL, LLMGenerator
 from verityrag.generation.verified import BestOfN, RejectAndRetry
 from verityrag.llm.completion import Completion
 from verityrag.types import AbstainReason
+from verityrag.verify.protocols import VerificationResult
 
 
 def echo_first_sentence(prompt: str, **kwargs: Any) -> Completion:

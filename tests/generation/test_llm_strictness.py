@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from verityrag.checks.protocols import VerificationResult
 from verityrag.errors import InvalidInputError
 from verityrag.generation.llm import LLMGenerator
 from verityrag.generation.verified import BestOfN, RejectAndRetry
 from verityrag.llm.completion import Completion
 from verityrag.types import Chunk, Hit
+from verityrag.verify.protocols import VerificationResult
 
 pytestmark = pytest.mark.unit
 

@@ -8,15 +8,15 @@ from typing import Any
 
 import pytest
 
-from verityrag.checks.grounding_verifier import GroundingVerifier
-from verityrag.checks.llm_judge import LLMJudgeVerifier
-from verityrag.checks.protocols import VerificationResult, Verifier
-from verityrag.checks.stack import VerifierStack
 from verityrag.errors import InvalidInputError, LLMRateLimitError
 from verityrag.generation.llm import REFUSAL, LLMGenerator
 from verityrag.generation.verified import BestOfN, RejectAndRetry
 from verityrag.llm.completion import Completion
 from verityrag.types import Chunk, Hit
+from verityrag.verify.grounding_verifier import GroundingVerifier
+from verityrag.verify.llm_judge import LLMJudgeVerifier
+from verityrag.verify.protocols import VerificationResult, Verifier
+from verityrag.verify.stack import VerifierStack
 
 pytestmark = pytest.mark.unit
 

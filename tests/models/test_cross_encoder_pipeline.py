@@ -14,7 +14,6 @@ import pytest
 from _tiny_bert import TINY_BERT, TINY_TRAINING, write_tiny_metadata
 
 from verityrag.checks import LearnedAnswerability
-from verityrag.checks.protocols import NLIScorer
 from verityrag.errors import InvalidInputError, ModelLoadError
 from verityrag.models import (
     ModelFilesMissingError,
@@ -28,6 +27,7 @@ from verityrag.models.scorer import open_session
 from verityrag.train.cross_encoder import CrossEncoderTrainer, minilm_path
 from verityrag.train.exporter import export_onnx
 from verityrag.train.model_build import distillation_targets
+from verityrag.verify.protocols import NLIScorer
 
 pytestmark = pytest.mark.integration
 
@@ -225,8 +225,8 @@ def test_scorer_splits_a_too_long_short_side_into_sentences(
 def test_learned_nli_is_served_sentence_by_sentence_from_its_env_dir(
     tiny_guard_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from verityrag.checks import LearnedNLI, NLIVerifier
     from verityrag.checks.guard import LearnedGuard
+    from verityrag.verify import LearnedNLI, NLIVerifier
 
     monkeypatch.setenv("VERITYRAG_NLI_DIR", str(tiny_guard_dir))
     nli = LearnedNLI()
@@ -396,8 +396,8 @@ def test_a_reader_export_served_as_a_one_logit_check_fails_at_warm_up(reader_fol
 def test_a_folder_of_another_kind_of_check_is_refused(
     tiny_model: tuple[CrossEncoderTrainer, Path], tiny_guard_dir: Path
 ) -> None:
-    from verityrag.checks import LearnedNLI
     from verityrag.checks.guard import LearnedGuard
+    from verityrag.verify import LearnedNLI
 
     # A guard folder windows the first text (evidence, answer); served as the answerability
     # gate it windowed the question and split the evidence into sentences, silently.

@@ -1,4 +1,4 @@
-"""``calibrate`` fits the answerability gate jointly with the sufficiency gate (verityrag.checks.thresholds).
+"""``calibrate`` fits the answerability gate jointly with the sufficiency gate (verityrag.thresholds.learned).
 
 The check is an oracle that knows which questions the corpus can answer: what is under test is
 the wiring (one pass with both gates open, the out-of-fold probabilities, the paired threshold
@@ -14,7 +14,7 @@ import pytest
 from _questions import labelled_questions
 
 from verityrag import Settings, VerityRAGPipeline
-from verityrag.checks.thresholds import SWEEP_THRESHOLDS, PairedSufficiency, fit_thresholds
+from verityrag.thresholds.learned import SWEEP_THRESHOLDS, PairedSufficiency, fit_thresholds
 
 pytestmark = pytest.mark.integration
 

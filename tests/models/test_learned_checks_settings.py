@@ -19,10 +19,10 @@ from _questions import labelled_questions
 from verityrag import Settings, VerityRAGPipeline
 from verityrag.checks.guard import THRESHOLDS_BY_SOURCE_KEY
 from verityrag.checks.registry import LLM_ANSWER_SOURCE
-from verityrag.checks.thresholds import MAX_COVERAGE_LOSS, SWEEP_THRESHOLDS, fit_thresholds
 from verityrag.generation.llm import LLMGenerator
 from verityrag.llm.completion import Completion
 from verityrag.models import ModelFilesMissingError, ModelMetadata
+from verityrag.thresholds.learned import MAX_COVERAGE_LOSS, SWEEP_THRESHOLDS, fit_thresholds
 
 pytestmark = pytest.mark.integration
 
@@ -236,7 +236,7 @@ def test_model_folders_are_found_under_one_root_whatever_the_working_directory(
 
     code = (
         "from verityrag.checks.guard import LearnedGuard\n"
-        "from verityrag.checks.learned_nli import LearnedNLI\n"
+        "from verityrag.verify.learned_nli import LearnedNLI\n"
         "print(LearnedGuard().model_dir); print(LearnedNLI().model_dir)\n"
     )
     checkout = Path(verityrag.__file__).resolve().parents[1]

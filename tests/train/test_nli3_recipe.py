@@ -17,7 +17,6 @@ import pytest
 from models._tiny_bert import TINY_BERT
 
 from verityrag import datasets
-from verityrag.checks.nli_verifier import HFSequenceClassificationScorer
 from verityrag.train.__main__ import RECIPES
 from verityrag.train.model_build import read_pairs
 from verityrag.train.nli3_data import LABELS, best_window, detokenise
@@ -25,6 +24,7 @@ from verityrag.train.nli3_data import main as data_main
 from verityrag.train.nli3_recipe import EXIT_RESUME
 from verityrag.train.nli3_recipe import main as train_main
 from verityrag.train.nli3_trainer import NLITrainer, NLITrainingConfig
+from verityrag.verify.nli_verifier import HFSequenceClassificationScorer
 
 pytestmark = pytest.mark.integration
 

@@ -34,13 +34,13 @@ import numpy.typing as npt
 from verityrag.agent.confidence import ConfidenceModel, reply_row
 from verityrag.agent.controller import AgentController
 from verityrag.agent.sufficiency import GATE_FEATURES, READER_FEATURES, SufficiencyGate
-from verityrag.checks.thresholds import GateOutcome, PairedSufficiency, gate_outcomes
 from verityrag.config import Settings
 from verityrag.errors import InvalidInputError
 from verityrag.index.protocol import AnyIndex, SnapshotView
 from verityrag.retrieval.features import ChunkTermCache, QueryTerms
 from verityrag.retrieval.reranker import KEEP_RERANKER_ALPHA, LightGBMReranker, Searches, sign_test_p
 from verityrag.text.answers import contains_gold
+from verityrag.thresholds.learned import GateOutcome, PairedSufficiency, gate_outcomes
 from verityrag.types import Hit, QueryResult
 
 logger = logging.getLogger(__name__)

@@ -59,9 +59,6 @@ from verityrag.agent.interfaces import (
 )
 from verityrag.agent.reformulation import Reformulator
 from verityrag.agent.sufficiency import GATE_FEATURES, SELECTOR_FEATURES_FOR_GATE
-from verityrag.checks.grounding import GroundingChecker
-from verityrag.checks.sources import ProvenanceLookup, source_details, with_provenance
-from verityrag.checks.strictness import StrictnessPolicy, strictness_policy
 from verityrag.config import STRICTNESS_LEVELS, Strictness
 from verityrag.errors import NotFittedError
 from verityrag.generation.reading import EvidenceReader, Reading, SourceOf
@@ -70,6 +67,9 @@ from verityrag.generation.verified import AnswerStrategy
 from verityrag.index.protocol import AnyIndex, SnapshotView
 from verityrag.retrieval.features import ChunkTermCache, QueryTerms, chunk_features
 from verityrag.types import AbstainReason, GroundingReport, Hit, QueryResult, TraceStep, source_key
+from verityrag.verify.grounding import GroundingChecker
+from verityrag.verify.sources import ProvenanceLookup, source_details, with_provenance
+from verityrag.verify.strictness import StrictnessPolicy, strictness_policy
 
 logger = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ __all__ = [
 ]
 
 # Minimum grounding score per strictness level (claims are scored 0..1), read from the one table
-# in verityrag.checks.strictness (the agent reads its config's policy).
+# in verityrag.verify.strictness (the agent reads its config's policy).
 GROUNDING_THRESHOLDS: dict[str, float] = {
     level: strictness_policy(level).grounding_threshold for level in STRICTNESS_LEVELS
 }
@@ -176,13 +176,13 @@ class AgentConfig:
     strictness: Strictness = "balanced"
     verify: bool = True
     # An answer stands only when this many independent documents among the evidence say it
-    # (verityrag.checks.sources; 1: no corroboration asked).
+    # (verityrag.verify.sources; 1: no corroboration asked).
     min_sources: int = 1
-    # Set when it was fitted together with the answerability check (verityrag.checks.thresholds);
+    # Set when it was fitted together with the answerability check (verityrag.thresholds.learned);
     # None: the gate's own threshold.
     sufficiency_threshold: float | None = None
     # The reader's threshold on the answer logit at the balanced level; the strictness level moves
-    # it (verityrag.checks.strictness: reader_margin).
+    # it (verityrag.verify.strictness: reader_margin).
     reader_logit_threshold: float = 0.0
     # The question's names, titles and numbers must be in the answer's passage (or its title).
     reader_subjects: bool = True
@@ -195,7 +195,7 @@ class AgentConfig:
     conflict_reader_logit_threshold: float | None = None
     # Below this many chunks in the index the gate scores but does not refuse: the reader decides.
     gate_min_chunks: int = 0
-    # What ``strictness`` means (verityrag.checks.strictness), resolved once, here.
+    # What ``strictness`` means (verityrag.verify.strictness), resolved once, here.
     policy: StrictnessPolicy = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -24,10 +24,10 @@ from typing import Any, Protocol
 
 from verityrag.agent.attempt import Attempt
 from verityrag.agent.interfaces import AnswerabilityModel, AnswerCheckModel, AnswerGuard, ReaderAgreementCheck
-from verityrag.checks.sources import ProvenanceLookup, corroboration
 from verityrag.generation.reading import Reading, probability
 from verityrag.generation.verified import VerifiedAnswer
 from verityrag.types import AbstainReason, Chunk, CitedSentence, GroundingReport, ShortAnswer, TraceStep
+from verityrag.verify.sources import ProvenanceLookup, corroboration
 
 #: Top chunks the question-side checks (answerability, reader) read: enough for the answer,
 #: few enough for one model window once trimmed to the question.
@@ -319,7 +319,7 @@ class Grounded:
 @dataclass(frozen=True)
 class Corroborated:
     """At least ``min_sources`` independent documents among the evidence must say the answer
-    (:func:`verityrag.checks.sources.corroboration`): a planted document alone does not answer."""
+    (:func:`verityrag.verify.sources.corroboration`): a planted document alone does not answer."""
 
     provenance: ProvenanceLookup
     min_sources: int

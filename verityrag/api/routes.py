@@ -66,13 +66,13 @@ from verityrag.api.streaming import EVENT_SCHEMA as STREAM_EVENT_SCHEMA
 from verityrag.api.streaming import EXAMPLE as STREAM_EXAMPLE
 from verityrag.api.streaming import MEDIA_TYPE as STREAM_MEDIA_TYPE
 from verityrag.api.streaming import query_events, sse_event
-from verityrag.checks.sources import iso_time
 from verityrag.errors import InvalidInputError
 from verityrag.index.filters import MetadataFilter
 from verityrag.ingest.parsers import FORMATS, ParsedFile, parse_file
 from verityrag.pipeline import VerityRAGPipeline
 from verityrag.serve.query_reply import citation_reply, query_reply, trace_step_reply
 from verityrag.types import Document, QueryResult, TraceStep
+from verityrag.verify.sources import iso_time
 
 __all__ = ["OPEN_ENDPOINTS", "WRITE_ENDPOINTS", "RouteTable", "add_routes"]
 

@@ -322,7 +322,7 @@ class QueryIn(BaseModel):
         default=None,
         description=f"How strictly answers must be grounded: {', '.join(STRICTNESS_LEVELS[:-1])} "
         f"or {STRICTNESS_LEVELS[-1]}; thresholds in docs/verification.md "
-        "(verityrag.checks.strictness.STRICTNESS_TABLE).",
+        "(verityrag.verify.strictness.STRICTNESS_TABLE).",
     )
 
     min_sources: int | None = Field(

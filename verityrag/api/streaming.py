@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from verityrag.api.schemas import QueryOut
-from verityrag.checks.claims import split_claims
+from verityrag.verify.claims import split_claims
 
 MEDIA_TYPE = "text/event-stream"
 EVENTS = ("stage", "sentence", "report", "error")

@@ -1,7 +1,7 @@
 """The main eval's support for the learned gates (``--answerability``, ``--guard``, ``--reader``).
 
 The gates are attached before ``pipeline.calibrate``, which fits their thresholds as it
-does for any pipeline (:func:`verityrag.checks.thresholds.fit_thresholds`: the answerability
+does for any pipeline (:func:`verityrag.thresholds.learned.fit_thresholds`: the answerability
 gate jointly with the sufficiency gate when calibration turns reformulation off, the
 others by the sequential rule; calibration questions only, the in-domain-unanswerable
 ones left out as data/built/corpus_manifest.json asks). This module then reports each gate's
@@ -23,7 +23,9 @@ from verityrag.checks.answerability import LearnedAnswerability
 from verityrag.checks.guard import LearnedGuard
 from verityrag.checks.reader_check import ReaderCheck
 from verityrag.checks.registry import CHECK_ATTRIBUTES, load_check
-from verityrag.checks.thresholds import (
+from verityrag.pipeline import VerityRAGPipeline
+from verityrag.serve.bundled_corpus import EvalQuestion
+from verityrag.thresholds.learned import (
     MAX_COVERAGE_LOSS,
     SWEEP_THRESHOLDS,
     AtThreshold,
@@ -34,8 +36,6 @@ from verityrag.checks.thresholds import (
     gate_outcomes,
     sweep_row,
 )
-from verityrag.pipeline import VerityRAGPipeline
-from verityrag.serve.bundled_corpus import EvalQuestion
 
 __all__ = [
     "MAX_COVERAGE_LOSS",

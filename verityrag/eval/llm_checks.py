@@ -40,10 +40,10 @@ from typing import Any
 
 from verityrag.agent.controller import GROUNDING_THRESHOLDS
 from verityrag.agent.gates import QUESTION_CHECK_CHUNKS
-from verityrag.checks.protocols import VerificationResult
-from verityrag.checks.strictness import LEVELS, apply_strictness, strictness_policy
 from verityrag.eval.llm_eval import attempt_correct
 from verityrag.eval.metrics import auroc, contains_gold, percentiles, rate
+from verityrag.verify.protocols import VerificationResult
+from verityrag.verify.strictness import LEVELS, apply_strictness, strictness_policy
 
 __all__ = [
     "FIXED_THRESHOLD",

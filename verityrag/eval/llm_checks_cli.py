@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from verityrag import datasets
-from verityrag.checks.protocols import NLIScorer
 from verityrag.checks.reader_check import SHIPPED_READER_DIR
 from verityrag.eval.llm_checks import (
     FIXED_THRESHOLD,
@@ -33,6 +32,7 @@ from verityrag.eval.llm_checks import (
     score_checks,
     strictness_table,
 )
+from verityrag.verify.protocols import NLIScorer
 
 ROOT = datasets.REPO_ROOT
 GUARD_WORK = ROOT / "guard_work"
@@ -106,7 +106,7 @@ def _guard() -> Check:
 
 
 def _onnx_nli(folder: Path) -> Check:
-    from verityrag.checks.learned_nli import LearnedNLI
+    from verityrag.verify.learned_nli import LearnedNLI
 
     nli = LearnedNLI(folder)
     nli.warm_up()
@@ -114,8 +114,8 @@ def _onnx_nli(folder: Path) -> Check:
 
 
 def _hf_nli(folder: Path, name: str) -> Check:
-    from verityrag.checks.nli_verifier import HFSequenceClassificationScorer
     from verityrag.errors import ModelFilesMissingError
+    from verityrag.verify.nli_verifier import HFSequenceClassificationScorer
 
     if not (folder / "config.json").is_file():
         raise ModelFilesMissingError(name, folder, ["config.json"], "make models-nli3")

@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from verityrag.agent.controller import GROUNDING_THRESHOLDS
-from verityrag.checks.grounding_verifier import GroundingVerifier
 from verityrag.checks.registry import load_check, requested_checks
 from verityrag.eval.metrics import contains_gold, percentiles, rate
 from verityrag.eval.runner import (
@@ -51,6 +50,7 @@ from verityrag.generation.verified import AnswerStrategy, BestOfN, RejectAndRetr
 from verityrag.llm import LOCAL_PROVIDERS, PROVIDERS, CompleteFn, complete_fn_for
 from verityrag.serve.bundled_corpus import EvalQuestion, load_corpus, load_questions
 from verityrag.types import QueryResult
+from verityrag.verify.grounding_verifier import GroundingVerifier
 
 #: Where the generated answers are written (git-ignored).
 ANSWERS_DIR = Path(__file__).resolve().parents[2] / "guard_work" / "eval"

@@ -26,28 +26,28 @@ Verifiers (rows, cheapest first):
 - ``tfidf-lr``: logistic regression on TF-IDF of the response words *absent* from the
   premise plus the lexical figures; trained on the fitting half of the same dataset
   (its threshold is fitted on 5-fold out-of-fold scores of that half);
-- ``grounding``: the project's :class:`~verityrag.checks.grounding.GroundingChecker`
+- ``grounding``: the project's :class:`~verityrag.verify.grounding.GroundingChecker`
   (minimum claim support over the response);
 - ``guard:<folder>``: Verity-Guard (:class:`verityrag.checks.guard.LearnedGuard`: evidence trimmed
   per answer sentence, min over sentences), ``guard_work/guard`` by default when present;
-- ``nli:<folder>``: the NLI verifier model trained here (:class:`verityrag.checks.LearnedNLI`,
+- ``nli:<folder>``: the NLI verifier model trained here (:class:`verityrag.verify.LearnedNLI`,
   python -m verityrag.train nli; served like the guard), ``guard_work/nli`` by default when present;
 - ``onnx:<folder>``: any other cross-encoder folder of ``verityrag.models`` (every
   ``guard_work/*`` folder with a metadata.json except the question-side ones in
   ``NOT_SUPPORT_MODELS`` is tried by default);
-- ``hf:<model>``: any HF sequence-classification NLI model (:mod:`verityrag.checks.nli_verifier`); a
+- ``hf:<model>``: any HF sequence-classification NLI model (:mod:`verityrag.verify.nli_verifier`); a
   ``guard_work/*`` folder holding one (``config.json`` of a ``*ForSequenceClassification`` whose
   labels name a supported class, e.g. python -m verityrag.train nli3) is tried by default;
 - ``lettuce:<model>``, ``hhem:<model>``, ``minicheck:<model>``: the detectors users bring
-  (:mod:`verityrag.checks.detectors`): a token-classification hallucination detector, a
+  (:mod:`verityrag.verify.detectors`): a token-classification hallucination detector, a
   custom-code pair model (needs ``VERIFIER_TRUST_REMOTE_CODE=1``), a seq2seq support checker;
 - ``folds:<a>+<b>``: added when two or more cross-encoders were each trained on part of the
   RAGTruth fitting half (python -m verityrag.train nli-ragtruth ``--bucket``): their mean, with every
   fitting-half response scored by the members not trained on it (:func:`cross_fitted_run`);
-- ``ens-{min,mean,max}``: :func:`~verityrag.checks.ensemble.aggregate` over the
+- ``ens-{min,mean,max}``: :func:`~verityrag.verify.ensemble.aggregate` over the
   members' scores after an isotonic calibration fitted on the fitting half (raw scores
   of different verifiers are not on one scale); ``ens2-*`` the same over the two members
-  with the best AUROC on the fitting half; ``ens-lr``: :class:`~verityrag.checks.StackedScorer`,
+  with the best AUROC on the fitting half; ``ens-lr``: :class:`~verityrag.verify.StackedScorer`,
   a logistic regression over all members' logit scores fitted on the fitting half (its
   threshold from 5-fold out-of-fold scores of that half, as for ``tfidf-lr``).
 """
@@ -64,8 +64,6 @@ from pathlib import Path
 from typing import Any
 
 from verityrag import datasets
-from verityrag.checks.ensemble import AGGREGATIONS
-from verityrag.checks.protocols import NLIScorer
 from verityrag.errors import InvalidInputError, VerityRAGError
 from verityrag.eval.ragtruth_data import (
     HALUEVAL_FIT,
@@ -94,6 +92,8 @@ from verityrag.eval.ragtruth_scorers import (
     lexical_features,
 )
 from verityrag.eval.ragtruth_table import render_table, table_notes
+from verityrag.verify.ensemble import AGGREGATIONS
+from verityrag.verify.protocols import NLIScorer
 
 logger = logging.getLogger(__name__)
 
@@ -205,7 +205,7 @@ def guard_work_folders(root: Path = GUARD_WORK) -> tuple[list[str], list[str]]:
 def _hf_support_model(folder: Path) -> bool:
     """Whether ``folder`` holds a HF sequence classifier whose labels name a supported class (not a
     causal LM cache such as guard_work/qwen, nor a head of other labels)."""
-    from verityrag.checks.nli_verifier import supported_class
+    from verityrag.verify.nli_verifier import supported_class
 
     try:
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
@@ -217,7 +217,7 @@ def _hf_support_model(folder: Path) -> bool:
         return False
 
 
-#: The detector adapters by verifier-name prefix: their class in verityrag.checks.detectors.
+#: The detector adapters by verifier-name prefix: their class in verityrag.verify.detectors.
 DETECTOR_PREFIXES = {
     "lettuce:": "TokenHallucinationDetector",
     "hhem:": "RemoteCodePairScorer",
@@ -244,17 +244,17 @@ def build_scorer(name: str) -> NLIScorer:
         folder = Path(name[6:])
         return LearnedGuard(folder if folder.is_absolute() else ROOT / folder)
     if name.startswith("nli:"):
-        from verityrag.checks.learned_nli import LearnedNLI
+        from verityrag.verify.learned_nli import LearnedNLI
 
         folder = Path(name[4:])
         return LearnedNLI(folder if folder.is_absolute() else ROOT / folder)
     if name.startswith("hf:"):
-        from verityrag.checks.nli_verifier import HFSequenceClassificationScorer
+        from verityrag.verify.nli_verifier import HFSequenceClassificationScorer
 
         return HFSequenceClassificationScorer(name[3:])
     for prefix, cls in DETECTOR_PREFIXES.items():
         if name.startswith(prefix):
-            from verityrag.checks import detectors
+            from verityrag.verify import detectors
 
             scorer: NLIScorer = getattr(detectors, cls)(name[len(prefix) :])
             return scorer

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from verityrag.checks.ensemble import AGGREGATIONS, aggregate
-from verityrag.checks.precision_thresholds import IsotonicCalibrator
+from verityrag.thresholds.precision import IsotonicCalibrator
+from verityrag.verify.ensemble import AGGREGATIONS, aggregate
 
 
 @dataclass
@@ -62,7 +62,7 @@ def stacked_run(runs: Sequence[ScoredRun], fit_labels: Sequence[int]) -> ScoredR
     Its fitting-half scores are 5-fold out-of-fold, so the threshold chosen on them is
     not chosen on scores the model was fitted to.
     """
-    from verityrag.checks.ensemble import StackedScorer
+    from verityrag.verify.ensemble import StackedScorer
 
     if len(runs) < 2:
         return None

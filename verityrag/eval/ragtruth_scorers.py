@@ -1,6 +1,6 @@
 """The RAGTruth runner's baseline pair scorers: lexical coverage, TF-IDF + logistic regression, grounding.
 
-Each has ``score_pairs(pairs) -> P(supported)`` (:class:`~verityrag.checks.protocols.NLIScorer`).
+Each has ``score_pairs(pairs) -> P(supported)`` (:class:`~verityrag.verify.protocols.NLIScorer`).
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from verityrag.checks.grounding import GroundingChecker
 from verityrag.errors import NotFittedError
 from verityrag.text.analyzer import DEFAULT_ANALYZER
 from verityrag.text.sentences import split_sentences
 from verityrag.types import Chunk, Citation, CitedSentence
+from verityrag.verify.grounding import GroundingChecker
 
 _NUMBER_RE = re.compile(r"\d+(?:[.,]\d+)*")
 _NAME_RE = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-zA-Z'\-]+")

@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from verityrag.agent.calibration import WRONG_ANSWER_COST, reader_thresholds
-from verityrag.checks.thresholds import GateOutcome, gate_outcomes, sweep_row
 from verityrag.generation.reading import probability
 from verityrag.pipeline import VerityRAGPipeline
 from verityrag.serve.bundled_corpus import EvalQuestion
+from verityrag.thresholds.learned import GateOutcome, gate_outcomes, sweep_row
 
 #: Answer-probability thresholds of the table (the chosen one is added).
 SWEEP = (0.0, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98, 0.99)
@@ -38,7 +38,7 @@ def sweep_reader(
     test: Sequence[EvalQuestion],
     progress: bool = False,
 ) -> dict[str, Any]:
-    """Rows of :func:`~verityrag.checks.thresholds.sweep_row` per threshold, on calibration and test."""
+    """Rows of :func:`~verityrag.thresholds.learned.sweep_row` per threshold, on calibration and test."""
     chosen = probability(pipeline.reader_logit_threshold)
     cal = _outcomes(pipeline, calibration, progress)
     tst = _outcomes(pipeline, test, progress)

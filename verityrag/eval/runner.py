@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from verityrag.checks.precision_thresholds import wilson_interval
 from verityrag.config import Settings
 from verityrag.embed.embedder import Embedder
 from verityrag.errors import InvalidInputError
@@ -29,6 +28,7 @@ from verityrag.eval.sampling import stratified_sample
 from verityrag.pipeline import IN_MEMORY, VerityRAGPipeline
 from verityrag.serve.bundled import calibrate_on_split
 from verityrag.serve.bundled_corpus import DEFAULT_DATA_DIR, EvalQuestion, load_corpus, load_questions
+from verityrag.thresholds.precision import wilson_interval
 from verityrag.types import QueryResult
 
 REPORT_SCHEMA_VERSION = 1

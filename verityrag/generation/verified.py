@@ -1,7 +1,7 @@
 """Verified LLM answers: reject-and-retry and best-of-N over any ``Verifier``.
 
     RejectAndRetry   generate -> verify every sentence against the passages it cites
-                     -> apply the strictness level (verityrag.checks.strictness)
+                     -> apply the strictness level (verityrag.verify.strictness)
                      refused -> regenerate with feedback (which claim, which passages, why)
                      at most ``max_attempts`` (3) -> else abstain with every attempt's log
     BestOfN          ``n`` sampled candidates -> verify each -> apply the level -> the best
@@ -37,19 +37,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from verityrag.checks.grounding_verifier import GroundingVerifier
-from verityrag.checks.protocols import VerificationResult, Verifier
-from verityrag.checks.strictness import (
-    StrictnessLevel,
-    StrictnessOutcome,
-    apply_strictness,
-    strictness_policy,
-)
 from verityrag.errors import InvalidInputError, VerityRAGError
 from verityrag.generation.extractive import ExtractiveGenerator
 from verityrag.generation.llm import Feedback, LLMAnswer, LLMGenerator
 from verityrag.text.analyzer import Analyzer
 from verityrag.types import CitedSentence, Hit
+from verityrag.verify.grounding_verifier import GroundingVerifier
+from verityrag.verify.protocols import VerificationResult, Verifier
+from verityrag.verify.strictness import (
+    StrictnessLevel,
+    StrictnessOutcome,
+    apply_strictness,
+    strictness_policy,
+)
 
 __all__ = [
     "DEFAULT_STRICTNESS",
@@ -194,7 +194,7 @@ class VerifiedAnswer:
 class AnswerStrategy(Protocol):
     """What the agent calls after its gates: an answer over the evidence, verified, or an abstention.
 
-    ``strictness`` is the request's level (a :data:`~verityrag.checks.strictness.STRICTNESS_TABLE`
+    ``strictness`` is the request's level (a :data:`~verityrag.verify.strictness.STRICTNESS_TABLE`
     name or alias); the agent always passes it. ``reader_span`` is the extractive reader's answer
     when the agent's reader found one (a strategy may show it to the model or ignore it).
     """

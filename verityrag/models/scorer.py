@@ -1,6 +1,6 @@
 """``OnnxCrossEncoder``: serves a trained cross-encoder folder with onnxruntime.
 
-It implements :class:`verityrag.checks.protocols.NLIScorer`: ``score_pairs(pairs)``
+It implements :class:`verityrag.verify.protocols.NLIScorer`: ``score_pairs(pairs)``
 returns one probability (sigmoid of the logit) per pair. Pairs longer than the model
 window are scored window by window and the maximum is kept (support and
 answerability need one window that supports; nothing is cut silently). When the

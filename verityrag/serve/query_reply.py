@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from verityrag.checks.sources import iso_time
 from verityrag.types import (
     AbstainReason,
     Citation,
@@ -27,6 +26,7 @@ from verityrag.types import (
     ShortAnswer,
     TraceStep,
 )
+from verityrag.verify.sources import iso_time
 
 __all__ = ["citation_reply", "json_plain", "query_reply", "result_from_reply", "trace_step_reply"]
 

@@ -34,10 +34,10 @@ from pathlib import Path
 from typing import Any
 
 from verityrag import datasets
-from verityrag.checks.detectors import sentence_windows
 from verityrag.text.analyzer import DEFAULT_ANALYZER
 from verityrag.train._common import ROOT, add_seed_and_out, load_squad, read_jsonl_gz, recipe_parser
 from verityrag.train.model_build import add_squad_arguments, write_pairs
+from verityrag.verify.detectors import sentence_windows
 
 OUT = ROOT / "guard_work" / "nli3" / "data"
 LABELS = ("entailment", "neutral", "contradiction")
@@ -80,7 +80,7 @@ def best_window(hypothesis: str, premise: str, max_words: int = WINDOW_WORDS) ->
     """The window of ``premise`` sharing the most content terms with ``hypothesis`` (ties: the
     earlier), among the windows of whole sentences of at most ``max_words`` words, one sentence
     of overlap, a longer sentence cut between words, that the served scorer also reads
-    (:func:`~verityrag.checks.detectors.sentence_windows`). The premise itself when it fits."""
+    (:func:`~verityrag.verify.detectors.sentence_windows`). The premise itself when it fits."""
     windows = sentence_windows(premise.strip(), max_words, _word_counts)
     wanted = set(DEFAULT_ANALYZER.analyze(hypothesis))
     hits = [len(wanted & set(DEFAULT_ANALYZER.analyze(w))) for w in windows]

@@ -5,7 +5,7 @@
 
 Writes guard_work/nli3/ (a plain Hugging Face model folder: ``config.json`` with ``id2label``
 entailment / neutral / contradiction, weights, tokenizer; plus ``results.json``) and
-scripts/results/nli3.json. Served by :class:`~verityrag.checks.nli_verifier.HFSequenceClassificationScorer`
+scripts/results/nli3.json. Served by :class:`~verityrag.verify.nli_verifier.HFSequenceClassificationScorer`
 (``hf:guard_work/nli3`` in the benchmark): P(entailment) is the support score, long evidence is
 scored in windows of whole sentences and the best window counts.
 
@@ -172,7 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def measure(trainer: NLITrainer, args: argparse.Namespace, run_by: str) -> dict[str, Any]:
     """The trained model's figures on data it was not trained on (see the module docstring)."""
-    from verityrag.checks.nli_verifier import HFSequenceClassificationScorer
+    from verityrag.verify.nli_verifier import HFSequenceClassificationScorer
 
     validation = read_pairs(args.data / "validation.jsonl.gz")
     wice = read_pairs(args.data / "wice_test.jsonl.gz")

@@ -2,7 +2,7 @@
 
 A ``*ForSequenceClassification`` head of three classes on an encoder (all-MiniLM-L6-v2 by
 default), cross-entropy over (premise, hypothesis) pairs encoded by the base's own tokenizer
-(the premise is truncated first, as :class:`~verityrag.checks.nli_verifier.HFSequenceClassificationScorer`
+(the premise is truncated first, as :class:`~verityrag.verify.nli_verifier.HFSequenceClassificationScorer`
 serves it). The saved folder is a plain Hugging Face model whose ``id2label`` names the
 classes, so the scorer reads "entailment" as the support score and windows long evidence.
 

@@ -3,7 +3,7 @@
 No NLI corpus can be had offline, so the pairs are made from real paragraphs. The
 hypothesis is always one sentence (the verifier scores an answer sentence by sentence);
 the premise is the paragraph trimmed to the 80 words most relevant to the hypothesis,
-exactly as :class:`verityrag.checks.learned_nli.LearnedNLI` trims it at run time.
+exactly as :class:`verityrag.verify.learned_nli.LearnedNLI` trims it at run time.
 
 Per SQuAD paragraph (up to two answerable questions each):
 
@@ -49,7 +49,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from verityrag.checks.learned_nli import EVIDENCE_WORDS
 from verityrag.models.evidence import trim_evidence
 from verityrag.text.analyzer import DEFAULT_ANALYZER
 from verityrag.text.sentences import split_sentences
@@ -60,6 +59,7 @@ from verityrag.train.model_build import (
     read_pairs,
     write_pairs,
 )
+from verityrag.verify.learned_nli import EVIDENCE_WORDS
 
 OUT = ROOT / "guard_work" / "nli" / "data"
 GUARD_TRAIN = ROOT / "guard_work" / "guard" / "data" / "train.jsonl.gz"

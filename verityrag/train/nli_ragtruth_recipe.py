@@ -25,7 +25,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from verityrag.checks.learned_nli import DEFAULT_NLI_DIR, EVIDENCE_WORDS
 from verityrag.eval.ragtruth import RAGTRUTH_PATH, TRAINED_SOURCES_KEY, read_ragtruth_rows
 from verityrag.models.evidence import trim_evidence
 from verityrag.text.sentences import sentence_spans
@@ -35,6 +34,7 @@ from verityrag.train.model_build import (
     trainer_from_args,
     training_record,
 )
+from verityrag.verify.learned_nli import DEFAULT_NLI_DIR, EVIDENCE_WORDS
 
 OUT = ROOT / "guard_work" / "nli_ragtruth"
 

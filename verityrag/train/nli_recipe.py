@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 
 from verityrag.checks.guard import DEFAULT_GUARD_DIR
-from verityrag.checks.learned_nli import DEFAULT_NLI_DIR
 from verityrag.eval.metrics import auroc, negatives_caught
 from verityrag.models import OnnxCrossEncoder
 from verityrag.train._common import (
@@ -46,6 +45,7 @@ from verityrag.train.model_build import (
     trainer_from_args,
     training_record,
 )
+from verityrag.verify.learned_nli import DEFAULT_NLI_DIR
 
 RESULTS = RESULTS_DIR / "crossenc_nli.json"
 

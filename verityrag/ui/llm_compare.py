@@ -10,12 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from verityrag.checks.grounding_verifier import GroundingVerifier
-from verityrag.checks.protocols import Verifier
 from verityrag.errors import InvalidInputError, LLMError
 from verityrag.generation.llm import LLMGenerator, PromptStyle
 from verityrag.llm import CompleteFn
 from verityrag.types import Hit
+from verityrag.verify.grounding_verifier import GroundingVerifier
+from verityrag.verify.protocols import Verifier
 
 # The offline gemma model is a base model: it needs the base prompt and one sentence. A provider's
 # own ``prompt_style`` attribute, when it has one, decides first.

@@ -8,9 +8,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from verityrag.checks.strictness import strictness_policy
 from verityrag.errors import InvalidInputError
 from verityrag.types import ClaimSupport, Hit, QueryResult
+from verityrag.verify.strictness import strictness_policy
 
 UNSUPPORTED_DROPPED = "Claims the verifier did not support (dropped from the answer)"
 UNSUPPORTED_KEPT = "Claims the verifier did not support (kept; verification was informational)"

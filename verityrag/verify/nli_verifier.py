@@ -1,8 +1,8 @@
 """NLI verification with any Hugging Face sequence-classification model (a cross-encoder).
 
-``HFSequenceClassificationScorer`` implements :class:`~verityrag.checks.protocols.NLIScorer`
+``HFSequenceClassificationScorer`` implements :class:`~verityrag.verify.protocols.NLIScorer`
 for a hub name or a local folder; ``NLIVerifier`` turns any scorer into a
-:class:`~verityrag.checks.protocols.Verifier`; ``CrossEncoderNLIVerifier`` is the two
+:class:`~verityrag.verify.protocols.Verifier`; ``CrossEncoderNLIVerifier`` is the two
 together, configured by ``VERIFIER_MODEL``.
 
 - The "supported" class is read from ``config.id2label``: a label named entailment /
@@ -36,10 +36,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from verityrag.checks.protocols import NLIScorer, VerificationResult, check_verify_arguments
 from verityrag.errors import InvalidInputError, ModelLoadError
 from verityrag.models.load_once import LoadsOnce
 from verityrag.text.sentences import sentence_spans, split_sentences
+from verityrag.verify.protocols import NLIScorer, VerificationResult, check_verify_arguments
 
 __all__ = [
     "SUPPORT_LABEL_NAMES",

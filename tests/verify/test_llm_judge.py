@@ -11,7 +11,10 @@ from typing import Any
 import pytest
 from llm.llm_http_server import Reply, ScriptedServer
 
-from verityrag.checks.llm_judge import (
+from verityrag.errors import InvalidInputError
+from verityrag.llm import HTTPCompleteFn, RetryPolicy, openai_compatible_complete_fn
+from verityrag.llm.completion import Completion
+from verityrag.verify.llm_judge import (
     JudgeVerdict,
     LLMJudgeVerifier,
     MalformedVerdictError,
@@ -20,9 +23,6 @@ from verityrag.checks.llm_judge import (
     clamp_context,
     parse_verdict,
 )
-from verityrag.errors import InvalidInputError
-from verityrag.llm import HTTPCompleteFn, RetryPolicy, openai_compatible_complete_fn
-from verityrag.llm.completion import Completion
 
 EVIDENCE = ["James Watt improved the steam engine in 1769 by adding a separate condenser."]
 

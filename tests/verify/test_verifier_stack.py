@@ -7,11 +7,11 @@ from collections.abc import Sequence
 
 import pytest
 
-from verityrag.checks.ensemble import DualNLIVerifier, EnsembleScorer, aggregate
-from verityrag.checks.nli_verifier import NLIVerifier
-from verityrag.checks.protocols import NLIScorer, VerificationResult, Verifier
-from verityrag.checks.stack import DeterministicVerifier, VerifierStack
 from verityrag.errors import InvalidInputError
+from verityrag.verify.ensemble import DualNLIVerifier, EnsembleScorer, aggregate
+from verityrag.verify.nli_verifier import NLIVerifier
+from verityrag.verify.protocols import NLIScorer, VerificationResult, Verifier
+from verityrag.verify.stack import DeterministicVerifier, VerifierStack
 
 pytestmark = pytest.mark.unit
 

@@ -3,17 +3,17 @@
 The default verifier of LLM answers when no verification stack is configured: cheap
 (a fraction of a millisecond per sentence), deterministic, and strict about numbers
 and names, which is where a small model invents most. It does not see negation or
-swapped roles (see :class:`~verityrag.checks.grounding.GroundingChecker`).
+swapped roles (see :class:`~verityrag.verify.grounding.GroundingChecker`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from verityrag.checks.grounding import GroundingChecker
-from verityrag.checks.protocols import VerificationResult, check_verify_arguments
 from verityrag.errors import InvalidInputError
 from verityrag.types import Chunk, Citation, CitedSentence, GroundingReport
+from verityrag.verify.grounding import GroundingChecker
+from verityrag.verify.protocols import VerificationResult, check_verify_arguments
 
 __all__ = ["GroundingVerifier", "check_sentences"]
 

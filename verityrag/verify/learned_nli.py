@@ -8,7 +8,7 @@ MiniLM cross-encoder on them (warm-started from Verity-Guard when it is there). 
 answer is scored sentence by sentence against the evidence trimmed for each sentence,
 and the least supported sentence decides (:class:`SentenceSupportCheck`).
 
-    from verityrag.checks import NLIVerifier
+    from verityrag.verify import NLIVerifier
     NLIVerifier(LearnedNLI())            # VERITYRAG_NLI_DIR, else <models root>/nli
 """
 

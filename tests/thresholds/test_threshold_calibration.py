@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from verityrag.checks.precision_thresholds import (
+from verityrag.errors import InvalidInputError, NotFittedError
+from verityrag.thresholds.precision import (
     IsotonicCalibrator,
     ThresholdNotReachableError,
     confirm_threshold,
     pick_threshold,
     wilson_interval,
 )
-from verityrag.errors import InvalidInputError, NotFittedError
 
 pytestmark = pytest.mark.unit
 

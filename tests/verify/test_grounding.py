@@ -6,10 +6,10 @@ import importlib.util
 
 import pytest
 
-from verityrag.checks import GroundingChecker, GroundingWeights
 from verityrag.embed.hashing import HashingEmbedder
 from verityrag.errors import InvalidInputError, ModelLoadError
 from verityrag.types import Chunk, Citation, CitedSentence
+from verityrag.verify import GroundingChecker, GroundingWeights
 
 pytestmark = pytest.mark.unit
 
@@ -268,7 +268,7 @@ def test_warm_up_without_spacy_loads_nothing(
     checker: GroundingChecker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     loads: list[str] = []
-    monkeypatch.setattr("verityrag.checks.grounding._load_spacy", lambda: loads.append("spacy") or object())
+    monkeypatch.setattr("verityrag.verify.grounding._load_spacy", lambda: loads.append("spacy") or object())
     checker.warm_up()
     assert loads == []
     assert checker._nlp is None

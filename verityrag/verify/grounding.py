@@ -20,13 +20,13 @@ from typing import Any
 
 import numpy as np
 
-from verityrag.checks.claims import claim_spans, split_claims
 from verityrag.embed.embedder import Embedder
 from verityrag.errors import InvalidInputError, ModelLoadError
 from verityrag.models.load_once import LoadsOnce
 from verityrag.text.analyzer import DEFAULT_ANALYZER, Analyzer
 from verityrag.text.sentences import split_sentences
 from verityrag.types import Chunk, CitedSentence, ClaimSupport, GroundingReport
+from verityrag.verify.claims import claim_spans, split_claims
 
 __all__ = ["GroundingChecker", "GroundingWeights"]
 
@@ -317,7 +317,7 @@ class _Claim:
 class GroundingChecker(LoadsOnce):
     """Scores every claim of an answer against the text of the chunks its sentence cites.
 
-    Each answer sentence is split into claims (:func:`~verityrag.checks.split_claims`).
+    Each answer sentence is split into claims (:func:`~verityrag.verify.split_claims`).
     A claim is checked against its sentence's cited chunks only (text and title); a
     sentence that cites nothing, or cites a chunk id absent from ``evidence``, gets
     support 0.0 for every claim: nothing is supported by default.

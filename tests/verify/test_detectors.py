@@ -14,17 +14,17 @@ from pathlib import Path
 import pytest
 from models._tiny_bert import TINY_BERT
 
-from verityrag.checks.detectors import (
+from verityrag.errors import InvalidInputError, ModelLoadError
+from verityrag.verify.detectors import (
     RemoteCodePairScorer,
     Seq2SeqSupportScorer,
     TokenHallucinationDetector,
     merge_spans,
     sentence_windows,
 )
-from verityrag.checks.nli_verifier import NLIVerifier
-from verityrag.checks.protocols import NLIScorer
-from verityrag.checks.stack import VerifierStack
-from verityrag.errors import InvalidInputError, ModelLoadError
+from verityrag.verify.nli_verifier import NLIVerifier
+from verityrag.verify.protocols import NLIScorer
+from verityrag.verify.stack import VerifierStack
 
 transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")

@@ -1,7 +1,7 @@
 """Adapters for the hallucination detectors users bring, by Hugging Face name or local folder.
 
-Three kinds of model, each an :class:`~verityrag.checks.protocols.NLIScorer` (``score_pairs`` ->
-P(supported) per (evidence, answer) pair), so :class:`~verityrag.checks.nli_verifier.NLIVerifier`,
+Three kinds of model, each an :class:`~verityrag.verify.protocols.NLIScorer` (``score_pairs`` ->
+P(supported) per (evidence, answer) pair), so :class:`~verityrag.verify.nli_verifier.NLIVerifier`,
 the ensembles and the verifier stack take them like any other scorer:
 
 - :class:`TokenHallucinationDetector` (LettuceDetect style, e.g.
@@ -19,7 +19,7 @@ the ensembles and the verifier stack take them like any other scorer:
 Evidence longer than a model's window is scored in windows of whole sentences (one sentence of
 overlap); a pair scores the max over its windows (for the token detector: each answer token
 takes its lowest P(unsupported) over the windows, as a token is supported when any window
-supports it). Loading follows :class:`~verityrag.checks.nli_verifier.HFSequenceClassificationScorer`:
+supports it). Loading follows :class:`~verityrag.verify.nli_verifier.HFSequenceClassificationScorer`:
 lazy (first use or ``warm_up()``), a local folder first, then the hub (cache only when
 ``HF_HUB_OFFLINE`` / ``TRANSFORMERS_OFFLINE`` is set), every failed attempt listed in the
 :class:`~verityrag.errors.ModelLoadError`.
@@ -36,16 +36,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from verityrag.checks.nli_verifier import (
+from verityrag.errors import InvalidInputError, ModelLoadError
+from verityrag.models.load_once import LoadsOnce
+from verityrag.text.sentences import split_sentences
+from verityrag.verify.nli_verifier import (
     TRUST_ENV,
     load_hf_model,
     pack_windows,
     trust_remote_code,
     window_size,
 )
-from verityrag.errors import InvalidInputError, ModelLoadError
-from verityrag.models.load_once import LoadsOnce
-from verityrag.text.sentences import split_sentences
 
 __all__ = [
     "HallucinatedSpan",

@@ -46,9 +46,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from verityrag.checks.protocols import VerificationResult, check_verify_arguments
 from verityrag.errors import InvalidInputError, MalformedVerdictError
 from verityrag.llm import CompleteFn
+from verityrag.verify.protocols import VerificationResult, check_verify_arguments
 
 __all__ = [
     "FAILURE_POLICIES",
@@ -321,7 +321,7 @@ def annotate_answer(answer: str, verdict: JudgeVerdict) -> str:
 
 
 class LLMJudgeVerifier:
-    """A :class:`~verityrag.checks.protocols.Verifier` that asks an LLM for a JSON verdict per sentence."""
+    """A :class:`~verityrag.verify.protocols.Verifier` that asks an LLM for a JSON verdict per sentence."""
 
     stage = STAGE
 

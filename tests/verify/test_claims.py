@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from verityrag.checks import answer_claims, split_claims
-from verityrag.checks.claims import MIN_CLAIM_WORDS, claim_spans
+from verityrag.verify import answer_claims, split_claims
+from verityrag.verify.claims import MIN_CLAIM_WORDS, claim_spans
 
 pytestmark = pytest.mark.unit
 

@@ -5,7 +5,7 @@ does (recall), ``mean`` averages (optionally weighted); a member's NaN score cou
 ``StackedScorer`` learns the combination instead: a logistic regression over the members'
 logit scores (one weight per member plus an intercept), fitted on labelled pairs (the
 RAGTruth runner fits it on its fitting half; there it did not beat its best member). Members are any
-:class:`~verityrag.checks.protocols.NLIScorer`: cross-encoders, ONNX scorers, baselines.
+:class:`~verityrag.verify.protocols.NLIScorer`: cross-encoders, ONNX scorers, baselines.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import math
 from collections.abc import Sequence
 from typing import Any, Literal, get_args
 
-from verityrag.checks.nli_verifier import NLIVerifier
-from verityrag.checks.protocols import NLIScorer
 from verityrag.errors import InvalidInputError, NotFittedError
+from verityrag.verify.nli_verifier import NLIVerifier
+from verityrag.verify.protocols import NLIScorer
 
 __all__ = ["AGGREGATIONS", "Aggregation", "DualNLIVerifier", "EnsembleScorer", "StackedScorer", "aggregate"]
 

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from verityrag.checks.nli_verifier import (
+from verityrag.errors import InvalidInputError, ModelLoadError
+from verityrag.verify.nli_verifier import (
     CrossEncoderNLIVerifier,
     HFSequenceClassificationScorer,
     NLIVerifier,
     supported_class,
 )
-from verityrag.checks.protocols import NLIScorer, Verifier
-from verityrag.errors import InvalidInputError, ModelLoadError
+from verityrag.verify.protocols import NLIScorer, Verifier
 
 transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")

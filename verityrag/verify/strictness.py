@@ -7,7 +7,7 @@
 | strict   | 0.70                | yes                         | 0.80                             |
 | paranoid | 0.85                | yes                         | 1.00 (any unsupported sentence refuses) |
 
-``grounding threshold`` is the minimum :class:`~verityrag.checks.grounding.GroundingChecker`
+``grounding threshold`` is the minimum :class:`~verityrag.verify.grounding.GroundingChecker`
 score the agent accepts. ``faithfulness`` is the supported share of the answer's
 characters: dropping an unsupported sentence leaves a shorter answer, and the level
 refuses when too little of the original answer survived. ``lenient``, the earlier name
@@ -21,9 +21,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
-from verityrag.checks.protocols import VerificationResult
 from verityrag.config import STRICTNESS_ALIASES, STRICTNESS_LEVELS, Strictness
 from verityrag.errors import InvalidInputError
+from verityrag.verify.protocols import VerificationResult
 
 __all__ = [
     "STRICTNESS_ALIASES",

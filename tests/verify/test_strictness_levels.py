@@ -12,10 +12,10 @@ import pytest
 import verityrag
 from verityrag import config
 from verityrag.agent.controller import GROUNDING_THRESHOLDS
-from verityrag.checks import strictness
-from verityrag.checks.protocols import VerificationResult
-from verityrag.checks.strictness import STRICTNESS_TABLE, apply_strictness, strictness_policy
 from verityrag.errors import InvalidInputError
+from verityrag.verify import strictness
+from verityrag.verify.protocols import VerificationResult
+from verityrag.verify.strictness import STRICTNESS_TABLE, apply_strictness, strictness_policy
 
 pytestmark = pytest.mark.unit
 

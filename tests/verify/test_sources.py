@@ -9,7 +9,6 @@ import pytest
 
 from verityrag.agent.attempt import Attempt
 from verityrag.agent.gates import Case, Corroborated, WrittenAnswer
-from verityrag.checks.sources import iso_time, source_details, with_provenance
 from verityrag.types import (
     AbstainReason,
     Chunk,
@@ -21,6 +20,7 @@ from verityrag.types import (
     ShortAnswer,
     source_key,
 )
+from verityrag.verify.sources import iso_time, source_details, with_provenance
 
 pytestmark = pytest.mark.unit
 

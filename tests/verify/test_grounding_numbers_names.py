@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import pytest
 
-from verityrag.checks import GroundingChecker
-from verityrag.checks.grounding_verifier import GroundingVerifier
-from verityrag.checks.stack import DeterministicVerifier
-from verityrag.checks.strictness import strictness_policy
 from verityrag.embed.hashing import HashingEmbedder
 from verityrag.types import Chunk, Citation, CitedSentence
+from verityrag.verify import GroundingChecker
+from verityrag.verify.grounding_verifier import GroundingVerifier
+from verityrag.verify.stack import DeterministicVerifier
+from verityrag.verify.strictness import strictness_policy
 
 pytestmark = pytest.mark.unit
 

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 
 from verityrag import Settings, VerityRAGPipeline
-from verityrag.checks.llm_judge import FailurePolicy, LLMJudgeVerifier
 from verityrag.errors import LLMTimeoutError
 from verityrag.generation.llm import LLMGenerator
 from verityrag.generation.verified import RejectAndRetry
 from verityrag.llm.completion import Completion
 from verityrag.types import AbstainReason
+from verityrag.verify.llm_judge import FailurePolicy, LLMJudgeVerifier
 
 pytestmark = pytest.mark.integration
 

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from verityrag.checks import NLIScorer, StackedScorer
 from verityrag.errors import InvalidInputError, NotFittedError
+from verityrag.verify import NLIScorer, StackedScorer
 
 pytestmark = pytest.mark.unit
 

@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from verityrag.checks.grounding import GroundingChecker
-from verityrag.checks.grounding_verifier import check_sentences
-from verityrag.checks.protocols import VerificationResult, Verifier, check_verify_arguments
 from verityrag.errors import InvalidInputError
 from verityrag.types import GroundingReport
+from verityrag.verify.grounding import GroundingChecker
+from verityrag.verify.grounding_verifier import check_sentences
+from verityrag.verify.protocols import VerificationResult, Verifier, check_verify_arguments
 
 __all__ = ["DeterministicVerifier", "StageStats", "VerifierStack"]
 
