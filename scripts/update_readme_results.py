@@ -155,7 +155,7 @@ def ragtruth_section() -> str:
     return render_table(json.loads(RAGTRUTH.read_text()))
 
 
-READER_CHECK = ROOT / "scripts" / "results" / "answer_reader.json"
+READER_CHECK = ROOT / "scripts" / "results" / "reader_check.json"
 SPAN_READER = ROOT / "scripts" / "results" / "reader.json"
 SPAN_READER_METADATA = ROOT / "verityrag" / "resources" / "reader" / "metadata.json"
 LLM_READER = ROOT / "scripts" / "results" / "llm_eval_reader_local.json"
@@ -240,7 +240,7 @@ def span_reader_section() -> str:
 def reader_check_section() -> str:
     """The reader check against Verity-Guard on gemma's labelled test answers (python -m verityrag.train reader-check)."""
     if not READER_CHECK.exists():
-        return "_No scripts/results/answer_reader.json yet: run `make models-reader`._"
+        return "_No scripts/results/reader_check.json yet: run `make models-reader`._"
     data: dict[str, Any] = json.loads(READER_CHECK.read_text())
     test = data["test"]
     n = test["answers"]

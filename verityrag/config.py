@@ -19,7 +19,7 @@ from verityrag.retrieval.fusion import FUSION_MODES, FusionMode
 ProfileName = Literal["default", "fast", "strict"]
 PROFILES: tuple[str, ...] = get_args(ProfileName)
 # The strictness levels, from the loosest: their one definition. verityrag.verify.strictness
-# (StrictnessLevel, its policy table), the API, the MCP server and the UI take them from here.
+# (its policy table), the API, the MCP server and the UI take them from here.
 Strictness = Literal["loose", "balanced", "strict", "paranoid"]
 STRICTNESS_LEVELS: tuple[str, ...] = get_args(Strictness)
 # Earlier name of "loose", still accepted (VERITYRAG_STRICTNESS=lenient keeps working).

@@ -29,7 +29,7 @@ from verityrag.agent.calibration import (
 )
 from verityrag.agent.confidence import ConfidenceModel, shipped_confidence
 from verityrag.agent.controller import AgentConfig, AgentController, AgentParts
-from verityrag.agent.interfaces import AnswerabilityModel, AnswerCheckModel, AnswerGuard, ReaderAgreementCheck
+from verityrag.agent.interfaces import AnswerabilityModel, AnswerCheckModel, AnswerGuard, ReaderCheckModel
 from verityrag.agent.questions import check_labelled, check_question
 from verityrag.agent.reformulation import Reformulator, SalientTermExpansion, TitleAnchoredRewrite
 from verityrag.agent.sufficiency import SufficiencyGate
@@ -127,7 +127,7 @@ class VerityRAGPipeline:
         self._calibration = Calibration()  # nothing fitted yet
         self.answer_guard: AnswerGuard | None = None
         self.answerability: AnswerabilityModel | None = None
-        self.answer_reader: ReaderAgreementCheck | None = None
+        self.reader_check: ReaderCheckModel | None = None
         self.answer_check: AnswerCheckModel | None = None
         # Where each settings-attached check's threshold comes from: settings or metadata (the
         # calibration's own fits say "calibration").
@@ -430,14 +430,14 @@ class VerityRAGPipeline:
         return AgentParts(
             index=self.index,
             retriever=retriever,
-            generator=self.generator,
+            sentence_ranker=self.generator,
             gate=gate,
             grounding=self.grounding,
             cache=self._chunk_terms,
             reranker=self.reranker if self._calibration.use_reranker else None,
             answer_guard=checks.get("guard"),
             answerability=checks.get("answerability"),
-            answer_reader=checks.get("reader"),
+            reader_check=checks.get("reader"),
             answer_check=checks.get("answer_check"),
             answer_strategy=self.answer_strategy,
             reader=self.reader,

@@ -342,7 +342,7 @@ def _guard(pipeline: VerityRAGPipeline) -> QueryResult:
 
 
 def _reader(pipeline: VerityRAGPipeline) -> QueryResult:
-    return controller(pipeline, PASSING, answer_reader=ReaderStub()).run(REFORMULABLE)
+    return controller(pipeline, PASSING, reader_check=ReaderStub()).run(REFORMULABLE)
 
 
 def _corroboration(pipeline: VerityRAGPipeline) -> QueryResult:
@@ -564,7 +564,7 @@ def test_abstain_reader_reads_question_top_evidence_and_answer_after_the_guard(
     reader = ReaderStub()
     passing_guard = ScoreStub()
     passing_guard.threshold = 0.0
-    result = controller(pipeline, PASSING, answer_guard=passing_guard, answer_reader=reader).run(REFORMULABLE)
+    result = controller(pipeline, PASSING, answer_guard=passing_guard, reader_check=reader).run(REFORMULABLE)
     assert stages(result)[-4:] == ["grounding", "guard", "reader", "abstain"]
     assert result.abstain_reason is AbstainReason.READER
     assert result.trace[-2].details == {"score": 0.0, "threshold": 0.5}
@@ -576,11 +576,11 @@ def test_abstain_reader_reads_question_top_evidence_and_answer_after_the_guard(
 
 
 def test_reader_passing_answers_and_is_skipped_when_verify_off(pipeline: VerityRAGPipeline) -> None:
-    passing = controller(pipeline, PASSING, answer_reader=ReaderStub(0.5)).run(REFORMULABLE)
+    passing = controller(pipeline, PASSING, reader_check=ReaderStub(0.5)).run(REFORMULABLE)
     assert not passing.abstained
     assert stages(passing)[-2:] == ["reader", "answer"]
     reader = ReaderStub()
-    unverified = controller(pipeline, PASSING, answer_reader=reader, verify=False).run(REFORMULABLE)
+    unverified = controller(pipeline, PASSING, reader_check=reader, verify=False).run(REFORMULABLE)
     assert not unverified.abstained
     assert reader.calls == []
 

@@ -116,11 +116,11 @@ class _ReaderStub:
 def test_stats_lists_the_learned_checks_with_their_threshold_source(
     anonymous: httpx.Client, pipeline: VerityRAGPipeline
 ) -> None:
-    pipeline.answer_reader = _ReaderStub()
+    pipeline.reader_check = _ReaderStub()
     try:
         checks = anonymous.get("/stats").json()["learned_checks"]
     finally:
-        pipeline.answer_reader = None
+        pipeline.reader_check = None
     assert checks == {
         "reader": {
             "threshold": 0.25,

@@ -188,7 +188,7 @@ def test_the_reader_check_is_on_by_default_for_llm_answers(
         return Completion(REFUSAL, "hinted", 10, 2)
 
     default = VerityRAGPipeline(generator=LLMGenerator(echo_first_sentence))
-    assert default.answer_reader is not None  # the shipped reader, no model to build
+    assert default.reader_check is not None  # the shipped reader, no model to build
     default.ingest_documents(corpus_slice)
     off_question = default.query(answered_question)  # passage [1]'s first sentence does not answer it
     assert off_question.abstain_reason is AbstainReason.READER
@@ -200,7 +200,7 @@ def test_the_reader_check_is_on_by_default_for_llm_answers(
     assert (
         VerityRAGPipeline(
             generator=LLMGenerator(echo_first_sentence), settings=Settings(llm_reader_check=False)
-        ).answer_reader
+        ).reader_check
         is None
     )
-    assert VerityRAGPipeline().answer_reader is None  # extractive answers: off unless reader_check
+    assert VerityRAGPipeline().reader_check is None  # extractive answers: off unless reader_check

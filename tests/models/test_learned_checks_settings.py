@@ -78,7 +78,7 @@ def _labelled(
 
 def test_no_check_is_attached_by_default() -> None:
     pipeline = VerityRAGPipeline()
-    assert (pipeline.answerability, pipeline.answer_guard, pipeline.answer_reader) == (None, None, None)
+    assert (pipeline.answerability, pipeline.answer_guard, pipeline.reader_check) == (None, None, None)
     assert pipeline.stats()["learned_checks"] == {}
 
 

@@ -136,7 +136,7 @@ def gate_rows(
     (``gate_label``: a gold answer in the evidence the generator reads, or in the answer it would
     give) and whether the question is unanswerable."""
     snap = snap if snap is not None else controller.index.snapshot()
-    max_hits = controller.generator.max_hits
+    max_hits = controller.sentence_ranker.max_hits
     features: list[list[float]] = []
     correct: list[bool] = []
     must_abstain: list[bool] = []
@@ -162,7 +162,7 @@ def fit_sufficiency_gate(
     """Fit the gate on ``labelled`` with ``controller`` (built without a gate); ``with_gate(gate)``
     builds the agent looping with another gate (the out-of-fold check of reformulation)."""
     snap = controller.index.snapshot()
-    max_hits = controller.generator.max_hits
+    max_hits = controller.sentence_ranker.max_hits
     features, correct, must_abstain = gate_rows(controller, labelled, settings.gate_label, snap)
     # A gate for an agent that reads takes the reader's features too (the attempts carry them).
     feature_set = GATE_FEATURES + READER_FEATURES if len(features[0]) > len(GATE_FEATURES) else GATE_FEATURES

@@ -50,12 +50,12 @@ from verityrag.agent.gates import (
 from verityrag.agent.interfaces import (
     AnswerabilityModel,
     AnswerCheckModel,
-    Answerer,
     AnswerGuard,
-    Gate,
-    ReaderAgreementCheck,
+    ReaderCheckModel,
     Reranker,
     Retriever,
+    SentenceRanker,
+    SufficiencyModel,
 )
 from verityrag.agent.reformulation import Reformulator
 from verityrag.agent.sufficiency import GATE_FEATURES, SELECTOR_FEATURES_FOR_GATE
@@ -81,7 +81,7 @@ __all__ = [
     "AnswerGuard",
     "AnswerabilityModel",
     "Attempt",
-    "ReaderAgreementCheck",
+    "ReaderCheckModel",
     "gate_features",
 ]
 
@@ -215,15 +215,15 @@ class AgentController:
         self,
         index: AnyIndex,
         retriever: Retriever,
-        generator: Answerer,
-        gate: Gate | None,
+        sentence_ranker: SentenceRanker,
+        gate: SufficiencyModel | None,
         grounding: GroundingChecker,
         cache: ChunkTermCache,
         reranker: Reranker | None = None,
         reformulators: Sequence[Reformulator] = (),
         answer_guard: AnswerGuard | None = None,
         answerability: AnswerabilityModel | None = None,
-        answer_reader: ReaderAgreementCheck | None = None,
+        reader_check: ReaderCheckModel | None = None,
         answer_strategy: AnswerStrategy | None = None,
         reader: EvidenceReader | None = None,
         confidence: ConfidenceModel | None = None,
@@ -238,7 +238,7 @@ class AgentController:
         self.config = config or AgentConfig()
         self.index = index
         self.retriever = retriever
-        self.generator = generator
+        self.sentence_ranker = sentence_ranker
         self.gate = gate
         self.grounding = grounding
         self.cache = cache
@@ -246,7 +246,7 @@ class AgentController:
         self.reformulators = list(reformulators)
         self.answer_guard = answer_guard
         self.answerability = answerability
-        self.answer_reader = answer_reader
+        self.reader_check = reader_check
         # An LLM answer path (verityrag.generation.verified); None: the extractive sentence.
         self.answer_strategy = answer_strategy
         self.reader = reader
@@ -287,7 +287,7 @@ class AgentController:
         timings["rerank"] = (t2 - t1) * 1000
         top = hits[: self.config.top_k]
         idf = self._idf(snap)
-        sentences = self.generator.generate(q.text, top, idf) if top else []
+        sentences = self.sentence_ranker.generate(q.text, top, idf) if top else []
         t3 = time.perf_counter()
         timings["select"] = (t3 - t2) * 1000
         features = gate_features(q, top, sentences, self.cache, self.index.analyzer.analyze)
@@ -523,9 +523,9 @@ class AgentController:
                 gates.append(LearnedCheckGate("guard", self.answer_guard, AbstainReason.GUARD, guard_inputs))
             # The support checks never see the question: a copied sentence that answers something
             # else passes them. The reader check does see it.
-            if self.answer_reader is not None:
+            if self.reader_check is not None:
                 gates.append(
-                    LearnedCheckGate("reader", self.answer_reader, AbstainReason.READER, reader_check_inputs)
+                    LearnedCheckGate("reader", self.reader_check, AbstainReason.READER, reader_check_inputs)
                 )
         if self.config.min_sources > 1:
             gates.append(Corroborated(self.sources or _no_provenance, self.config.min_sources))
@@ -609,14 +609,14 @@ class AgentParts:
 
     index: AnyIndex
     retriever: Retriever
-    generator: Answerer
-    gate: Gate | None
+    sentence_ranker: SentenceRanker
+    gate: SufficiencyModel | None
     grounding: GroundingChecker
     cache: ChunkTermCache
     reranker: Reranker | None = None
     answer_guard: AnswerGuard | None = None
     answerability: AnswerabilityModel | None = None
-    answer_reader: ReaderAgreementCheck | None = None
+    reader_check: ReaderCheckModel | None = None
     answer_strategy: AnswerStrategy | None = None
     reader: EvidenceReader | None = None
     confidence: ConfidenceModel | None = None

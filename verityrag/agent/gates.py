@@ -23,7 +23,7 @@ from functools import cached_property
 from typing import Any, Protocol
 
 from verityrag.agent.attempt import Attempt
-from verityrag.agent.interfaces import AnswerabilityModel, AnswerCheckModel, AnswerGuard, ReaderAgreementCheck
+from verityrag.agent.interfaces import AnswerabilityModel, AnswerCheckModel, AnswerGuard, ReaderCheckModel
 from verityrag.generation.reading import Reading, probability
 from verityrag.generation.verified import VerifiedAnswer
 from verityrag.types import AbstainReason, Chunk, CitedSentence, GroundingReport, ShortAnswer, TraceStep
@@ -261,7 +261,7 @@ class LearnedCheckGate:
     """A learned check's score (recorded in the trace under ``stage``) must reach its threshold."""
 
     stage: str
-    check: AnswerGuard | AnswerabilityModel | ReaderAgreementCheck
+    check: AnswerGuard | AnswerabilityModel | ReaderCheckModel
     reason: AbstainReason
     inputs: Callable[[Case], tuple[str, ...]]
 

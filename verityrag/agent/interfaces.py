@@ -35,7 +35,7 @@ class Reranker(Protocol):
     def rerank(self, q: QueryTerms, hits: Sequence[Hit], cache: ChunkTermCache) -> list[Hit]: ...
 
 
-class Gate(Protocol):
+class SufficiencyModel(Protocol):
     """The sufficiency gate: the probability that an attempt's evidence holds the answer, and the
     threshold it is trusted at."""
 
@@ -44,7 +44,7 @@ class Gate(Protocol):
     def predict_proba(self, features: npt.ArrayLike) -> npt.NDArray: ...  # type: ignore[type-arg]
 
 
-class Answerer(Protocol):
+class SentenceRanker(Protocol):
     """Ranks the sentences of the top ``max_hits`` hits as answers, best first (the extractive answer)."""
 
     @property
@@ -63,7 +63,7 @@ class AnswerGuard(Protocol):
     def score(self, evidence: str, answer: str) -> float: ...
 
 
-class ReaderAgreementCheck(Protocol):
+class ReaderCheckModel(Protocol):
     """A question-aware check of (question, evidence, answer): ``score`` is how far the answer says what
     an extractive reader finds in the evidence for the question (:class:`verityrag.checks.ReaderCheck`)."""
 

@@ -10,15 +10,15 @@ the score is the share of their probability on spans that the answer contains, a
 normalised tokens (the SQuAD answer match). An answer that contains the reader's
 answer scores near 1; one that says something else scores near 0.
 
-Implements the controller's ``ReaderAgreementCheck`` protocol (``threshold``,
+Implements the controller's ``ReaderCheckModel`` protocol (``threshold``,
 ``score(question, evidence, answer)``):
 
-    AgentController(..., answer_reader=ReaderCheck())   # VERITYRAG_READER_DIR, <models root>/reader_check, else the shipped reader
+    AgentController(..., reader_check=ReaderCheck())   # VERITYRAG_READER_DIR, <models root>/reader_check, else the shipped reader
 
 The reader-check model (``make models-reader``) is a MiniLM that learned from ~7k SQuAD 2.0 and
 ~6.6k HaluEval QA answers; the threshold in its ``metadata.json`` is the one python -m
 verityrag.train reader-check fitted on gemma's labelled validation answers, and its figures
-(scripts/results/answer_reader.json, docs/results.md) say what it costs. Without it, the check
+(scripts/results/reader_check.json, docs/results.md) say what it costs. Without it, the check
 reads with the extractive reader the package ships (the answer path's own, trained on 116k SQuAD
 examples), whose folder records its *answer* threshold, not an agreement one: the check then
 uses :data:`EXTRACTIVE_READER_AGREEMENT`, fixed before it was measured on any LLM answer

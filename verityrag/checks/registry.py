@@ -26,7 +26,7 @@ CHECK_ATTRIBUTES = {
     "answer_check": "answer_check",
     "answerability": "answerability",
     "guard": "answer_guard",
-    "reader": "answer_reader",
+    "reader": "reader_check",
 }
 
 #: The answer source whose threshold the guard's folder records for LLM-written answers

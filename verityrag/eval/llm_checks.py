@@ -40,10 +40,11 @@ from typing import Any
 
 from verityrag.agent.controller import GROUNDING_THRESHOLDS
 from verityrag.agent.gates import QUESTION_CHECK_CHUNKS
+from verityrag.config import STRICTNESS_LEVELS
 from verityrag.eval.llm_eval import attempt_correct
 from verityrag.eval.metrics import auroc, contains_gold, percentiles, rate
 from verityrag.verify.protocols import VerificationResult
-from verityrag.verify.strictness import LEVELS, apply_strictness, strictness_policy
+from verityrag.verify.strictness import apply_strictness, strictness_policy
 
 __all__ = [
     "FIXED_THRESHOLD",
@@ -274,7 +275,7 @@ def _verdicts(answer: LabelledAnswer, threshold: float) -> list[VerificationResu
 def strictness_table(answers: Sequence[LabelledAnswer]) -> dict[str, dict[str, Any]]:
     """Each strictness level applied to the recorded sentence scores of ``answers``."""
     table = {}
-    for level in LEVELS:
+    for level in STRICTNESS_LEVELS:
         threshold = strictness_policy(level).grounding_threshold
         counts: dict[str, int] = {}
         for a in answers:

@@ -182,11 +182,11 @@ def run_llm_eval(options: LLMEvalOptions) -> tuple[dict[str, Any], list[dict[str
     # would otherwise call the LLM): a reader check the settings did not attach is attached here.
     requested = requested_checks(base.settings, llm_answers=True)
     if reader is not None:
-        pipeline.answer_reader = reader
+        pipeline.reader_check = reader
         reader_check = "recorded at threshold 0 (--reader)"
     elif "reader" not in requested:
         reader_check = "off"
-    elif pipeline.answer_reader is not None:
+    elif pipeline.reader_check is not None:
         reader_check = "on (Settings.reader_check)"
     else:
         fixed = requested["reader"]

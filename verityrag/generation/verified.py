@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from verityrag.config import Strictness
 from verityrag.errors import InvalidInputError, VerityRAGError
 from verityrag.generation.extractive import ExtractiveGenerator
 from verityrag.generation.llm import Feedback, LLMAnswer, LLMGenerator
@@ -45,7 +46,6 @@ from verityrag.types import CitedSentence, Hit
 from verityrag.verify.grounding_verifier import GroundingVerifier
 from verityrag.verify.protocols import VerificationResult, Verifier
 from verityrag.verify.strictness import (
-    StrictnessLevel,
     StrictnessOutcome,
     apply_strictness,
     strictness_policy,
@@ -63,7 +63,7 @@ __all__ = [
 ]
 
 # The level a strategy applies when the caller names none: every sentence must be supported.
-DEFAULT_STRICTNESS: StrictnessLevel = "paranoid"
+DEFAULT_STRICTNESS: Strictness = "paranoid"
 
 logger = logging.getLogger(__name__)
 
@@ -146,7 +146,7 @@ class VerifiedAnswer:
     abstain_reason: str | None = None  # "rejected" | "refused"
     latency_ms: float = 0.0
     evidence: tuple[Hit, ...] = field(default=())
-    strictness: StrictnessLevel = DEFAULT_STRICTNESS
+    strictness: Strictness = DEFAULT_STRICTNESS
     unsupported_claims: tuple[str, ...] = ()
     faithfulness: float | None = None
     annotations: tuple[str, ...] = ()
@@ -261,7 +261,7 @@ class _Judged:
     annotations: tuple[str, ...]
 
 
-def _judge(answer: LLMAnswer, verdicts: Sequence[VerificationResult], level: StrictnessLevel) -> _Judged:
+def _judge(answer: LLMAnswer, verdicts: Sequence[VerificationResult], level: Strictness) -> _Judged:
     outcome = apply_strictness(verdicts, level)
     keep_all = not strictness_policy(level).drops_unsupported
     pairs = [(s, v) for s, v in zip(answer.sentences, verdicts, strict=True) if keep_all or v.supported]
@@ -448,7 +448,7 @@ class BestOfN:
 
 def _verified_answer(
     strategy: str,
-    level: StrictnessLevel,
+    level: Strictness,
     answer: LLMAnswer,
     records: Sequence[AttemptRecord],
     chosen: int | None,

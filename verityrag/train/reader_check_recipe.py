@@ -16,7 +16,7 @@
     python -m verityrag.train reader-check --span-model /work/answer_span2   # a span model kept elsewhere
 
 Writes guard_work/reader_check/ (metadata.json with the threshold and the figures) and
-scripts/results/answer_reader.json. Run it under ``flock /tmp/verityrag-heavy.lock`` (latency).
+scripts/results/reader_check.json. Run it under ``flock /tmp/verityrag-heavy.lock`` (latency).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ from verityrag.train._common import (
 from verityrag.train.gemma_answers import RAW, label_answer, raw_answers
 
 SPAN_MODEL = ROOT / "guard_work" / "answer_span"
-RESULTS = RESULTS_DIR / "answer_reader.json"
+RESULTS = RESULTS_DIR / "reader_check.json"
 #: label_answer's reasons kept here: the right answers and the two kinds of wrong ones.
 KINDS = ("right", "wrong_but_grounded", "wrong_ungrounded")
 LOGIT_CHECK_PAIRS = 32

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TypeAlias
 
 from verityrag.config import STRICTNESS_ALIASES, STRICTNESS_LEVELS, Strictness
 from verityrag.errors import InvalidInputError
@@ -29,21 +28,19 @@ __all__ = [
     "STRICTNESS_ALIASES",
     "STRICTNESS_LEVELS",
     "STRICTNESS_TABLE",
-    "StrictnessLevel",
     "StrictnessOutcome",
     "StrictnessPolicy",
     "apply_strictness",
     "strictness_policy",
 ]
 
-# The levels are defined once, in verityrag.config (Settings validates against them).
-StrictnessLevel: TypeAlias = Strictness
-LEVELS = STRICTNESS_LEVELS
+# The levels are defined once, in verityrag.config (Settings validates against them): one name
+# each, Strictness and STRICTNESS_LEVELS.
 
 
 @dataclass(frozen=True, slots=True)
 class StrictnessPolicy:
-    level: StrictnessLevel
+    level: Strictness
     grounding_threshold: float
     drops_unsupported: bool
     min_faithfulness: float
@@ -52,7 +49,7 @@ class StrictnessPolicy:
     reader_margin: float = 0.0
 
 
-STRICTNESS_TABLE: dict[StrictnessLevel, StrictnessPolicy] = {
+STRICTNESS_TABLE: dict[Strictness, StrictnessPolicy] = {
     "loose": StrictnessPolicy("loose", 0.30, False, 0.0, reader_margin=-1.5),
     "balanced": StrictnessPolicy("balanced", 0.50, True, 0.50, reader_margin=0.0),
     "strict": StrictnessPolicy("strict", 0.70, True, 0.80, reader_margin=1.5),
@@ -64,7 +61,7 @@ def strictness_policy(level: str) -> StrictnessPolicy:
     """The row of :data:`STRICTNESS_TABLE` for ``level`` (or an alias such as ``lenient``)."""
     name = STRICTNESS_ALIASES.get(level, level)
     if name not in STRICTNESS_TABLE:
-        allowed = ", ".join([*LEVELS, *STRICTNESS_ALIASES])
+        allowed = ", ".join([*STRICTNESS_LEVELS, *STRICTNESS_ALIASES])
         raise InvalidInputError("strictness", f"{level!r} is not one of {allowed}")
     return STRICTNESS_TABLE[name]
 
@@ -73,7 +70,7 @@ def strictness_policy(level: str) -> StrictnessPolicy:
 class StrictnessOutcome:
     """What a level made of verified sentences. ``refusal`` is ``None`` when the answer stands."""
 
-    level: StrictnessLevel
+    level: Strictness
     kept: tuple[str, ...]
     unsupported_claims: tuple[str, ...]
     faithfulness: float
