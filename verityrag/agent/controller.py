@@ -231,7 +231,7 @@ class AgentController:
         answer_check: AnswerCheckModel | None = None,
         config: AgentConfig | None = None,
     ) -> None:
-        if gate is not None and getattr(gate, "reads", False) and reader is None:
+        if gate is not None and gate.reads and reader is None:
             raise ValueError(
                 "this sufficiency gate was fitted with the reader's features: give the agent a reader"
             )
@@ -301,7 +301,7 @@ class AgentController:
             timings["read"] = (t4 - t3) * 1000
             t3 = t4
             # Calibration (no gate yet) collects them too: the gate it fits reads them.
-            if self.gate is None or getattr(self.gate, "reads", False):
+            if self.gate is None or self.gate.reads:
                 features = features + reader_features(reading)
         # The probability alone: the loop compares it with the threshold it is given (the fold
         # gates of calibrate's out-of-fold loop check score without a threshold of their own).

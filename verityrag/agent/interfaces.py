@@ -41,6 +41,11 @@ class SufficiencyModel(Protocol):
 
     threshold_: float
 
+    @property
+    def reads(self) -> bool:
+        """Whether it takes the reader's features after the retrieval ones (then the agent needs a reader)."""
+        ...
+
     def predict_proba(self, features: npt.ArrayLike) -> npt.NDArray: ...  # type: ignore[type-arg]
 
 
