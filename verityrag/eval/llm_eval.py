@@ -182,7 +182,7 @@ def run_llm_eval(options: LLMEvalOptions) -> tuple[dict[str, Any], list[dict[str
     # would otherwise call the LLM): a reader check the settings did not attach is attached here.
     requested = requested_checks(base.settings, llm_answers=True)
     if reader is not None:
-        pipeline.reader_check = reader
+        pipeline.attach_check("reader", reader, fixed_threshold=True)
         reader_check = "recorded at threshold 0 (--reader)"
     elif "reader" not in requested:
         reader_check = "off"
