@@ -35,7 +35,8 @@ def _found(pipeline: VerityRAGPipeline, i: int) -> bool:
 
 @pytest.fixture
 def pipeline() -> VerityRAGPipeline:
-    return VerityRAGPipeline(settings=Settings(max_document_chars=200))
+    # No reader: the stream's promise is that an acknowledged document is found, not answered.
+    return VerityRAGPipeline(settings=Settings(max_document_chars=200, reader=False))
 
 
 def test_put_while_querying_every_document_becomes_searchable(pipeline: VerityRAGPipeline) -> None:
