@@ -54,16 +54,72 @@ def require_dataset() -> Callable[[str], Path]:
     return _require_dataset
 
 
-@pytest.fixture(autouse=True)
-def _no_network_in_unit_tests(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    if request.node.get_closest_marker("unit") is None:
+# ---------------------------------------------------------------- test tiers
+
+TIERS = ("unit", "integration")
+# Importing one of these is how a model of theirs starts to load (and costs seconds by itself).
+HEAVY_LIBRARIES = ("torch", "transformers", "sentence_transformers")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test is of exactly one tier, so ``-m unit`` and ``-m integration`` split the suite."""
+    wrong = []
+    for item in items:
+        tiers = sorted({m.name for m in item.iter_markers()} & set(TIERS))
+        if len(tiers) != 1:
+            wrong.append(f"{item.nodeid}: {tiers or 'no tier'}")
+    if wrong:
+        raise pytest.UsageError(
+            "each test is marked exactly one of unit or integration "
+            "(a function's mark adds to its module's pytestmark):\n  " + "\n  ".join(wrong)
+        )
+
+
+class _RefuseHeavyImports:
+    """A meta path finder that refuses a first import of a heavy model library."""
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name.partition(".")[0] in HEAVY_LIBRARIES:
+            raise RuntimeError(
+                f"unit tests must not import {name} (a model library); mark the test integration"
+            )
+        return None
+
+
+def _refuse(what: str) -> Callable[..., Any]:
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(f"unit tests must not {what}; mark the test integration or use a stand-in")
+
+    return refuse
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    """A ``unit`` test, its fixtures included (a session fixture it is the first to use too), cannot
+    touch the network, load an ONNX model, import a torch model library, start a process or bind a
+    port. Exact under ``pytest -m unit``; in a mixed run a model an integration test already loaded
+    may be reused unseen (the readers share one session per folder)."""
+    if item.get_closest_marker("unit") is None:
+        yield
         return
+    import multiprocessing.process
+    import subprocess
 
-    def refuse(*args: Any, **kwargs: Any) -> None:
-        raise RuntimeError("unit tests must not touch the network; mark the test integration")
+    import onnxruntime
 
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(socket, "create_connection", refuse)
+    patch = pytest.MonkeyPatch()
+    patch.setattr(socket.socket, "connect", _refuse("touch the network"))
+    patch.setattr(socket, "create_connection", _refuse("touch the network"))
+    patch.setattr(socket.socket, "bind", _refuse("bind a socket (a server)"))
+    patch.setattr(onnxruntime, "InferenceSession", _refuse("load an ONNX model"))
+    patch.setattr(subprocess.Popen, "_execute_child", _refuse("start a process"))
+    patch.setattr(os, "fork", _refuse("fork a process"))
+    patch.setattr(multiprocessing.process.BaseProcess, "start", _refuse("start a process"))
+    patch.setattr(sys, "meta_path", [_RefuseHeavyImports(), *sys.meta_path])  # asked only if not imported
+    try:
+        yield
+    finally:
+        patch.undo()
 
 
 # ------------------------------------------------------------------ real data

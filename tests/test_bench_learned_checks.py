@@ -10,6 +10,8 @@ import pytest
 
 from verityrag.eval.benchmarks import learned_checks_table
 
+pytestmark = pytest.mark.unit
+
 
 def _run(config: str, p50: float) -> dict[str, Any]:
     return {

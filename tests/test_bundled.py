@@ -10,9 +10,8 @@ from verityrag import VerityRAGPipeline
 from verityrag.pipeline import IN_MEMORY
 from verityrag.serve.bundled import bundled_pipeline
 
-pytestmark = pytest.mark.unit
 
-
+@pytest.mark.integration
 def test_a_store_of_other_documents_is_not_filled_and_gets_the_calibration_of_the_bundled_corpus_alone(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -30,6 +29,7 @@ def test_a_store_of_other_documents_is_not_filled_and_gets_the_calibration_of_th
     assert pipeline.query("What was our Q3 revenue?").abstained is False
 
 
+@pytest.mark.unit
 def test_in_memory_ignores_the_users_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VERITYRAG_DATA_DIR", str(tmp_path / "store"))
     pipeline = bundled_pipeline(store_dir=IN_MEMORY, calibrate=False)

@@ -21,7 +21,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 MAKE = shutil.which("make")
-pytestmark = pytest.mark.skipif(MAKE is None, reason="make is not installed")
+pytestmark = [
+    pytest.mark.integration,  # runs make, which runs the recipes' commands
+    pytest.mark.skipif(MAKE is None, reason="make is not installed"),
+]
 
 PLAIN_DATA = "guard_work/answerability/data_plain/train.jsonl.gz"
 DATA = "guard_work/answerability/data/train.jsonl.gz"

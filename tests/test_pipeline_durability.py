@@ -19,7 +19,6 @@ from verityrag.embed.hashing import HashingEmbedder
 # (the reader, which may cite another chunk of the top ones, has its own tests).
 SETTINGS = Settings(reader=False)
 
-pytestmark = pytest.mark.integration
 
 CHILD = textwrap.dedent(
     """
@@ -86,6 +85,7 @@ def crashed_data_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, li
     return data_dir, acked
 
 
+@pytest.mark.integration
 def test_restart_after_sigkill_every_acknowledged_doc_is_present_and_searchable(
     crashed_data_dir: tuple[Path, list[str]],
 ) -> None:
@@ -110,6 +110,7 @@ def test_restart_after_sigkill_every_acknowledged_doc_is_present_and_searchable(
     assert result.citations[0].doc_id == last
 
 
+@pytest.mark.integration
 def test_restore_same_embedder_does_not_reembed(
     crashed_data_dir: tuple[Path, list[str]], counting_embedder: type
 ) -> None:
@@ -121,6 +122,7 @@ def test_restore_same_embedder_does_not_reembed(
     assert not pipeline.query(f"Which document carries the marker {_marker(acked[0])}?").abstained
 
 
+@pytest.mark.integration
 def test_restore_changed_embedder_reembeds_once_and_still_answers(
     crashed_data_dir: tuple[Path, list[str]], counting_embedder: type, tmp_path: Path
 ) -> None:

@@ -25,7 +25,7 @@ print(result.answer, result.grounding.overall_score, result.abstained)
 """
 
 
-@pytest.mark.unit
+@pytest.mark.integration  # the snippet as written queries with the shipped reader (a model)
 def test_design_snippet_runs_verbatim_and_answers_with_float_grounding() -> None:
     architecture = (Path(__file__).parents[1] / "docs" / "architecture.md").read_text(encoding="utf-8")
     assert DESIGN_SNIPPET in architecture
@@ -39,9 +39,10 @@ def test_design_snippet_runs_verbatim_and_answers_with_float_grounding() -> None
     assert out.getvalue().strip().endswith(str(result.abstained))
 
 
-@pytest.mark.unit
+@pytest.mark.integration
 @pytest.mark.xfail(
     strict=True,
+    raises=AssertionError,  # an error (no model, say) is a failure, not the expected abstention
     reason="its one-document answer is read at 0.994, under the shipped reader's threshold 0.9988",
 )
 def test_design_snippet_answers_from_its_one_document() -> None:

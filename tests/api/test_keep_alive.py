@@ -18,6 +18,8 @@ import pytest
 
 from verityrag.serve import API_KEEP_ALIVE_S, Service, api_command, free_port, wait_healthy
 
+pytestmark = pytest.mark.integration  # a real API server in a child process
+
 HOST = "127.0.0.1"
 CLIENT_POOL_EXPIRY_S = httpx.Limits().keepalive_expiry  # httpx's default: 5 s
 IDLE_S = 6.0

@@ -20,6 +20,8 @@ import pytest
 
 from verityrag import datasets
 
+pytestmark = pytest.mark.unit
+
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "data"
 EXPECTED_SHA256 = {

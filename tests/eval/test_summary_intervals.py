@@ -8,6 +8,8 @@ from verityrag.eval.report import headline_rows
 from verityrag.eval.runner import QuestionOutcome, summarise
 from verityrag.thresholds.precision import wilson_interval
 
+pytestmark = pytest.mark.unit
+
 
 def _outcome(i: int, kind: str, answered: bool, correct: bool = False) -> QuestionOutcome:
     return QuestionOutcome(

@@ -16,6 +16,8 @@ from verityrag.llm.completion import Completion
 from verityrag.types import AbstainReason
 from verityrag.verify.protocols import VerificationResult
 
+pytestmark = pytest.mark.integration  # the reader (a model) answers and checks
+
 
 def echo_first_sentence(prompt: str, **kwargs: Any) -> Completion:
     """A 'model' that answers with the first sentence of passage [1], cited: grounded by construction."""

@@ -152,7 +152,8 @@ def test_filtered_search_on_an_old_snapshot_sees_the_document_as_it_was() -> Non
 
 
 def _pipeline(tmp_path: Path | None) -> VerityRAGPipeline:
-    p = VerityRAGPipeline(data_dir=tmp_path, settings=Settings().replace(chunk_max_words=40))
+    # No reader (a model): what a filter decides is the evidence; the selector answers from it.
+    p = VerityRAGPipeline(data_dir=tmp_path, settings=Settings().replace(chunk_max_words=40, reader=False))
     p.ingest_documents(
         [
             Document(
@@ -182,11 +183,13 @@ def _pipeline(tmp_path: Path | None) -> VerityRAGPipeline:
 def test_pipeline_query_filter_keeps_evidence_to_matching_documents(tmp_path: Path, stored: bool) -> None:
     p = _pipeline(tmp_path / "data" if stored else None)
     result = p.query("Who improved the steam engine?", filter={"topic": "rivers"})
+    assert {h.chunk.doc_id for h in result.evidence} == {"rhine"}
     assert all(c.doc_id == "rhine" for c in result.citations)
     nothing = p.query("Who improved the steam engine?", filter={"topic": "poetry"})
     assert nothing.abstained
     assert nothing.abstain_reason is AbstainReason.NO_EVIDENCE
     allowed = p.query("Who improved the steam engine?", filter={"lang": {"$in": ["en"]}})
+    assert {h.chunk.doc_id for h in allowed.evidence} == {"watt", "newcomen"}
     assert all(c.doc_id in {"watt", "newcomen"} for c in allowed.citations)
 
 

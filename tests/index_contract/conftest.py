@@ -23,7 +23,7 @@ ON_CLUSTER = bool(os.environ.get("ELASTICSEARCH_URL"))
 # Test ids say which Elasticsearch ran: a real cluster or the emulator.
 ES_ID = "elasticsearch-cluster" if ON_CLUSTER else "elasticsearch-emulator"
 BACKENDS = [
-    pytest.param("embedded", id="embedded"),
+    pytest.param("embedded", id="embedded", marks=pytest.mark.unit),
     pytest.param(ES_ID, id=ES_ID, marks=pytest.mark.integration),
 ]
 

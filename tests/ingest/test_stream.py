@@ -14,6 +14,10 @@ from verityrag.errors import StreamClosedError
 
 pytestmark = pytest.mark.unit
 
+# How long a wait for the stream may take before the test fails instead of hanging: generous, as
+# each wait ends as soon as its condition holds (5 s leaves a busy machine little room).
+WAIT_S = 60.0
+
 
 def _doc(i: int, text: str | None = None) -> Document:
     return Document(
@@ -21,7 +25,7 @@ def _doc(i: int, text: str | None = None) -> Document:
     )
 
 
-def _wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+def _wait_until(predicate: Callable[[], bool], timeout: float = WAIT_S) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         assert time.monotonic() < deadline, "timed out waiting for the stream"
@@ -35,7 +39,8 @@ def _found(pipeline: VerityRAGPipeline, i: int) -> bool:
 
 @pytest.fixture
 def pipeline() -> VerityRAGPipeline:
-    return VerityRAGPipeline(settings=Settings(max_document_chars=200))
+    # No reader: the stream's promise is that an acknowledged document is found, not answered.
+    return VerityRAGPipeline(settings=Settings(max_document_chars=200, reader=False))
 
 
 def test_put_while_querying_every_document_becomes_searchable(pipeline: VerityRAGPipeline) -> None:
@@ -57,7 +62,7 @@ def test_put_while_querying_every_document_becomes_searchable(pipeline: VerityRA
     assert sorted(ingested) == [f"stream-{i:03d}" for i in range(30)]
     assert pipeline.index.n_documents == 30
     stream.stop()
-    assert stream.join(timeout=5)
+    assert stream.join(timeout=WAIT_S)
     assert checked > 0
 
 
@@ -69,7 +74,7 @@ def test_bad_document_is_recorded_and_stream_continues(pipeline: VerityRAGPipeli
     stream.put(_doc(2, "Lone \ud800 surrogate in text."))
     stream.put(_doc(3))
     stream.stop()
-    assert stream.join(timeout=5)
+    assert stream.join(timeout=WAIT_S)
     assert stream.ingested == 2
     assert [f.doc_id for f in stream.failures] == ["stream-001", "stream-002"]
     assert all(isinstance(f.error, InvalidInputError) for f in stream.failures)
@@ -90,7 +95,7 @@ def test_stop_ingests_what_was_queued_then_join_ends_thread(pipeline: VerityRAGP
     assert stream.running
     assert not stream.join(timeout=0.05)  # still working on the queue
     gate.set()
-    assert stream.join(timeout=5)
+    assert stream.join(timeout=WAIT_S)
     assert not stream.running
     assert stream.ingested == 10
     assert pipeline.index.n_documents == 10
@@ -102,12 +107,12 @@ def test_put_after_stop_raises() -> None:
     with pytest.raises(RuntimeError, match="stream is stopping") as err:  # RuntimeError as before
         stream.put(_doc(0))
     assert isinstance(err.value, StreamClosedError)
-    assert stream.join(timeout=5)
+    assert stream.join(timeout=WAIT_S)
     with pytest.raises(StreamClosedError, match="stream is stopping"):  # also once the thread ended
         stream.put(_doc(1), timeout=0)
 
 
-def _outcome_within(call: Callable[[], object], timeout: float = 5.0) -> BaseException | None:
+def _outcome_within(call: Callable[[], object], timeout: float = WAIT_S) -> BaseException | None:
     """Run ``call`` on a thread; the exception it raised (None if it returned), failing (not
     hanging) if it blocks."""
     outcome: list[BaseException | None] = []
@@ -137,7 +142,7 @@ class _Dies:
         self, doc_id: str, title: str, text: str, metadata: dict[str, object] | None = None
     ) -> object:
         if self.gate is not None:
-            assert self.gate.wait(timeout=10)
+            assert self.gate.wait(timeout=WAIT_S)
         raise SystemExit(f"killed on {doc_id}")
 
 
@@ -145,7 +150,7 @@ class _Dies:
 def test_put_after_the_thread_died_raises_instead_of_blocking_on_the_full_queue() -> None:
     stream = LiveDocumentStream(_Dies(), maxsize=1).start()
     stream.put(_doc(0))
-    assert stream.join(timeout=5)  # the thread died on it
+    assert stream.join(timeout=WAIT_S)  # the thread died on it
     for i in (1, 2):  # the second put used to find the queue full and block forever
         error = _outcome_within(lambda i=i: stream.put(_doc(i)))
         assert isinstance(error, StreamClosedError)
@@ -176,7 +181,7 @@ def test_put_waiting_for_room_raises_when_stop_is_called(pipeline: VerityRAGPipe
     assert isinstance(error, StreamClosedError)
     assert isinstance(_outcome_within(lambda: stream.put(_doc(3))), StreamClosedError)
     gate.set()
-    assert stream.join(timeout=5)
+    assert stream.join(timeout=WAIT_S)
     assert stream.ingested == 2  # what was queued before stop(), and nothing after it
     assert pipeline.index.doc_ids() == ["stream-000", "stream-001"]
 
@@ -216,7 +221,7 @@ def test_source_iterator_is_consumed_then_queue(pipeline: VerityRAGPipeline) -> 
     stream.put(_doc(99))
     _wait_until(lambda: stream.ingested == 13)
     stream.stop()
-    assert stream.join(timeout=5)
+    assert stream.join(timeout=WAIT_S)
     assert stream.failures == []
     assert all(_found(pipeline, i) for i in [*range(12), 99])
 
@@ -230,7 +235,7 @@ def test_source_that_raises_is_recorded_and_queue_still_served(pipeline: VerityR
     stream = LiveDocumentStream(pipeline, source=source()).start()
     stream.put(_doc(2))
     stream.stop()
-    assert stream.join(timeout=5)
+    assert stream.join(timeout=WAIT_S)
     assert stream.ingested == 3
     assert [(f.doc_id, str(f.error)) for f in stream.failures] == [("<source>", "feed went away")]
 
@@ -241,7 +246,7 @@ def test_source_yielding_a_non_document_records_it_and_ingests_the_rest(pipeline
     source = [_doc(0), {"doc_id": "stream-x", "text": "A mapping."}, _doc(2)]
     stream = LiveDocumentStream(pipeline, source=iter(source)).start()  # type: ignore[arg-type]
     stream.stop()
-    assert stream.join(timeout=5)
+    assert stream.join(timeout=WAIT_S)
     assert stream.ingested == 2
     assert _found(pipeline, 0)
     assert _found(pipeline, 2)
@@ -252,7 +257,7 @@ def test_source_yielding_a_non_document_records_it_and_ingests_the_rest(pipeline
     assert "expected a Document, got dict" in str(failure.error)
 
 
-def _stop_within(stream: LiveDocumentStream, timeout: float = 5.0) -> None:
+def _stop_within(stream: LiveDocumentStream, timeout: float = WAIT_S) -> None:
     """``stop()`` then ``join()``, failing (not hanging) if either blocks."""
     stopper = threading.Thread(target=stream.stop, daemon=True)
     stopper.start()
@@ -271,7 +276,7 @@ def test_on_ingested_that_raises_is_recorded_and_stream_continues(pipeline: Veri
 
     stream = LiveDocumentStream(pipeline, on_ingested=on_ingested, maxsize=2).start()
     for i in range(6):
-        stream.put(_doc(i), timeout=2)  # the bounded queue fills up if the thread has died
+        stream.put(_doc(i), timeout=WAIT_S)  # the bounded queue fills up if the thread has died
     _stop_within(stream)
     assert stream.ingested == 6
     assert seen == [f"stream-{i:03d}" for i in range(6)]
@@ -286,10 +291,10 @@ def test_on_error_that_raises_is_recorded_and_stream_continues(pipeline: VerityR
         raise RuntimeError(f"error handler broke on {doc.doc_id}")
 
     stream = LiveDocumentStream(pipeline, on_error=on_error, maxsize=2).start()
-    stream.put(_doc(0), timeout=2)
-    stream.put(_doc(1, "Too long. " * 30), timeout=2)  # over max_document_chars=200
+    stream.put(_doc(0), timeout=WAIT_S)
+    stream.put(_doc(1, "Too long. " * 30), timeout=WAIT_S)  # over max_document_chars=200
     for i in range(2, 6):
-        stream.put(_doc(i), timeout=2)
+        stream.put(_doc(i), timeout=WAIT_S)
     _stop_within(stream)
     assert stream.ingested == 5
     assert [(f.doc_id, f.stage) for f in stream.failures] == [
@@ -324,7 +329,7 @@ def test_stop_before_start_on_a_full_queue_does_not_block(pipeline: VerityRAGPip
     stopper.join(5)
     assert not stopper.is_alive(), "stop() blocked"
     stream.start()
-    assert stream.join(timeout=5)
+    assert stream.join(timeout=WAIT_S)
     assert stream.ingested == 1
     assert _found(pipeline, 0)
 
@@ -339,5 +344,5 @@ class _SlowPipeline:
     def ingest_document(
         self, doc_id: str, title: str, text: str, metadata: dict[str, object] | None = None
     ) -> object:
-        assert self.gate.wait(timeout=10)
+        assert self.gate.wait(timeout=WAIT_S)
         return self.pipeline.ingest_document(doc_id, title, text, metadata)

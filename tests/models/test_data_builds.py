@@ -19,8 +19,6 @@ from verityrag.train import answerability_data, reader_check_data
 from verityrag.train import guard_data as guard_data_recipe
 from verityrag.train.model_build import halueval_shared_passages, read_pairs, write_pairs
 
-pytestmark = pytest.mark.unit
-
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -53,11 +51,13 @@ def guard_data(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     return module
 
 
+@pytest.mark.unit
 def test_halueval_shared_passages_whitespace_apart_are_still_shared() -> None:
     items = [{"knowledge": "A  b.\nC."}, {"knowledge": "x."}, {"knowledge": "A b. C. "}]
     assert halueval_shared_passages(items, 2) == {0}
 
 
+@pytest.mark.unit
 def test_guard_data_passage_shared_with_a_test_item_is_not_trained_on(
     guard_data: ModuleType, tmp_path: Path
 ) -> None:
@@ -69,6 +69,7 @@ def test_guard_data_passage_shared_with_a_test_item_is_not_trained_on(
     assert {r["answer"] for r in train if r["kind"] == "short_right"} == {"Town0"}
 
 
+@pytest.mark.unit
 def test_guard_data_interrupted_before_the_last_file_leaves_no_train_file(
     guard_data: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -83,6 +84,7 @@ def test_guard_data_interrupted_before_the_last_file_leaves_no_train_file(
     assert not (tmp_path / "out" / "train.jsonl.gz").exists()  # make's target: the build reruns
 
 
+@pytest.mark.unit
 def test_write_pairs_failing_midway_leaves_no_file(tmp_path: Path) -> None:
     path = tmp_path / "train.jsonl.gz"
     with pytest.raises(TypeError):
@@ -90,6 +92,7 @@ def test_write_pairs_failing_midway_leaves_no_file(tmp_path: Path) -> None:
     assert not path.exists()
 
 
+@pytest.mark.unit
 def test_answer_data_interrupted_before_the_last_file_leaves_no_train_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -108,6 +111,7 @@ def test_answer_data_interrupted_before_the_last_file_leaves_no_train_file(
     assert written[0] != "train.jsonl.gz"
 
 
+@pytest.mark.unit
 def test_reader_data_passage_shared_with_a_test_item_gives_no_pair(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -138,6 +142,7 @@ print(hashlib.sha256(json.dumps(answer_train.gold_answers(args, rows)).encode())
 """
 
 
+@pytest.mark.integration
 def test_gold_answers_of_equal_length_order_is_independent_of_the_hash_seed() -> None:
     digests = set()
     for seed in ("0", "1", "2", "3"):
@@ -149,6 +154,7 @@ def test_gold_answers_of_equal_length_order_is_independent_of_the_hash_seed() ->
     assert len(digests) == 1
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize(
     ("recipe", "args", "message"),
     [

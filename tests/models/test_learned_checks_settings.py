@@ -226,7 +226,6 @@ def test_the_eval_fits_its_gate_through_calibrate_and_its_sweep_matches_the_real
     )
 
 
-@pytest.mark.unit
 def test_model_folders_are_found_under_one_root_whatever_the_working_directory(
     tmp_path: Path, child_env: dict[str, str], python_exe: str
 ) -> None:

@@ -16,6 +16,8 @@ import pytest
 from verityrag import datasets
 from verityrag.train.model_build import SquadSources, add_squad_arguments, read_json
 
+pytestmark = pytest.mark.unit
+
 ROOT = Path(__file__).resolve().parents[2]
 MANIFEST = ROOT / "data" / "built" / "corpus_manifest.json"
 

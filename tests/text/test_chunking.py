@@ -106,11 +106,6 @@ def test_chunk_spans_ids_are_doc_hash_position() -> None:
     assert make_chunk_id("doc", 7) == "doc#7"
 
 
-def test_chunk_spans_same_input_gives_same_chunks() -> None:
-    text = _text(5, 30)
-    assert chunk_spans("d", text, max_words=25) == chunk_spans("d", text, max_words=25)
-
-
 def test_chunk_spans_spans_start_and_end_on_sentence_boundaries() -> None:
     text = "  Lead in.  " + _text(2, 20, hi=20) + "  "
     starts = {s for s, _ in sentence_spans(text)}

@@ -6,6 +6,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from verityrag.api import create_app
+from verityrag.config import Settings
 from verityrag.pipeline import VerityRAGPipeline
 from verityrag.ui.answer_source import AddedDocument, ApiBackend, LocalBackend, api_url_from_args, document_id
 
@@ -20,7 +21,8 @@ TEXT = (
 
 @pytest.fixture
 def pipeline() -> VerityRAGPipeline:
-    return VerityRAGPipeline()
+    # No reader (a model): both backends answer with the sentence selector, from one index.
+    return VerityRAGPipeline(settings=Settings(reader=False))
 
 
 @pytest.fixture

@@ -52,6 +52,7 @@ def test_serve_check_starts_both_and_answers() -> None:
     assert "Uvicorn server started" not in done.stderr  # Streamlit's info line, the app's port as "Uvicorn"
 
 
+@pytest.mark.integration  # python -m verityrag.serve, in a child process
 def test_serve_rejects_bad_port() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "verityrag.serve", "--api-port", "x"],
@@ -83,7 +84,7 @@ def test_serve_refuses_bad_options_before_starting_anything(
     assert expected in capsys.readouterr().err
 
 
-@pytest.mark.unit
+@pytest.mark.integration  # binds a real loopback port to hold it taken
 @pytest.mark.parametrize("flag", ["--api-port", "--ui-port"])
 def test_serve_port_in_use_is_refused_before_starting_anything(
     flag: str, capsys: pytest.CaptureFixture[str]

@@ -94,8 +94,3 @@ def test_answer_claims_several_sentences_tags_each_claim_with_sentence_index() -
         (0, "the steam drives a piston."),
         (2, "Watt added a separate condenser."),
     ]
-
-
-def test_split_claims_same_input_twice_gives_same_output() -> None:
-    sentence = "The engine converts heat into work, which drives the pistons, but it wastes coal."
-    assert split_claims(sentence) == split_claims(sentence)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -143,11 +142,12 @@ def test_failures_fail_closed_by_default(server: FakeOpenAI, reply: tuple[str, A
 
 @pytest.mark.integration
 def test_timeout_fails_closed_and_fast(server: FakeOpenAI) -> None:
-    server.replies = [("sleep", 1.5)]
+    # Fast is proven without a stopwatch: the late reply is a SUPPORTED verdict, and so is any
+    # reply after it, so an unsupported result with a timeout error means the judge neither
+    # waited for it nor retried (a bound on the call's duration only added a way to fail when busy).
+    server.replies = [("sleep", 3.0)]
     judge = LLMJudgeVerifier(openai_complete_fn(server.url, timeout=0.3))
-    t0 = time.perf_counter()
     [result] = judge.verify(["Watt added a condenser."], EVIDENCE)
-    assert time.perf_counter() - t0 < 1.4
     assert not result.supported
     assert result.error is not None
     assert "LLMTimeoutError" in result.error

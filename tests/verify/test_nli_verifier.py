@@ -18,7 +18,6 @@ from verityrag.verify.protocols import NLIScorer, Verifier
 transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
 
-pytestmark = pytest.mark.integration
 
 WORDS = (
     "the a engine steam watt improved design in 1769 newcomen built first pump water mines "
@@ -121,6 +120,7 @@ def test_supported_class_binary_head_with_unknown_names_raises_listing_them(id2l
 # ------------------------------------------------------------------ real (tiny) models
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("id2label", "favour"),
     [
@@ -143,12 +143,14 @@ def test_scorer_reads_the_supported_class_of_each_layout(
     assert HFSequenceClassificationScorer(other).score_pairs([("the steam engine", "watt")])[0] < 0.01
 
 
+@pytest.mark.integration
 def test_scorer_unresolvable_head_raises_model_load_error(tmp_path: Path) -> None:
     folder = save_tiny_bert(tmp_path / "m", {0: "LABEL_0", 1: "LABEL_1", 2: "LABEL_2"})
     with pytest.raises(ModelLoadError, match="cannot tell which"):
         HFSequenceClassificationScorer(folder).warm_up()
 
 
+@pytest.mark.integration
 def test_scorer_binary_head_with_unknown_names_raises_model_load_error(tmp_path: Path) -> None:
     folder = save_tiny_bert(tmp_path / "m", {0: "REFUTES", 1: "NOT ENOUGH INFO"}, favour=1)
     with pytest.raises(ModelLoadError, match="cannot tell which") as info:
@@ -157,6 +159,7 @@ def test_scorer_binary_head_with_unknown_names_raises_model_load_error(tmp_path:
     assert "'NOT ENOUGH INFO'" in str(info.value)
 
 
+@pytest.mark.integration
 def test_scorer_supports_refutes_head_is_not_inverted(tmp_path: Path) -> None:
     # {0: SUPPORTS, 1: REFUTES}: a head sure of REFUTES must read as unsupported.
     folder = save_tiny_bert(tmp_path / "m", {0: "SUPPORTS", 1: "REFUTES"}, favour=1)
@@ -165,6 +168,7 @@ def test_scorer_supports_refutes_head_is_not_inverted(tmp_path: Path) -> None:
     assert scorer.support_index_ == 0
 
 
+@pytest.mark.integration
 def test_scorer_is_lazy_and_an_nli_scorer(binary_model: Path) -> None:
     scorer = HFSequenceClassificationScorer(binary_model)
     assert isinstance(scorer, NLIScorer)
@@ -184,6 +188,7 @@ def _windows_that_fit(scorer: HFSequenceClassificationScorer, premise: str, hypo
     return windows
 
 
+@pytest.mark.integration
 def test_scorer_long_premise_scored_in_windows_max_over_windows(binary_model: Path) -> None:
     scorer = HFSequenceClassificationScorer(binary_model, max_length=24, window_overlap_sentences=1)
     sentences = [
@@ -205,6 +210,7 @@ def test_scorer_long_premise_scored_in_windows_max_over_windows(binary_model: Pa
     assert scorer._windows("Watt improved the engine.", hypothesis) == ["Watt improved the engine."]
 
 
+@pytest.mark.integration
 def test_verifier_answer_score_is_min_over_sentences(binary_model: Path) -> None:
     verifier = CrossEncoderNLIVerifier(binary_model, threshold=0.5)
     assert isinstance(verifier, Verifier)
@@ -219,12 +225,14 @@ def test_verifier_answer_score_is_min_over_sentences(binary_model: Path) -> None
     assert all(r.stage == "nli" and r.supported == (r.score >= 0.5) for r in results)
 
 
+@pytest.mark.integration
 def test_verifier_without_evidence_supports_nothing(binary_model: Path) -> None:
     results = CrossEncoderNLIVerifier(binary_model).verify(["Watt improved it."], ["  "])
     assert results[0].supported is False
     assert results[0].score == 0.0
 
 
+@pytest.mark.integration
 def test_verifier_model_from_env(binary_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VERIFIER_MODEL", str(binary_model))
     verifier = CrossEncoderNLIVerifier()
@@ -241,6 +249,7 @@ def test_no_model_named_raises_model_load_error() -> None:
         HFSequenceClassificationScorer().warm_up()
 
 
+@pytest.mark.integration
 def test_uncached_hub_name_offline_lists_what_was_tried(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -253,6 +262,7 @@ def test_uncached_hub_name_offline_lists_what_was_tried(
     assert "someone/no-such-nli-model" in str(info.value)
 
 
+@pytest.mark.integration
 def test_custom_code_needs_trust_env(
     binary_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -273,6 +283,7 @@ def test_custom_code_needs_trust_env(
     assert "VERIFIER_TRUST_REMOTE_CODE=1 to allow" not in str(info.value)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("device", ["gpu", "no-such-device:0"])
 def test_scorer_on_a_device_torch_cannot_use_raises_model_load_error_naming_it(
     binary_model: Path, device: str
@@ -306,6 +317,7 @@ def test_nli_verifier_bad_threshold_raises() -> None:
 # ------------------------------------------------------------------ long inputs, lazy loading
 
 
+@pytest.mark.integration
 def test_scorer_hypothesis_longer_than_the_window_is_scored_in_parts_min_over_parts(
     binary_model: Path,
 ) -> None:
@@ -328,6 +340,7 @@ def test_scorer_hypothesis_longer_than_the_window_is_scored_in_parts_min_over_pa
     assert scorer.score_pairs([(premise, run_on)]) == [pytest.approx(min(singles))]
 
 
+@pytest.mark.integration
 def test_scorer_premise_sentence_longer_than_the_window_is_cut_not_truncated(binary_model: Path) -> None:
     # One run-on sentence (a list without end punctuation) was one window, truncated to the
     # model's length: the evidence at its end was never read.
@@ -338,6 +351,7 @@ def test_scorer_premise_sentence_longer_than_the_window_is_cut_not_truncated(bin
     assert "france" in windows[-1]
 
 
+@pytest.mark.integration
 def test_scorer_warm_up_publishes_the_model_only_once_its_window_is_set(binary_model: Path) -> None:
     # warm_up() checks _model without the lock: a second thread that saw it set went on with
     # max_length_ still 0 (8-token windows, then a tokenizer call with max_length=0).
@@ -356,6 +370,7 @@ def test_scorer_warm_up_publishes_the_model_only_once_its_window_is_set(binary_m
     assert scorer._tokenizer is not None
 
 
+@pytest.mark.integration
 def test_scorer_shared_by_threads_scores_every_call(binary_model: Path) -> None:
     # The fast tokenizer's truncation / padding settings are one shared object that calls
     # with other settings rewrite (windowing counts tokens untruncated, scoring truncates):
