@@ -209,6 +209,7 @@ class ResumableTrainer(Generic[ConfigT]):
         plan: Plan | None = None,
         compile: bool = False,
         replan: bool = False,
+        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         if budget_minutes is not None and budget_minutes <= 0:
             raise InvalidInputError("budget_minutes", f"must be > 0, got {budget_minutes}")
@@ -226,6 +227,8 @@ class ResumableTrainer(Generic[ConfigT]):
         self.plan = plan
         self.compile = compile
         self.replan = replan
+        # What the budget, the checkpoints and max_minutes are measured on (a test's fake clock).
+        self.clock = clock
 
     def _default_config(self) -> ConfigT:
         raise NotImplementedError
@@ -255,7 +258,7 @@ class ResumableTrainer(Generic[ConfigT]):
 
         torch.set_num_threads(self.threads)
         torch.manual_seed(self.config.seed)
-        return time.perf_counter()
+        return self.clock()
 
     def _train(
         self,
@@ -295,7 +298,7 @@ class ResumableTrainer(Generic[ConfigT]):
                 saved["step"],
                 saved["trained_seconds"],
                 self.budget_minutes,
-                time.perf_counter() - started,
+                self.clock() - started,
             )
             self._logger().info("%s: %s", self.name, plan.source)
         elif self.budget_minutes is not None or self.plan is not None:
@@ -315,7 +318,7 @@ class ResumableTrainer(Generic[ConfigT]):
             per_epoch, device, bf16, step,
         )  # fmt: skip
         model.train()
-        run_start = last_checkpoint = timed_from = time.perf_counter()
+        run_start = last_checkpoint = timed_from = self.clock()
         desc = f"train {self.name.removesuffix(' training')}"
         bar = tqdm(total=plan.total_steps, initial=step, desc=desc, disable=not self.progress, unit="batch")
         self.stopped_early_ = False
@@ -330,7 +333,7 @@ class ResumableTrainer(Generic[ConfigT]):
             optimizer.zero_grad(set_to_none=True)
             losses.append(float(loss.item()))
             step += 1
-            now = time.perf_counter()
+            now = self.clock()
             if measuring and step == self._measure_warm(per_epoch):
                 timed_from = now
             elif measuring and step == current[0].measured_steps:
@@ -370,11 +373,11 @@ class ResumableTrainer(Generic[ConfigT]):
         self.step_, self.total_steps_ = step, total
         self.finished_ = step >= total
         self.learning_rate_ = float(scheduler.get_last_lr()[0])
-        self.train_seconds_ = trained_seconds + time.perf_counter() - run_start
+        self.train_seconds_ = trained_seconds + self.clock() - run_start
         self.setup_seconds_ = run_start - started
         self.final_loss_ = float(np.mean(losses[-200:])) if losses else float("nan")
         items = (step - saved["step"]) * cfg.batch_size
-        return float(items / max(1e-9, time.perf_counter() - run_start))
+        return float(items / max(1e-9, self.clock() - run_start))
 
     def _optimizer(self, model: Any) -> Any:
         import torch
@@ -413,7 +416,7 @@ class ResumableTrainer(Generic[ConfigT]):
 
     def _budget_plan(self, steps_taken: int, started: float, seconds_per_step: float) -> Plan:
         assert self.budget_minutes is not None
-        left = self.budget_minutes * 60 - (time.perf_counter() - started)
+        left = self.budget_minutes * 60 - (self.clock() - started)
         return plan_for_budget(
             steps_taken, left, seconds_per_step, self.config.warmup_fraction, self.budget_minutes
         )
