@@ -96,7 +96,7 @@ def test_stalled_upload_is_answered_408_and_closed_after_the_idle_timeout(base_u
         assert reply.status == 408
         assert reply.headers["connection"] == "close"
         assert "no byte of it arrived" in reply.body.decode()
-        assert IDLE_S <= waited < IDLE_S + 2.0
+        assert IDLE_S <= waited < IDLE_S + 5.0  # a busy machine answers late, never early
         assert closed_by_server(conn)
 
 
@@ -112,7 +112,8 @@ def test_trickled_upload_is_answered_408_after_the_total_timeout(base_url: str) 
             conn.sendall(bytes([byte]))
             time.sleep(0.2)
         reply = read_response(conn)
-        assert TOTAL_S <= time.monotonic() - started < TOTAL_S + 2.0
+        # Late on a busy machine, but well before the whole body (~9 s) could have arrived.
+        assert TOTAL_S <= time.monotonic() - started < TOTAL_S + 5.0
         assert reply is not None
         assert reply.status == 408
         assert "took over" in reply.body.decode()
