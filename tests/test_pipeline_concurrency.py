@@ -136,6 +136,7 @@ def test_concurrent_replace_and_delete_keep_exact_counts() -> None:
         t.start()
     for t in threads:
         t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads), "a writer did not finish"
     assert not errors, repr(errors[0])
     deleted = {f"d{i:02d}" for w in range(3) for i in range(w, n_docs, 6)}
     live = sorted(set(f"d{i:02d}" for i in range(n_docs)) - deleted)

@@ -181,6 +181,7 @@ def test_replace_under_concurrent_readers_is_never_half_applied(add_texts: Calla
         t.start()
     for t in threads:
         t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads), "a reader or the writer did not finish"
     assert not errors, errors[0]
     assert observed == {"A", "B"}
     # the version written last: A when the writer stopped at 400 replaces, either when it went on
@@ -211,7 +212,8 @@ def test_get_chunk_during_a_replace_returns_the_published_version(
         assert index.get_chunk("base1#0") == old
     finally:
         resume.set()
-        writer.join(10)
+        writer.join(60)
+    assert not writer.is_alive(), "the paused replace did not finish"
     new = index.get_chunk("base1#0")
     assert new is not None
     assert new.text == "base document 1 rewritten"
