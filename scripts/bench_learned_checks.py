@@ -55,7 +55,9 @@ CONFIGS: dict[str, tuple[str, ...]] = {
 
 
 def settings_for(checks: tuple[str, ...]) -> Settings:
-    return Settings.profile("default").replace(**{f"{stage}_check": True for stage in checks})
+    """The default profile with ``checks`` on, from the model folders the environment names."""
+    on = {f"{stage}_check": True for stage in checks}
+    return Settings.profile("default").replace(**on, **Settings.from_env().model_dirs())
 
 
 def _ms(samples: list[float]) -> dict[str, float | None]:

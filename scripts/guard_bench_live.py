@@ -23,6 +23,7 @@ import numpy as np
 from verityrag.checks.answerability import LearnedAnswerability
 from verityrag.checks.guard import LearnedGuard
 from verityrag.checks.learned_check import LearnedPairCheck
+from verityrag.config import Settings
 from verityrag.errors import VerityRAGError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -56,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--n", type=int, default=300)
     args = p.parse_args(argv)
     out: dict[str, Any] = {"command": " ".join(sys.argv), "threads": 2}
+    settings = Settings.from_env()  # the model folders (VERITYRAG_GUARD_DIR, VERITYRAG_ANSWER_DIR, ...)
     guard_rows = []
     with gzip.open(ROOT / "guard_work" / "guard" / "data" / "test.jsonl.gz", "rt", encoding="utf-8") as f:
         for line in f:
@@ -63,11 +65,13 @@ def main(argv: list[str] | None = None) -> int:
             if len(guard_rows) >= args.n:
                 break
     # Raw (untrimmed) knowledge is not kept in the pairs file; trimmed evidence is what is scored anyway.
-    out["guard"] = _bench(LearnedGuard(), [(r["evidence"], r["answer"]) for r in guard_rows])
+    out["guard"] = _bench(
+        LearnedGuard.from_settings(settings), [(r["evidence"], r["answer"]) for r in guard_rows]
+    )
     # The answerability model is another recipe's (make models-answerability): benched when built.
     answer_data = ROOT / "guard_work" / "answerability" / "data" / "test.jsonl.gz"
     try:
-        answerability = LearnedAnswerability()
+        answerability = LearnedAnswerability.from_settings(settings)
         answerability.warm_up()
         if not answer_data.is_file():
             raise FileNotFoundError(

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from verityrag.checks.guard import BUILD_GUARD, LearnedGuard
+from verityrag.config import Settings
 from verityrag.errors import VerityRAGError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,7 +59,7 @@ PROBES = [
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.parse_args(argv)  # no options: --help only, before any model is loaded
-    guard = LearnedGuard()
+    guard = LearnedGuard.from_settings(Settings.from_env())  # VERITYRAG_GUARD_DIR, else the models root's
     try:
         guard.warm_up()
     except VerityRAGError as exc:

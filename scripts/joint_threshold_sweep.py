@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from verityrag.checks.registry import load_check
+from verityrag.config import Settings
 from verityrag.eval.runner import EvalOptions, build_pipeline
 from verityrag.serve.bundled_corpus import EvalQuestion, load_corpus, load_questions
 from verityrag.thresholds.learned import (
@@ -60,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("calibration kept query reformulation: pairs cannot be emulated from one pass")
     gate = pipeline.gate
     reference = float(gate.threshold_)
-    check = load_check("answerability")
+    check = load_check("answerability", settings=Settings.from_env())
     cal_rows = joint_outcomes(pipeline.query_with, {}, check, _triples(fit_on), gate.oof_probabilities_)
     test_rows = joint_outcomes(pipeline.query_with, {}, check, _triples(test))
     target = pipeline.settings.abstention_target

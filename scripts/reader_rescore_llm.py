@@ -25,6 +25,7 @@ from typing import Any
 
 from verityrag.agent.gates import QUESTION_CHECK_CHUNKS
 from verityrag.checks.reader_check import ReaderCheck
+from verityrag.config import Settings
 from verityrag.errors import VerityRAGError
 from verityrag.eval.llm_eval import reader_metrics
 
@@ -101,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         "--reader-dir",
         type=Path,
         default=None,
-        help="default: VERITYRAG_READER_DIR or guard_work/reader_check",
+        help="default: VERITYRAG_READER_DIR, else the reader check under VERITYRAG_MODELS_DIR, else the shipped reader",
     )
     args = p.parse_args(argv)
     try:
@@ -111,7 +112,9 @@ def main(argv: list[str] | None = None) -> int:
         records = read_answers(args.answers)
     except InputError as exc:
         p.error(str(exc))
-    check = ReaderCheck(args.reader_dir)
+    check = (
+        ReaderCheck(args.reader_dir) if args.reader_dir else ReaderCheck.from_settings(Settings.from_env())
+    )
     try:
         check.warm_up()
     except VerityRAGError as exc:  # a missing folder: the message names the make target

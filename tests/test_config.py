@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from verityrag import InvalidInputError, Settings
-from verityrag.config import ENV_VARS, OTHER_ENV_VARS, UnknownEnvVarWarning
+from verityrag.config import ENV_VARS, MODEL_DIR_FIELDS, OTHER_ENV_VARS, UnknownEnvVarWarning, _field_env_var
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -321,7 +321,27 @@ def test_env_vars_has_one_variable_per_field_and_no_duplicates() -> None:
     assert len(ENV_VARS) == len(set(ENV_VARS)) == len(fields) + len(OTHER_ENV_VARS)
     assert "VERITYRAG_PROFILE" in ENV_VARS
     assert "VERITYRAG_PROFILE_NAME" not in ENV_VARS
-    assert all(f"VERITYRAG_{name.upper()}" in ENV_VARS for name in fields if name != "profile_name")
+    renamed = {"profile_name", "answerability_dir", "reader_check_dir"}  # their documented names
+    assert all(f"VERITYRAG_{name.upper()}" in ENV_VARS for name in fields if name not in renamed)
+    assert {"VERITYRAG_ANSWERABILITY_DIR", "VERITYRAG_READER_CHECK_DIR"}.isdisjoint(ENV_VARS)
+
+
+@pytest.mark.parametrize(
+    ("variable", "field"),
+    [
+        ("VERITYRAG_MODELS_DIR", "models_dir"),
+        ("VERITYRAG_ANSWER_CHECK_DIR", "answer_check_dir"),
+        ("VERITYRAG_ANSWER_DIR", "answerability_dir"),
+        ("VERITYRAG_GUARD_DIR", "guard_dir"),
+        ("VERITYRAG_READER_DIR", "reader_check_dir"),
+        ("VERITYRAG_NLI_DIR", "nli_dir"),
+    ],
+)
+def test_from_env_maps_each_documented_model_folder_variable_to_its_field(variable: str, field: str) -> None:
+    settings = Settings.from_env({variable: "/models/x"})
+    assert getattr(settings, field) == "/models/x"
+    assert settings.model_dirs() == {name: "" for name in MODEL_DIR_FIELDS} | {field: "/models/x"}
+    assert variable not in OTHER_ENV_VARS  # a field's variable, read by Settings.from_env only
 
 
 # Where VERITYRAG_* names are read, set or documented; this file is left out (it spells typos).
@@ -380,7 +400,7 @@ def test_readme_table_shows_each_settings_default() -> None:
     defaults = Settings()
     checked = 0
     for field in dataclasses.fields(Settings):
-        var = "VERITYRAG_PROFILE" if field.name == "profile_name" else f"VERITYRAG_{field.name.upper()}"
+        var = _field_env_var(field.name)
         if var in rows:  # rows naming several variables share a default in words
             assert rows[var] == _readme_default_cell(getattr(defaults, field.name)), var
             checked += 1

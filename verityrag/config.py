@@ -44,13 +44,18 @@ OTHER_ENV_VARS: tuple[str, ...] = (
     "VERITYRAG_DATASETS",  # verityrag.datasets: the datasets root
     "VERITYRAG_REQUIRE_DATASETS",  # tests/conftest.py: a missing dataset fails; .ci/run sets it
     "VERITYRAG_TRAIN_DIR",  # verityrag.train: training state (data, checkpoints) of the recipes
-    "VERITYRAG_MODELS_DIR",  # verityrag.models.folder: where the learned checks' folders are built
-    "VERITYRAG_ANSWER_DIR",  # verityrag.checks.answerability: the answerability model's folder
-    "VERITYRAG_ANSWER_CHECK_DIR",  # verityrag.checks.answer_check: the answer check's folder
-    "VERITYRAG_GUARD_DIR",  # verityrag.checks.guard: Verity-Guard's folder
-    "VERITYRAG_NLI_DIR",  # verityrag.verify.learned_nli: the NLI model's folder
-    "VERITYRAG_READER_DIR",  # verityrag.checks.reader_check: the reader check's folder
     "VERITYRAG_QWEN_CACHE",  # verityrag.llm.local_qwen: the local Qwen model's folder
+)
+
+
+#: The fields naming where the learned checks' model folders are (the root, then one per check).
+MODEL_DIR_FIELDS: tuple[str, ...] = (
+    "models_dir",
+    "answer_check_dir",
+    "answerability_dir",
+    "guard_dir",
+    "reader_check_dir",
+    "nli_dir",
 )
 
 
@@ -58,9 +63,19 @@ class UnknownEnvVarWarning(UserWarning):
     """A ``VERITYRAG_*`` environment variable that VerityRAG does not read, most likely a typo."""
 
 
+# Fields read from a variable other than VERITYRAG_<FIELD>: the names documented before the field
+# was named (VERITYRAG_ANSWER_DIR is the answerability model's folder, VERITYRAG_READER_DIR the
+# reader check's, not the extractive reader's: that is reader_model).
+_FIELD_ENV_NAMES: dict[str, str] = {
+    "profile_name": "PROFILE",
+    "answerability_dir": "ANSWER_DIR",
+    "reader_check_dir": "READER_DIR",
+}
+
+
 def _field_env_var(name: str) -> str:
     """The variable ``Settings.from_env`` reads for field ``name``."""
-    return f"{ENV_PREFIX}PROFILE" if name == "profile_name" else f"{ENV_PREFIX}{name.upper()}"
+    return ENV_PREFIX + _FIELD_ENV_NAMES.get(name, name.upper())
 
 
 # What each annotation of Settings admits (``from __future__`` keeps them as strings), and the
@@ -166,10 +181,9 @@ class Settings:
     # asked for (verityrag.verify.sources; docs/decisions/0041-provenance-and-corroboration.md).
     min_sources: int = 1
     # Learned checks trained here (`make models`), off by default: each needs its model folder
-    # (VERITYRAG_ANSWER_DIR / VERITYRAG_GUARD_DIR / VERITYRAG_READER_DIR, else under
-    # VERITYRAG_MODELS_DIR or the checkout's guard_work/) and the pipeline refuses to start
-    # without it. A threshold of None means: fitted by ``calibrate``
-    # (the eval's rule), else the one the model folder's metadata.json records.
+    # (the *_dir fields below) and the pipeline refuses to start without it. A threshold of None
+    # means: fitted by ``calibrate`` (the eval's rule), else the one the model folder's
+    # metadata.json records.
     answerability_check: bool = False
     answerability_threshold: float | None = None
     guard_check: bool = False
@@ -180,6 +194,20 @@ class Settings:
     # shipped reader it took an offline instruct model's accuracy of all answers from 42% to 72%
     # (docs/decisions/0057). False: only reader_check decides.
     llm_reader_check: bool = True
+    # Where the learned checks' model folders are (verityrag.models.folder), read by the entry
+    # points like every field. ``models_dir``: the root, "" for the checkout's guard_work/ (where
+    # `make models-*` builds them, whatever folder a program runs from). Each check's own field
+    # names its folder; "" for <models root>/<its name>: answer_check, answerability_mpnet6,
+    # guard, nli; for the reader check, reader_check when it was built, else the shipped reader.
+    # Their variables: VERITYRAG_MODELS_DIR, VERITYRAG_ANSWER_CHECK_DIR, VERITYRAG_ANSWER_DIR
+    # (answerability_dir), VERITYRAG_GUARD_DIR, VERITYRAG_READER_DIR (reader_check_dir) and
+    # VERITYRAG_NLI_DIR (the NLI verifier, which the eval and the scripts build).
+    models_dir: str = ""
+    answer_check_dir: str = ""
+    answerability_dir: str = ""
+    guard_dir: str = ""
+    reader_check_dir: str = ""
+    nli_dir: str = ""
 
     def __post_init__(self) -> None:
         _check_types(self)
@@ -228,6 +256,11 @@ class Settings:
         if name == "strict":
             return cls(profile_name="strict", strictness="strict", abstention_target=0.99)
         return cls()
+
+    def model_dirs(self) -> dict[str, str]:
+        """The :data:`MODEL_DIR_FIELDS` and their values: what an entry point that takes its other
+        settings elsewhere (the eval's profile) adds from ``Settings.from_env()``."""
+        return {name: getattr(self, name) for name in MODEL_DIR_FIELDS}
 
     def replace(self, **changes: Any) -> Settings:
         unknown = set(changes) - {f.name for f in dataclasses.fields(self)}

@@ -135,7 +135,9 @@ class VerityRAGPipeline:
         llm_answers = self.answer_strategy is not None
         for stage, threshold in requested_checks(self.settings, llm_answers).items():
             # Loaded now: a missing model stops the start, not a query.
-            self.attach_check(stage, load_check(stage, threshold, llm_answers), threshold is not None)
+            self.attach_check(
+                stage, load_check(stage, threshold, llm_answers, self.settings), threshold is not None
+            )
         # The extractive reader: files checked now (a missing model stops the start), model loaded later.
         self.reader = EvidenceReader.open(self.settings.reader_model) if self.settings.reader else None
         # P(a reply is right): calibrate()'s; until then the one fitted for the shipped gate and reader.

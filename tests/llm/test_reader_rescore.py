@@ -79,7 +79,8 @@ def test_main_rewrites_the_reader_section_and_the_answers(
     report = tmp_path / "report.json"
     report.write_text(json.dumps({"reader": {"threshold": 0.1}}))
     monkeypatch.setattr(rr, "ReaderCheck", lambda folder: LengthReader())
-    assert rr.main(["--report", str(report), "--answers", str(answers)]) == 0
+    reader_dir = ["--reader-dir", str(tmp_path)]  # what the fake reads (else the settings' folder)
+    assert rr.main(["--report", str(report), "--answers", str(answers), *reader_dir]) == 0
     section = json.loads(report.read_text())["reader"]
     assert section["threshold"] == 0.5
     assert section["without_reader"]["answered"] == 2

@@ -148,11 +148,13 @@ def test_missing_onnx_file_is_named(tiny_model: tuple[CrossEncoderTrainer, Path]
         OnnxCrossEncoder(tmp_path, build_command="make models-guard").warm_up()
 
 
-def test_learned_answerability_reads_env_dir_and_metadata_threshold(
+def test_learned_answerability_reads_the_folder_settings_name_and_metadata_threshold(
     tiny_model: tuple[CrossEncoderTrainer, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("VERITYRAG_ANSWER_DIR", str(tiny_model[1]))
-    model = LearnedAnswerability()
+    from verityrag import Settings
+
+    monkeypatch.setenv("VERITYRAG_ANSWER_DIR", str(tiny_model[1]))  # read by Settings.from_env()
+    model = LearnedAnswerability.from_settings(Settings.from_env())
     assert model.model_dir == tiny_model[1]
     assert model.threshold == 0.5
     assert 0.0 <= model.score("is there a red car", "A red car. " + "The river flows. " * 60) <= 1.0
@@ -173,13 +175,10 @@ def tiny_guard_dir(tiny_model: tuple[CrossEncoderTrainer, Path], tmp_path: Path)
     return tmp_path
 
 
-def test_learned_guard_scores_each_answer_sentence_and_keeps_the_weakest(
-    tiny_guard_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_learned_guard_scores_each_answer_sentence_and_keeps_the_weakest(tiny_guard_dir: Path) -> None:
     from verityrag.checks.guard import LearnedGuard
 
-    monkeypatch.setenv("VERITYRAG_GUARD_DIR", str(tiny_guard_dir))
-    guard = LearnedGuard()
+    guard = LearnedGuard(tiny_guard_dir)
     assert isinstance(guard, NLIScorer)  # (premise=evidence, hypothesis=answer): usable as the NLI scorer
     evidence = "There is a red car near the old mill. The river flows past the town square."
     first, second = "A red car is there.", "The river flows."
@@ -222,14 +221,15 @@ def test_scorer_splits_a_too_long_short_side_into_sentences(
     assert 0.0 <= score <= parts[0] + 1e-3  # min over sentences (1e-3: int8 batch effects)
 
 
-def test_learned_nli_is_served_sentence_by_sentence_from_its_env_dir(
+def test_learned_nli_is_served_sentence_by_sentence_from_the_folder_settings_name(
     tiny_guard_dir: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    from verityrag import Settings
     from verityrag.checks.guard import LearnedGuard
     from verityrag.verify import LearnedNLI, NLIVerifier
 
-    monkeypatch.setenv("VERITYRAG_NLI_DIR", str(tiny_guard_dir))
-    nli = LearnedNLI()
+    monkeypatch.setenv("VERITYRAG_NLI_DIR", str(tiny_guard_dir))  # read by Settings.from_env()
+    nli = LearnedNLI.from_settings(Settings.from_env())
     assert nli.model_dir == tiny_guard_dir
     evidence = "There is a red car near the old mill. The river flows past the town square."
     answer = "A red car is there. The river flows."

@@ -50,10 +50,8 @@ def _copy_folder(
 
 
 @pytest.fixture
-def model_dirs(
-    span_model: tuple[Any, Path], reader_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> dict[str, Path]:
-    """VERITY_*_DIR pointing at tiny folders; the guard is the span export with the evidence first."""
+def model_dirs(span_model: tuple[Any, Path], reader_folder: Path, tmp_path: Path) -> dict[str, Path]:
+    """Tiny model folders by stage; the guard is the span export with the evidence first."""
     dirs = {
         "answerability": _copy_folder(span_model[1], tmp_path / "answerability"),
         "guard": _copy_folder(
@@ -64,10 +62,16 @@ def model_dirs(
         ),
         "reader": _copy_folder(reader_folder, tmp_path / "reader"),
     }
-    monkeypatch.setenv("VERITYRAG_ANSWER_DIR", str(dirs["answerability"]))
-    monkeypatch.setenv("VERITYRAG_GUARD_DIR", str(dirs["guard"]))
-    monkeypatch.setenv("VERITYRAG_READER_DIR", str(dirs["reader"]))
     return dirs
+
+
+def _folders(dirs: dict[str, Path]) -> dict[str, str]:
+    """The settings naming the tiny folders (VERITYRAG_ANSWER_DIR and the others at an entry point)."""
+    return {
+        "answerability_dir": str(dirs["answerability"]),
+        "guard_dir": str(dirs["guard"]),
+        "reader_check_dir": str(dirs["reader"]),
+    }
 
 
 def _labelled(
@@ -83,7 +87,7 @@ def test_no_check_is_attached_by_default() -> None:
 
 
 def test_settings_attach_each_check_with_its_threshold_source(model_dirs: dict[str, Path]) -> None:
-    pipeline = VerityRAGPipeline(settings=ALL_ON.replace(reader_threshold=0.3))
+    pipeline = VerityRAGPipeline(settings=ALL_ON.replace(reader_threshold=0.3, **_folders(model_dirs)))
     checks = pipeline.stats()["learned_checks"]
     assert list(checks) == ["answerability", "guard", "reader"]  # the agent's order
     assert checks["answerability"] == {
@@ -96,12 +100,23 @@ def test_settings_attach_each_check_with_its_threshold_source(model_dirs: dict[s
     assert checks["reader"]["threshold_from"] == "settings"
 
 
-def test_a_missing_model_stops_the_start_and_names_the_build_command(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("VERITYRAG_READER_DIR", str(tmp_path))
+def test_a_missing_model_stops_the_start_and_names_the_build_command(tmp_path: Path) -> None:
     with pytest.raises(ModelFilesMissingError, match="make models-reader"):
-        VerityRAGPipeline(settings=Settings(reader_check=True))
+        VerityRAGPipeline(settings=Settings(reader_check=True, reader_check_dir=str(tmp_path)))
+
+
+def test_the_environment_names_the_folders_through_settings_from_env_only(
+    model_dirs: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VERITYRAG_READER_DIR", str(model_dirs["reader"]))
+    pipeline = VerityRAGPipeline(settings=Settings.from_env().replace(reader_check=True, reader=False))
+    assert pipeline.learned_checks()["reader"]["model_dir"] == str(model_dirs["reader"])
+    # A pipeline given its settings reads no variable: the bogus folder is never looked at.
+    monkeypatch.setenv("VERITYRAG_READER_DIR", str(tmp_path / "bogus"))
+    pipeline = VerityRAGPipeline(
+        settings=Settings(reader_check=True, reader=False, reader_check_dir=str(model_dirs["reader"]))
+    )
+    assert pipeline.learned_checks()["reader"]["model_dir"] == str(model_dirs["reader"])
 
 
 def test_calibrate_fits_the_open_thresholds_by_the_eval_rule(
@@ -109,7 +124,9 @@ def test_calibrate_fits_the_open_thresholds_by_the_eval_rule(
     corpus_slice: list[dict[str, str]],
     test_questions: list[dict[str, Any]],
 ) -> None:
-    pipeline = VerityRAGPipeline(settings=ALL_ON.replace(reader_threshold=0.3, max_reformulations=0))
+    pipeline = VerityRAGPipeline(
+        settings=ALL_ON.replace(reader_threshold=0.3, max_reformulations=0, **_folders(model_dirs))
+    )
     pipeline.ingest_documents(corpus_slice, progress=False)
     summary = pipeline.calibrate(_labelled(corpus_slice, test_questions))
 
@@ -158,7 +175,8 @@ def test_an_llm_pipeline_keeps_the_thresholds_recorded_for_llm_answers(
 ) -> None:
     llm = _CountingLLM()
     pipeline = VerityRAGPipeline(
-        generator=LLMGenerator(llm), settings=Settings(guard_check=True, max_reformulations=0)
+        generator=LLMGenerator(llm),
+        settings=Settings(guard_check=True, max_reformulations=0, **_folders(model_dirs)),
     )
     # The guard's threshold for LLM-written answers, not its default (0.5 in the tiny folder).
     assert pipeline.learned_checks()["guard"]["threshold"] == 0.2
@@ -202,7 +220,10 @@ def test_the_eval_fits_its_gate_through_calibrate_and_its_sweep_matches_the_real
     from verityrag.eval.runner import EvalOptions, run_eval
 
     options = EvalOptions(
-        max_test_questions=60, progress=False, answerability=True, settings=Settings(max_reformulations=0)
+        max_test_questions=60,
+        progress=False,
+        answerability=True,
+        settings=Settings(max_reformulations=0, **_folders(model_dirs)),
     )
     report = run_eval(options)
     gate = report["learned_gates"]["answerability"]
@@ -234,18 +255,57 @@ def test_model_folders_are_found_under_one_root_whatever_the_working_directory(
     import verityrag
 
     code = (
+        "from verityrag import Settings\n"
         "from verityrag.checks.guard import LearnedGuard\n"
         "from verityrag.verify.learned_nli import LearnedNLI\n"
+        "settings = Settings.from_env()\n"
         "print(LearnedGuard().model_dir); print(LearnedNLI().model_dir)\n"
+        "print(LearnedGuard.from_settings(settings).model_dir, LearnedNLI.from_settings(settings).model_dir)\n"
     )
     checkout = Path(verityrag.__file__).resolve().parents[1]
+    default = [str(checkout / "guard_work" / "guard"), str(checkout / "guard_work" / "nli")]
     env = dict(child_env)  # no VERITYRAG_* settings
     run = subprocess.run([python_exe, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
-    assert run.stdout.split() == [
-        str(checkout / "guard_work" / "guard"),
-        str(checkout / "guard_work" / "nli"),
-    ]
+    assert run.stdout.split() == default * 2
+    # The root the environment names reaches the checks through Settings.from_env(), not their constructors.
     env["VERITYRAG_MODELS_DIR"] = str(tmp_path / "models")
     run = subprocess.run([python_exe, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
-    assert run.stdout.split() == [str(tmp_path / "models" / "guard"), str(tmp_path / "models" / "nli")]
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == [
+        *default,
+        str(tmp_path / "models" / "guard"),
+        str(tmp_path / "models" / "nli"),
+    ]
+
+
+@pytest.mark.unit
+def test_the_constructors_ignore_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from verityrag.checks.answer_check import ANSWER_CHECK_TRAINING_DIR, AnswerCheck
+    from verityrag.checks.answerability import DEFAULT_ANSWER_DIR, LearnedAnswerability
+    from verityrag.checks.guard import DEFAULT_GUARD_DIR, LearnedGuard
+    from verityrag.checks.reader_check import ReaderCheck, default_reader_dir
+    from verityrag.models.folder import DEFAULT_MODELS_ROOT, model_folder, models_root
+    from verityrag.verify.learned_nli import DEFAULT_NLI_DIR, LearnedNLI
+
+    bogus = str(tmp_path / "bogus")
+    for name in (
+        "VERITYRAG_MODELS_DIR",
+        "VERITYRAG_ANSWER_CHECK_DIR",
+        "VERITYRAG_ANSWER_DIR",
+        "VERITYRAG_GUARD_DIR",
+        "VERITYRAG_READER_DIR",
+        "VERITYRAG_NLI_DIR",
+    ):
+        monkeypatch.setenv(name, bogus)
+    assert models_root() == DEFAULT_MODELS_ROOT
+    assert model_folder("guard") == DEFAULT_MODELS_ROOT / "guard" == DEFAULT_GUARD_DIR
+    assert AnswerCheck().model_dir == ANSWER_CHECK_TRAINING_DIR
+    assert LearnedAnswerability().model_dir == DEFAULT_ANSWER_DIR
+    assert LearnedGuard().model_dir == DEFAULT_GUARD_DIR
+    assert LearnedNLI().model_dir == DEFAULT_NLI_DIR
+    assert ReaderCheck().model_dir == default_reader_dir()
+    # Settings.from_env() is where the variables are read.
+    settings = Settings.from_env()
+    assert LearnedGuard.from_settings(settings).model_dir == Path(bogus)
+    assert ReaderCheck.from_settings(settings).model_dir == Path(bogus)

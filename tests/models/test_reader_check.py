@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from verityrag.checks.reader_check import ReaderCheck, reader_agreement
+from verityrag.config import Settings
 from verityrag.errors import InvalidInputError
 from verityrag.models.folder import ModelFilesMissingError
 from verityrag.models.span_reader import ReaderSpan, best_spans
@@ -51,9 +52,13 @@ def test_missing_reader_names_the_files_and_the_command(tmp_path: Path) -> None:
     assert "metadata.json" in err.value.missing
 
 
-def test_reader_dir_comes_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_reader_dir_comes_from_the_settings_an_entry_point_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("VERITYRAG_READER_DIR", str(tmp_path))
-    assert ReaderCheck().model_dir == tmp_path
+    assert ReaderCheck.from_settings(Settings.from_env()).model_dir == tmp_path
+    assert ReaderCheck().model_dir != tmp_path  # the constructor reads no variable
+    assert ReaderCheck.folder(Settings(reader_check_dir=str(tmp_path))) == tmp_path
 
 
 def test_bad_input_is_refused_before_any_model_loads(tmp_path: Path) -> None:
@@ -73,7 +78,6 @@ def test_without_a_reader_check_model_the_check_reads_with_the_shipped_reader(
 ) -> None:
     from verityrag.checks import reader_check
 
-    monkeypatch.delenv("VERITYRAG_READER_DIR", raising=False)
     monkeypatch.setattr(reader_check, "DEFAULT_READER_DIR", tmp_path / "not-built")
     check = ReaderCheck()
     assert check.model_dir == reader_check.SHIPPED_READER_DIR
@@ -85,6 +89,12 @@ def test_without_a_reader_check_model_the_check_reads_with_the_shipped_reader(
     (built / "metadata.json").write_text("{}")
     monkeypatch.setattr(reader_check, "DEFAULT_READER_DIR", built)
     assert ReaderCheck().model_dir == built  # a built reader-check model comes first
+    # Under the models root the settings name: its reader_check when built, else the shipped reader.
+    root = tmp_path / "models"
+    assert ReaderCheck.folder(Settings(models_dir=str(root))) == reader_check.SHIPPED_READER_DIR
+    (root / "reader_check").mkdir(parents=True)
+    (root / "reader_check" / "metadata.json").write_text("{}")
+    assert ReaderCheck.folder(Settings(models_dir=str(root))) == root / "reader_check"
 
 
 def test_llm_answers_turn_the_reader_check_on_unless_settings_say_not() -> None:

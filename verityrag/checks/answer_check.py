@@ -23,7 +23,6 @@ from __future__ import annotations
 from verityrag.checks.learned_check import LearnedPairCheck
 from verityrag.models.folder import model_folder
 
-ANSWER_CHECK_DIR_ENV = "VERITYRAG_ANSWER_CHECK_DIR"
 #: Where ``python -m verityrag.train answer-check`` writes the model it builds, and where it is served from.
 ANSWER_CHECK_TRAINING_DIR = model_folder("answer_check")
 BUILD_ANSWER_CHECK = "make models-answer-check"
@@ -35,12 +34,13 @@ def answer_statement(question: str, answer: str) -> str:
 
 
 class AnswerCheck(LearnedPairCheck):
-    """The answer check, loaded from ``VERITYRAG_ANSWER_CHECK_DIR`` (default ``answer_check`` under the
-    models root, :mod:`verityrag.models.folder`)."""
+    """The answer check, loaded from ``model_dir`` (``Settings.answer_check_dir``,
+    ``VERITYRAG_ANSWER_CHECK_DIR``; default ``answer_check`` under the models root,
+    :mod:`verityrag.models.folder`)."""
 
     what = "the answer check"
-    env_var = ANSWER_CHECK_DIR_ENV
-    default_dir = ANSWER_CHECK_TRAINING_DIR
+    folder_name = ANSWER_CHECK_TRAINING_DIR.name
+    settings_field = "answer_check_dir"
     build_command = BUILD_ANSWER_CHECK
     long_side = "second"
 

@@ -12,14 +12,14 @@ from verityrag.checks.learned_check import LearnedPairCheck
 from verityrag.models.evidence import trim_evidence
 from verityrag.models.folder import model_folder
 
-ANSWER_DIR_ENV = "VERITYRAG_ANSWER_DIR"
 #: The served gate: all-mpnet-base-v2 cut to 6 layers (split_b AUROC 0.745 vs MiniLM's 0.680 at
 #: 67.6 MB int8 and ~12-18 ms per pair; the former diary, git show 147e66a:ROADMAP.md, sessions 10 and 15).
 DEFAULT_ANSWER_DIR = model_folder("answerability_mpnet6")
 BUILD_ANSWERABILITY = "make models-answerability-mpnet"
 #: The MiniLM gate and the training pairs every answerability model reads (python -m verityrag.train answerability-data,
 #: python -m verityrag.train answerability's defaults); the reader check's span model starts from it. Faster to
-#: build (~90 min against ~4.5 h) and weaker: serve it with ``VERITYRAG_ANSWER_DIR=guard_work/answerability``.
+#: build (~90 min against ~4.5 h) and weaker: serve it with ``VERITYRAG_ANSWER_DIR=guard_work/answerability``
+#: (``Settings.answerability_dir``).
 ANSWER_TRAINING_DIR = model_folder("answerability")
 #: Word budget of trimmed evidence; the same value trains the model (python -m verityrag.train answerability-data).
 #: 80 words keep a gold answer for 97.3% of answerable SQuAD 2.0 questions (120: 99.8%, 64: 94.9%)
@@ -28,11 +28,13 @@ EVIDENCE_WORDS = 80
 
 
 class LearnedAnswerability(LearnedPairCheck):
-    """The answerability cross-encoder, loaded from ``VERITYRAG_ANSWER_DIR`` (default ``answerability_mpnet6`` under the models root, :mod:`verityrag.models.folder`)."""
+    """The answerability cross-encoder, loaded from ``model_dir`` (``Settings.answerability_dir``,
+    ``VERITYRAG_ANSWER_DIR``; default ``answerability_mpnet6`` under the models root,
+    :mod:`verityrag.models.folder`)."""
 
     what = "the answerability model"
-    env_var = ANSWER_DIR_ENV
-    default_dir = DEFAULT_ANSWER_DIR
+    folder_name = DEFAULT_ANSWER_DIR.name
+    settings_field = "answerability_dir"
     build_command = BUILD_ANSWERABILITY
     long_side = "second"
 

@@ -10,7 +10,8 @@ against the evidence trimmed for it, and the least supported sentence decides (m
 every sentence must be supported, and nothing is cut.
 
     from verityrag.agent.controller import AgentController
-    AgentController(..., answer_guard=LearnedGuard())    # VERITYRAG_GUARD_DIR, else <models root>/guard
+    AgentController(..., answer_guard=LearnedGuard())    # <models root>/guard
+    LearnedGuard.from_settings(Settings.from_env())      # VERITYRAG_GUARD_DIR, else that
     LearnedGuard(answers_from="gemma")  # the threshold fitted on a small LLM's answers
 
 The right threshold depends on who writes the answers. ``metadata.json`` records the
@@ -30,7 +31,6 @@ from verityrag.checks.learned_check import SentenceSupportCheck
 from verityrag.errors import InvalidInputError, ModelLoadError
 from verityrag.models.folder import model_folder
 
-GUARD_DIR_ENV = "VERITYRAG_GUARD_DIR"
 DEFAULT_GUARD_DIR = model_folder("guard")
 BUILD_GUARD = "make models-guard"
 #: Word budget of trimmed evidence, the same in training (python -m verityrag.train guard-data).
@@ -38,11 +38,12 @@ EVIDENCE_WORDS = 80
 #: ``metadata.json`` metrics key: answer source -> threshold fitted on its validation answers.
 THRESHOLDS_BY_SOURCE_KEY = "threshold_by_validation_source"
 
-__all__ = ["DEFAULT_GUARD_DIR", "GUARD_DIR_ENV", "THRESHOLDS_BY_SOURCE_KEY", "LearnedGuard"]
+__all__ = ["DEFAULT_GUARD_DIR", "THRESHOLDS_BY_SOURCE_KEY", "LearnedGuard"]
 
 
 class LearnedGuard(SentenceSupportCheck):
-    """The Verity-Guard cross-encoder, loaded from ``VERITYRAG_GUARD_DIR`` (default ``guard`` under the models root, :mod:`verityrag.models.folder`).
+    """The Verity-Guard cross-encoder, loaded from ``model_dir`` (``Settings.guard_dir``,
+    ``VERITYRAG_GUARD_DIR``; default ``guard`` under the models root, :mod:`verityrag.models.folder`).
 
     ``threshold``: a fixed decision threshold. ``answers_from``: instead, the threshold the
     model folder records for answers from that source (e.g. ``"gemma"``); an unknown source
@@ -50,8 +51,8 @@ class LearnedGuard(SentenceSupportCheck):
     """
 
     what = "the Verity-Guard model"
-    env_var = GUARD_DIR_ENV
-    default_dir = DEFAULT_GUARD_DIR
+    folder_name = DEFAULT_GUARD_DIR.name
+    settings_field = "guard_dir"
     build_command = BUILD_GUARD
     evidence_words = EVIDENCE_WORDS
 

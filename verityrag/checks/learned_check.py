@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Self
 
 from verityrag.errors import InvalidInputError
 from verityrag.models.encoding import LongSide
 from verityrag.models.evidence import trim_evidence
-from verityrag.models.folder import models_root
+from verityrag.models.folder import model_folder
 from verityrag.models.scorer import OnnxCrossEncoder
 from verityrag.text.sentences import split_sentences
+
+if TYPE_CHECKING:
+    from verityrag.config import Settings
 
 
 class ThresholdedCheck:
@@ -44,26 +47,41 @@ class ThresholdedCheck:
 
 
 class LearnedPairCheck(ThresholdedCheck):
-    """A cross-encoder folder found by an env var (else a default), with a decision threshold.
+    """A cross-encoder in ``model_dir``, with a decision threshold.
 
+    ``model_dir``: None means ``folder_name`` under the default models root; the environment is
+    never read here: an entry point passes the folder its settings name (:meth:`from_settings`).
     ``threshold``: None means the one in ``metadata.json`` (chosen when the model was
     built); reading it loads only the metadata. The ONNX session loads on the first
     ``score`` or on :meth:`warm_up`, which also checks that every file is there.
     """
 
     what = "learned check"
-    env_var = ""
-    default_dir = models_root()
+    #: The folder's name under the models root, and the ``Settings`` field that names another folder.
+    folder_name = ""
+    settings_field = ""
     build_command = "make models"
     #: Where this check's pairs carry the evidence; a folder that windows the other side is refused.
     long_side: LongSide | None = None
 
     def __init__(self, model_dir: Path | str | None = None, threshold: float | None = None) -> None:
         super().__init__(threshold)
-        self.model_dir = Path(model_dir or os.environ.get(self.env_var) or self.default_dir)
+        self.model_dir = Path(model_dir) if model_dir else model_folder(self.folder_name)
         self.scorer = OnnxCrossEncoder(
             self.model_dir, what=self.what, build_command=self.build_command, long_side=self.long_side
         )
+
+    @classmethod
+    def folder(cls, settings: Settings) -> Path:
+        """The folder ``settings`` name for this check: its own field, else ``folder_name`` under
+        ``settings.models_dir``."""
+        named = getattr(settings, cls.settings_field)
+        return Path(named) if named else model_folder(cls.folder_name, settings.models_dir)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **kwargs: Any) -> Self:
+        """The check in :meth:`folder` of ``settings``; ``kwargs`` go to the constructor."""
+        return cls(cls.folder(settings), **kwargs)
 
     def recorded_threshold(self) -> float:
         """The threshold when none was given: the one ``metadata.json`` records."""

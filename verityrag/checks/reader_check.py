@@ -13,7 +13,8 @@ answer scores near 1; one that says something else scores near 0.
 Implements the controller's ``ReaderCheckModel`` protocol (``threshold``,
 ``score(question, evidence, answer)``):
 
-    AgentController(..., reader_check=ReaderCheck())   # VERITYRAG_READER_DIR, <models root>/reader_check, else the shipped reader
+    AgentController(..., reader_check=ReaderCheck())   # <models root>/reader_check when built, else the shipped reader
+    ReaderCheck.from_settings(Settings.from_env())     # VERITYRAG_READER_DIR, else that (VERITYRAG_MODELS_DIR's)
 
 The reader-check model (``make models-reader``) is a MiniLM that learned from ~7k SQuAD 2.0 and
 ~6.6k HaluEval QA answers; the threshold in its ``metadata.json`` is the one python -m
@@ -27,9 +28,9 @@ uses :data:`EXTRACTIVE_READER_AGREEMENT`, fixed before it was measured on any LL
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Self
 
 from verityrag.checks.learned_check import ThresholdedCheck
 from verityrag.errors import InvalidInputError
@@ -38,8 +39,12 @@ from verityrag.models.folder import SHIPPED_READER_DIR, model_folder
 from verityrag.models.span_reader import TOP_K, ReaderSpan, SpanReader
 from verityrag.text.answers import contains_gold
 
-READER_DIR_ENV = "VERITYRAG_READER_DIR"
-DEFAULT_READER_DIR = model_folder("reader_check")
+if TYPE_CHECKING:
+    from verityrag.config import Settings
+
+#: The reader-check model's folder under the models root (``make models-reader`` builds it).
+READER_CHECK_FOLDER = "reader_check"
+DEFAULT_READER_DIR = model_folder(READER_CHECK_FOLDER)
 #: The extractive reader shipped in the package: the check's reader when no reader-check model is built.
 #: The agreement threshold with an extractive reader's folder (which records none): half of the
 #: reader's span probability on spans the answer contains.
@@ -51,7 +56,6 @@ EVIDENCE_WORDS = 80
 __all__ = [
     "DEFAULT_READER_DIR",
     "EXTRACTIVE_READER_AGREEMENT",
-    "READER_DIR_ENV",
     "SHIPPED_READER_DIR",
     "ReaderCheck",
     "default_reader_dir",
@@ -64,16 +68,16 @@ def reader_agreement(spans: Sequence[ReaderSpan], answer: str) -> float:
     return float(sum(s.probability for s in spans if contains_gold(answer, [s.text])))
 
 
-def default_reader_dir() -> Path:
-    """``VERITYRAG_READER_DIR``, else <models root>/reader_check when it was built, else the shipped reader."""
-    named = os.environ.get(READER_DIR_ENV)
-    if named:
-        return Path(named)
-    return DEFAULT_READER_DIR if (DEFAULT_READER_DIR / "metadata.json").is_file() else SHIPPED_READER_DIR
+def default_reader_dir(models_root: Path | str = "") -> Path:
+    """<models root>/reader_check when it was built, else the shipped reader (the default root:
+    :data:`DEFAULT_READER_DIR`)."""
+    built = model_folder(READER_CHECK_FOLDER, models_root) if models_root else DEFAULT_READER_DIR
+    return built if (built / "metadata.json").is_file() else SHIPPED_READER_DIR
 
 
 class ReaderCheck(ThresholdedCheck):
-    """The reader check, loaded from ``model_dir`` (default: :func:`default_reader_dir`).
+    """The reader check, loaded from ``model_dir`` (default: :func:`default_reader_dir`, the
+    environment unread; an entry point passes the folder its settings name, :meth:`from_settings`).
 
     ``threshold``: None means the one a reader-check folder's ``metadata.json`` records, or
     :data:`EXTRACTIVE_READER_AGREEMENT` for an extractive reader's folder. The ONNX session loads
@@ -91,6 +95,19 @@ class ReaderCheck(ThresholdedCheck):
         self.model_dir = Path(model_dir) if model_dir else default_reader_dir()
         self.reader = SpanReader(self.model_dir, what=self.what, build_command=BUILD_READER)
         self.top_k = top_k
+
+    @classmethod
+    def folder(cls, settings: Settings) -> Path:
+        """``settings.reader_check_dir`` (``VERITYRAG_READER_DIR``), else :func:`default_reader_dir`
+        under ``settings.models_dir``."""
+        if settings.reader_check_dir:
+            return Path(settings.reader_check_dir)
+        return default_reader_dir(settings.models_dir)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **kwargs: Any) -> Self:
+        """The check in :meth:`folder` of ``settings``; ``kwargs`` go to the constructor."""
+        return cls(cls.folder(settings), **kwargs)
 
     @property
     def records_agreement_threshold(self) -> bool:

@@ -4,7 +4,8 @@ Four checks trained here can run inside the agent: the answer check (question, s
 its quoted sentence), the answerability gate (question, evidence), Verity-Guard (evidence,
 answer) and the reader check (question, evidence, answer). ``Settings.answer_check`` /
 ``answerability_check`` / ``guard_check`` / ``reader_check`` attach them
-when the pipeline is built; a model folder that is incomplete stops the start with an error
+when the pipeline is built, each from the folder the settings name (``Settings.models_dir`` and
+the checks' ``*_dir`` fields); a model folder that is incomplete stops the start with an error
 naming the missing files and the ``make`` target that builds them.
 """
 
@@ -12,12 +13,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from verityrag.config import Settings
+
 if TYPE_CHECKING:
     from verityrag.checks.answer_check import AnswerCheck
     from verityrag.checks.answerability import LearnedAnswerability
     from verityrag.checks.guard import LearnedGuard
     from verityrag.checks.reader_check import ReaderCheck
-    from verityrag.config import Settings
 
     LearnedCheck = AnswerCheck | LearnedAnswerability | LearnedGuard | ReaderCheck
 
@@ -34,32 +36,36 @@ CHECK_ATTRIBUTES = {
 LLM_ANSWER_SOURCE = "gemma"
 
 
-def load_check(stage: str, threshold: float | None = None, llm_answers: bool = False) -> LearnedCheck:
-    """The learned check for a trace ``stage``, its model folder checked, its session loaded and
+def load_check(
+    stage: str, threshold: float | None = None, llm_answers: bool = False, settings: Settings | None = None
+) -> LearnedCheck:
+    """The learned check for a trace ``stage``, from the folder ``settings`` name (None: the
+    defaults, under the checkout's guard_work/), its model folder checked, its session loaded and
     its threshold read (a folder that records none fails here, not on the first query).
 
     ``llm_answers``: the answers come from an LLM, so the guard, when no threshold is given,
     takes the one its folder recorded for LLM-written answers (:data:`LLM_ANSWER_SOURCE`)
     rather than its HaluEval default, which flags most of a small LLM's supported answers.
     """
+    settings = settings if settings is not None else Settings()
     check: LearnedCheck
     if stage == "answer_check":
         from verityrag.checks.answer_check import AnswerCheck
 
-        check = AnswerCheck(threshold=threshold)
+        check = AnswerCheck.from_settings(settings, threshold=threshold)
     elif stage == "answerability":
         from verityrag.checks.answerability import LearnedAnswerability
 
-        check = LearnedAnswerability(threshold=threshold)
+        check = LearnedAnswerability.from_settings(settings, threshold=threshold)
     elif stage == "guard":
         from verityrag.checks.guard import LearnedGuard
 
         source = LLM_ANSWER_SOURCE if llm_answers and threshold is None else None
-        check = LearnedGuard(threshold=threshold, answers_from=source)
+        check = LearnedGuard.from_settings(settings, threshold=threshold, answers_from=source)
     elif stage == "reader":
         from verityrag.checks.reader_check import ReaderCheck
 
-        check = ReaderCheck(threshold=threshold)
+        check = ReaderCheck.from_settings(settings, threshold=threshold)
     else:
         raise ValueError(f"unknown learned check {stage!r}; known: {', '.join(CHECK_ATTRIBUTES)}")
     check.warm_up()

@@ -23,6 +23,7 @@ from verityrag.checks.answerability import LearnedAnswerability
 from verityrag.checks.guard import LearnedGuard
 from verityrag.checks.reader_check import ReaderCheck
 from verityrag.checks.registry import CHECK_ATTRIBUTES, load_check
+from verityrag.config import Settings
 from verityrag.pipeline import VerityRAGPipeline
 from verityrag.serve.bundled_corpus import EvalQuestion
 from verityrag.thresholds.learned import (
@@ -50,14 +51,18 @@ __all__ = [
 ]
 
 
-def check_learned_gates(answerability: bool, guard: bool, reader: bool = False) -> None:
-    """Fail at startup (before ingesting) when a requested model folder is incomplete."""
+def check_learned_gates(
+    answerability: bool, guard: bool, reader: bool = False, settings: Settings | None = None
+) -> None:
+    """Fail at startup (before ingesting) when a requested model folder (those ``settings`` name,
+    None: the defaults) is incomplete."""
+    settings = settings if settings is not None else Settings()
     if answerability:
-        LearnedAnswerability().scorer.check_files()
+        LearnedAnswerability.from_settings(settings).scorer.check_files()
     if guard:
-        LearnedGuard().scorer.check_files()
+        LearnedGuard.from_settings(settings).scorer.check_files()
     if reader:
-        ReaderCheck().reader.check_files()
+        ReaderCheck.from_settings(settings).reader.check_files()
 
 
 def _run(
@@ -82,7 +87,7 @@ def attach_learned_gates(
     requested = {"answerability": answerability, "guard": guard, "reader": reader}
     for stage in [s for s in CHECK_ATTRIBUTES if requested.get(s)]:
         fixed = answerability_threshold if stage == "answerability" else None
-        pipeline.attach_check(stage, load_check(stage, fixed), fixed is not None)
+        pipeline.attach_check(stage, load_check(stage, fixed, settings=pipeline.settings), fixed is not None)
 
 
 def _rule(fit: dict[str, Any] | None) -> str:

@@ -144,7 +144,7 @@ def run_llm_eval(options: LLMEvalOptions) -> tuple[dict[str, Any], list[dict[str
     if base.reader:  # check the model folder before anything slow
         from verityrag.checks.reader_check import ReaderCheck
 
-        reader = ReaderCheck().warm_up()
+        reader = ReaderCheck.from_settings(base.settings).warm_up()
         reader_threshold = reader.threshold
         reader.threshold = 0.0  # score every answer; the threshold is applied in reader_metrics
     local = options.provider in LOCAL_PROVIDERS
@@ -190,7 +190,9 @@ def run_llm_eval(options: LLMEvalOptions) -> tuple[dict[str, Any], list[dict[str
         reader_check = "on (Settings.reader_check)"
     else:
         fixed = requested["reader"]
-        pipeline.attach_check("reader", load_check("reader", fixed, llm_answers=True), fixed is not None)
+        pipeline.attach_check(
+            "reader", load_check("reader", fixed, llm_answers=True, settings=base.settings), fixed is not None
+        )
         reader_check = "on (the default for LLM answers)"
 
     outcomes: list[QuestionOutcome] = []

@@ -62,7 +62,11 @@ class EvalOptions:
             embedding_backend=args.embedding_backend,
             max_test_questions=args.max_test_questions,
             seed=args.seed,
-            settings=Settings.profile(args.profile).replace(reader=not args.without_reader),
+            # The profile, not the environment's settings (a run is reproducible), but the model
+            # folders the environment names (VERITYRAG_GUARD_DIR and the others).
+            settings=Settings.profile(args.profile).replace(
+                reader=not args.without_reader, **Settings.from_env().model_dirs()
+            ),
             progress=not args.no_progress,
             backend=args.backend,
             answerability=args.answerability,
@@ -202,7 +206,7 @@ def run_eval(options: EvalOptions) -> dict[str, Any]:
     if gates_on:  # fail at startup, naming missing files and the command
         from verityrag.eval.gate_sweep import check_learned_gates
 
-        check_learned_gates(options.answerability, options.guard, options.reader)
+        check_learned_gates(options.answerability, options.guard, options.reader, options.settings)
     pipeline = build_pipeline(options)
     t0 = time.perf_counter()
     pipeline.ingest_documents(corpus, progress=options.progress)

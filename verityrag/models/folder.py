@@ -11,16 +11,16 @@ Only ``metadata.json``, the served ONNX file and ``tokenizer.json`` are needed a
 run time. A folder that lacks one of them raises :class:`ModelFilesMissingError`,
 which names the missing files and the command that builds them.
 
-Where the folders are: ``VERITYRAG_MODELS_DIR`` when set, else the checkout's ``guard_work/``
-(where ``make models-*`` builds them), so a model is found whichever folder a program runs from;
-never the working directory. Each check's own variable (``VERITYRAG_GUARD_DIR`` and the others)
-still names one folder.
+Where the folders are: the root ``Settings.models_dir`` names (``VERITYRAG_MODELS_DIR``, read by
+the entry points), else the checkout's ``guard_work/`` (where ``make models-*`` builds them), so a
+model is found whichever folder a program runs from; never the working directory. Each check's own
+setting (``Settings.guard_dir`` and the others) still names one folder. Nothing here reads the
+environment.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -39,21 +39,22 @@ TORCH_DIR = "torch"
 FORMAT = "verityrag-crossencoder/1"
 #: The repository checkout this package sits in (the package's parent folder).
 CHECKOUT = Path(__file__).resolve().parents[2]
-MODELS_DIR_ENV = "VERITYRAG_MODELS_DIR"
+#: The models root when none is configured: where ``make models-*`` builds the folders.
+DEFAULT_MODELS_ROOT = CHECKOUT / "guard_work"
 #: What the package ships: the trained resources (gate, selector, confidence model, reader).
 RESOURCES_DIR = Path(__file__).resolve().parents[1] / "resources"
 #: The reader trained here, shipped with the package (``python -m verityrag.train reader --ship``).
 SHIPPED_READER_DIR = RESOURCES_DIR / "reader"
 
 
-def models_root() -> Path:
-    """``VERITYRAG_MODELS_DIR``, else ``<checkout>/guard_work``."""
-    return Path(os.environ.get(MODELS_DIR_ENV) or CHECKOUT / "guard_work")
+def models_root(configured: Path | str = "") -> Path:
+    """The ``configured`` root (``Settings.models_dir``), else :data:`DEFAULT_MODELS_ROOT`."""
+    return Path(configured) if configured else DEFAULT_MODELS_ROOT
 
 
-def model_folder(name: str) -> Path:
-    """The folder of the model called ``name`` under :func:`models_root`."""
-    return models_root() / name
+def model_folder(name: str, root: Path | str = "") -> Path:
+    """The folder of the model called ``name`` under :func:`models_root` of ``root``."""
+    return models_root(root) / name
 
 
 @dataclass

@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from verityrag import datasets
+from verityrag.config import Settings
 from verityrag.eval.metrics import OPERATING_FALSE_FLAG_RATE, threshold_for_false_flag_rate
 from verityrag.models.encoding import LongSide
-from verityrag.models.folder import METADATA_FILE, ModelMetadata
+from verityrag.models.folder import METADATA_FILE, ModelMetadata, model_folder
 from verityrag.train.cross_encoder import CrossEncoderTrainer
 from verityrag.train.model_build import (
     SquadSources,
@@ -37,6 +38,12 @@ HALUEVAL = datasets.datasets_root() / datasets.HALUEVAL_QA
 
 #: Names the folder that keeps the recipes' training state (built data, checkpoints, run logs).
 TRAIN_DIR_ENV = "VERITYRAG_TRAIN_DIR"
+
+
+def model_dir(name: str) -> Path:
+    """The folder of the model ``name`` under the models root the environment names
+    (``VERITYRAG_MODELS_DIR``, through ``Settings.from_env()``), else the checkout's guard_work/."""
+    return model_folder(name, Settings.from_env().models_dir)
 
 
 def train_dir() -> Path:

@@ -41,12 +41,17 @@ from verityrag.checks.answer_check import ANSWER_CHECK_TRAINING_DIR, answer_stat
 from verityrag.eval.domains import ANSWERABLE, REFUSE_KINDS, Domain, load_domains
 from verityrag.text.answers import answer_tokens, contains_gold
 from verityrag.text.sentences import holding, sentence_spans
-from verityrag.train._common import add_domains_argument, add_seed_and_out, load_squad, recipe_parser
+from verityrag.train._common import (
+    add_domains_argument,
+    add_seed_and_out,
+    load_squad,
+    model_dir,
+    recipe_parser,
+)
 from verityrag.train.domain_reader_data import find_answer
 from verityrag.train.model_build import VALIDATION_TITLES, add_squad_arguments, write_pairs
 from verityrag.train.reader_data import eval_titles
 
-OUT = ANSWER_CHECK_TRAINING_DIR / "data"
 Pair = dict[str, Any]
 
 
@@ -196,7 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--other-share", type=float, default=0.5, help="share of answerable questions given an other_answer"
     )
     p.add_argument("--domain-repeat", type=int, default=2, help="times the domain pairs are repeated")
-    add_seed_and_out(p, OUT)
+    add_seed_and_out(p, model_dir(ANSWER_CHECK_TRAINING_DIR.name) / "data")
     args = p.parse_args(argv)
     if any(folder.name == "test" for folder in args.domains):
         p.error("the test domains measure; they are never trained on")

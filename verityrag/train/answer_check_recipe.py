@@ -27,6 +27,7 @@ from verityrag.train._common import (
     command_line,
     export_trained,
     label_one_scores,
+    model_dir,
     operating_threshold,
     require_splits,
     scores_by_kind,
@@ -58,9 +59,8 @@ def evaluate(scores: Sequence[float], rows: Sequence[dict[str, Any]], threshold:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = training_parser(
-        "answer-check", __doc__, ANSWER_CHECK_TRAINING_DIR / "data", ANSWER_CHECK_TRAINING_DIR, lr=5e-5
-    )
+    out = model_dir(ANSWER_CHECK_TRAINING_DIR.name)
+    p = training_parser("answer-check", __doc__, out / "data", out, lr=5e-5)
     p.set_defaults(max_length=128, batch_size=32)
     p.add_argument("--results", default=RESULTS)
     args = p.parse_args(argv)

@@ -32,11 +32,11 @@ from verityrag.eval.metrics import auroc, negatives_caught
 from verityrag.models import OnnxCrossEncoder
 from verityrag.train._common import (
     RESULTS_DIR,
-    ROOT,
     command,
     command_line,
     export_trained,
     load_squad,
+    model_dir,
     operating_threshold,
     require_splits,
     scores_by_kind,
@@ -105,9 +105,8 @@ def evaluate(scores: list[float], rows: list[dict[str, Any]], threshold: float) 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = training_parser(
-        "answerability", __doc__, ROOT / ANSWER_TRAINING_DIR / "data", ROOT / ANSWER_TRAINING_DIR, lr=4e-5
-    )
+    out = model_dir(ANSWER_TRAINING_DIR.name)
+    p = training_parser("answerability", __doc__, out / "data", out, lr=4e-5)
     p.add_argument(
         "--throughput", type=int, default=None, metavar="N", help="train on N pairs, print pairs/s, stop"
     )

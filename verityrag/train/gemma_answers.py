@@ -52,12 +52,11 @@ from verityrag.generation.llm import LLMGenerator, parse_cited_sentences
 from verityrag.llm.local_gemma import LocalGemmaCompleteFn, local_gemma_complete_fn
 from verityrag.models.evidence import trim_evidence
 from verityrag.text import ENGLISH_STOPWORDS
-from verityrag.train._common import HALUEVAL, ROOT, read_jsonl_gz, recipe_parser
+from verityrag.train._common import HALUEVAL, ROOT, model_dir, read_jsonl_gz, recipe_parser
 from verityrag.train.model_build import write_pairs
 from verityrag.types import Chunk, Hit
 
 RAW = ROOT / "guard_work" / "gemma_answers"
-OUT = ROOT / DEFAULT_GUARD_DIR / "data"
 GEMMA_CACHE = ROOT / "guard_work" / "gemma3-270m"
 SPLITS = {"train": (0, 7500), "validation": (7500, 8000), "test": (8000, 10000)}
 TEMPERATURES = (0.0, 0.7, 1.0)
@@ -213,7 +212,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--label-only", action="store_true", help="only label what was generated")
     p.add_argument("--halueval", type=Path, default=HALUEVAL)
     p.add_argument("--raw", type=Path, default=RAW)
-    p.add_argument("--out", type=Path, default=OUT)
+    p.add_argument("--out", type=Path, default=model_dir(DEFAULT_GUARD_DIR.name) / "data")
     p.add_argument("--gemma-cache", type=Path, default=GEMMA_CACHE)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--batch-size", type=int, default=8)

@@ -35,11 +35,11 @@ from verityrag.eval.metrics import auroc, negatives_caught
 from verityrag.models import ModelMetadata, OnnxCrossEncoder
 from verityrag.train._common import (
     RESULTS_DIR,
-    ROOT,
     command,
     command_line,
     export_trained,
     label_one_scores,
+    model_dir,
     operating_threshold,
     require_splits,
     scores_by_kind,
@@ -171,9 +171,8 @@ def train_and_export(args: argparse.Namespace) -> tuple[ModelMetadata, dict[str,
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = training_parser(
-        "guard", __doc__, ROOT / DEFAULT_GUARD_DIR / "data", ROOT / DEFAULT_GUARD_DIR, lr=4e-5
-    )
+    out = model_dir(DEFAULT_GUARD_DIR.name)
+    p = training_parser("guard", __doc__, out / "data", out, lr=4e-5)
     p.add_argument("--test-pairs", type=int, default=None, help="score only the first N test pairs (faster)")
     p.add_argument("--results", type=Path, default=RESULTS)
     p.add_argument("--warm-start", type=Path, default=None, help="continue training this saved model folder")

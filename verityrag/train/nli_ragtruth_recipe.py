@@ -28,7 +28,7 @@ from typing import Any
 from verityrag.eval.ragtruth import RAGTRUTH_PATH, TRAINED_SOURCES_KEY, read_ragtruth_rows
 from verityrag.models.evidence import trim_evidence
 from verityrag.text.sentences import sentence_spans
-from verityrag.train._common import ROOT, export_trained, repo_relative, training_parser
+from verityrag.train._common import ROOT, export_trained, model_dir, repo_relative, training_parser
 from verityrag.train.cross_encoder import CrossEncoderTrainer
 from verityrag.train.model_build import (
     trainer_from_args,
@@ -67,7 +67,7 @@ def sentence_pairs(row: dict[str, Any]) -> list[dict[str, Any]]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = training_parser("nli-ragtruth", __doc__, RAGTRUTH_PATH, OUT, lr=3e-5)
-    p.add_argument("--warm-start", type=Path, default=ROOT / DEFAULT_NLI_DIR)
+    p.add_argument("--warm-start", type=Path, default=model_dir(DEFAULT_NLI_DIR.name))
     p.add_argument(
         "--bucket",
         type=int,

@@ -26,11 +26,11 @@ from verityrag.eval.metrics import auroc, negatives_caught
 from verityrag.models import OnnxCrossEncoder
 from verityrag.train._common import (
     RESULTS_DIR,
-    ROOT,
     command,
     command_line,
     export_trained,
     label_one_scores,
+    model_dir,
     operating_threshold,
     repo_relative,
     require_splits,
@@ -66,8 +66,9 @@ def evaluate(scores: list[float], rows: list[dict[str, Any]], threshold: float) 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = training_parser("nli", __doc__, ROOT / DEFAULT_NLI_DIR / "data", ROOT / DEFAULT_NLI_DIR, lr=5e-5)
-    p.add_argument("--warm-start", type=Path, default=ROOT / DEFAULT_GUARD_DIR)
+    out = model_dir(DEFAULT_NLI_DIR.name)
+    p = training_parser("nli", __doc__, out / "data", out, lr=5e-5)
+    p.add_argument("--warm-start", type=Path, default=model_dir(DEFAULT_GUARD_DIR.name))
     p.add_argument("--no-warm-start", action="store_true")
     p.add_argument("--results", type=Path, default=RESULTS)
     args = p.parse_args(argv)

@@ -33,6 +33,7 @@ import numpy as np
 
 from verityrag.checks.guard import LearnedGuard
 from verityrag.checks.reader_check import DEFAULT_READER_DIR, EVIDENCE_WORDS, ReaderCheck
+from verityrag.config import Settings
 from verityrag.datasets import halueval_knowledge
 from verityrag.eval.metrics import OPERATING_FALSE_FLAG_RATE, auroc
 from verityrag.models.encoding import PairEncoder, load_tokenizer, pad_batch
@@ -50,6 +51,7 @@ from verityrag.train._common import (
     RESULTS_DIR,
     ROOT,
     command,
+    model_dir,
     operating_threshold,
     read_jsonl_gz,
     recipe_parser,
@@ -168,7 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=SPAN_MODEL,
         help=f"a folder written by {command('answerability')} --span",
     )
-    p.add_argument("--out", type=Path, default=ROOT / DEFAULT_READER_DIR)
+    p.add_argument("--out", type=Path, default=model_dir(DEFAULT_READER_DIR.name))
     p.add_argument("--raw", type=Path, default=RAW, help=f"gemma's raw answers ({command('gemma-answers')})")
     p.add_argument("--results", type=Path, default=RESULTS)
     args = p.parse_args(argv)
@@ -194,7 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     meta.write(args.out)
 
     check = ReaderCheck(args.out).warm_up()
-    guard = LearnedGuard(answers_from="gemma")
+    guard = LearnedGuard.from_settings(Settings.from_env(), answers_from="gemma")
     scored: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
     latency: list[float] = []
     for split in ("validation", "test"):

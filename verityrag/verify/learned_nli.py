@@ -9,7 +9,8 @@ answer is scored sentence by sentence against the evidence trimmed for each sent
 and the least supported sentence decides (:class:`SentenceSupportCheck`).
 
     from verityrag.verify import NLIVerifier
-    NLIVerifier(LearnedNLI())            # VERITYRAG_NLI_DIR, else <models root>/nli
+    NLIVerifier(LearnedNLI())            # <models root>/nli
+    NLIVerifier(LearnedNLI.from_settings(Settings.from_env()))  # VERITYRAG_NLI_DIR, else that
 """
 
 from __future__ import annotations
@@ -17,20 +18,20 @@ from __future__ import annotations
 from verityrag.checks.learned_check import SentenceSupportCheck
 from verityrag.models.folder import model_folder
 
-NLI_DIR_ENV = "VERITYRAG_NLI_DIR"
 DEFAULT_NLI_DIR = model_folder("nli")
 BUILD_NLI = "make models-nli"
 #: Word budget of trimmed evidence, the same in training (python -m verityrag.train nli-data).
 EVIDENCE_WORDS = 80
 
-__all__ = ["DEFAULT_NLI_DIR", "EVIDENCE_WORDS", "NLI_DIR_ENV", "LearnedNLI"]
+__all__ = ["DEFAULT_NLI_DIR", "EVIDENCE_WORDS", "LearnedNLI"]
 
 
 class LearnedNLI(SentenceSupportCheck):
-    """The NLI cross-encoder, loaded from ``VERITYRAG_NLI_DIR`` (default ``nli`` under the models root, :mod:`verityrag.models.folder`)."""
+    """The NLI cross-encoder, loaded from ``model_dir`` (``Settings.nli_dir``, ``VERITYRAG_NLI_DIR``;
+    default ``nli`` under the models root, :mod:`verityrag.models.folder`)."""
 
     what = "the NLI verifier model"
-    env_var = NLI_DIR_ENV
-    default_dir = DEFAULT_NLI_DIR
+    folder_name = DEFAULT_NLI_DIR.name
+    settings_field = "nli_dir"
     build_command = BUILD_NLI
     evidence_words = EVIDENCE_WORDS
