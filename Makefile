@@ -302,7 +302,7 @@ $(SPAN)/results.json: $(SPAN)/stage2/results.json | $(READER_DATA)
 
 guard_work/reader_check/results.json: $(SPAN)/results.json $(GUARD)/final.json
 	$(HEAVY) $(TRAIN) reader-check
-	cp scripts/results/answer_reader.json $@
+	cp scripts/results/reader_check.json $@
 
 # The NLI model fine-tuned on RAGTruth's sources in two folds, each a quarter of the sources (half of the
 # benchmark's fitting half): each row holds the other fold out, and the `folds` row cross-fits the pair.
