@@ -279,7 +279,6 @@ def test_model_folders_are_found_under_one_root_whatever_the_working_directory(
     ]
 
 
-@pytest.mark.unit
 def test_the_constructors_ignore_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from verityrag.checks.answer_check import ANSWER_CHECK_TRAINING_DIR, AnswerCheck
     from verityrag.checks.answerability import DEFAULT_ANSWER_DIR, LearnedAnswerability
