@@ -87,7 +87,9 @@ def test_run_llm_eval_with_reader_records_scores_and_applies_the_threshold_after
     small_data: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     reader = HalfReader()
-    monkeypatch.setattr("verityrag.checks.reader_check.ReaderCheck", lambda: reader)
+    monkeypatch.setattr(
+        "verityrag.checks.reader_check.ReaderCheck.from_settings", lambda settings, **kwargs: reader
+    )
     base = EvalOptions(data_dir=small_data, settings=SETTINGS, progress=False, reader=True)
     report, records = run_llm_eval(LLMEvalOptions("openai", base, complete_fn=echo_first_sentence))
     answered = [r for r in records if r["answered"]]

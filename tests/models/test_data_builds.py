@@ -128,11 +128,12 @@ def test_reader_data_passage_shared_with_a_test_item_gives_no_pair(
 _GOLD = """
 import argparse, hashlib, json
 from verityrag.train import answerability_recipe as answer_train
+from verityrag.train._common import ROOT
 from verityrag.train.model_build import SquadSources, add_squad_arguments
 p = argparse.ArgumentParser()
 add_squad_arguments(p)
 args = p.parse_args([])
-squad = SquadSources.load(args, answer_train.ROOT / "data" / "built" / "corpus_manifest.json")
+squad = SquadSources.load(args, ROOT / "data" / "built" / "corpus_manifest.json")
 rows = [
     {"title": a["title"], "question": qa["question"], "label": 1}
     for a in [*squad.train_prefix, *(squad.dev[t] for t in squad.split_a_train_titles)]
