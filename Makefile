@@ -14,7 +14,7 @@ REQS := requirements.txt requirements-dev.txt pyproject.toml
 EXTRAS := api,mcp,app,models,train,eval,elasticsearch,fast,ann
 STAMP := $(VENV)/.installed-$(shell cat $(REQS) | sha1sum | cut -c1-12)
 
-.PHONY: setup data train-reader train-reader-domains run ask browser test check lint format bench bench-scale bench-checks bench-es eval eval-domains models models-answer-check models-answerability models-answerability-mpnet models-guard models-nli models-nli-ragtruth models-nli3 models-reader readme-results demo bench-api schemathesis clean eval-llm eval-llm-checks eval-llm-reader
+.PHONY: setup data train-reader train-reader-domains run ask browser test check lint format bench bench-scale bench-checks bench-es eval eval-domains eval-multihop models models-answer-check models-answerability models-answerability-mpnet models-guard models-nli models-nli-ragtruth models-nli3 models-reader readme-results demo bench-api schemathesis clean eval-llm eval-llm-checks eval-llm-reader
 
 $(STAMP): $(REQS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -89,6 +89,12 @@ eval-domains: setup
 	$(PY) -m verityrag.eval --domains $(DOMAINS)/dev
 	$(PY) -m verityrag.eval --domains $(DOMAINS)/test
 	$(PY) scripts/update_readme_results.py
+
+# Questions that need two documents (python -m verityrag.eval --multihop): the first 500 held-out
+# HotpotQA questions of HaluEval QA, with shipped defaults and with a second hop allowed.
+eval-multihop: setup
+	$(PY) -m verityrag.eval --multihop heldout --max-test-questions 500
+	VERITYRAG_MAX_HOPS=2 $(PY) -m verityrag.eval --multihop heldout --max-test-questions 500 --out eval_report_multihop_heldout_hops2.json
 
 # The recipes that build the shipped and served models (verityrag/train; `$(TRAIN) --help` lists them).
 TRAIN := $(PY) -m verityrag.train

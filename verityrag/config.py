@@ -136,6 +136,11 @@ class Settings:
     verify: bool = True
     strictness: Strictness = "balanced"
     max_reformulations: int = 2
+    # Retrieval-and-read hops a question may take: 2 lets a question the first read refuses, where
+    # no passage names all it names, follow a bridge to a second document (verityrag.agent.hops).
+    # 1 (the default): one hop; on the user-domain and main benchmarks a second hop cost more
+    # right refusals than it gained answers (docs/decisions/0074).
+    max_hops: int = 1
     # Reformulate only when the gate's probability is at least this ("some signal").
     reformulation_signal_floor: float = 0.05
     # Share of unanswerable calibration questions the fitted gate must refuse.
@@ -227,9 +232,12 @@ class Settings:
             "max_document_chars",
             "max_query_chars",
             "min_sources",
+            "max_hops",
         ):
             if getattr(self, name) < 1:
                 raise InvalidInputError(name, f"must be >= 1, got {getattr(self, name)!r}")
+        if self.max_hops > 2:
+            raise InvalidInputError("max_hops", f"the agent takes at most 2 hops, got {self.max_hops!r}")
         for name in ("chunk_overlap_sentences", "max_reformulations", "gate_min_chunks"):
             if getattr(self, name) < 0:
                 raise InvalidInputError(name, f"must be >= 0, got {getattr(self, name)!r}")

@@ -397,6 +397,7 @@ class VerityRAGPipeline:
         """How an agent over this pipeline decides: ``settings`` and what calibration fitted."""
         return AgentConfig(
             max_reformulations=settings.max_reformulations if self.reformulate else 0,
+            max_hops=settings.max_hops,
             candidates=settings.candidates,
             top_k=settings.top_k,
             signal_floor=settings.reformulation_signal_floor,
@@ -715,7 +716,7 @@ class VerityRAGPipeline:
         overrides the pipeline's settings for this call (e.g.
         ``pipeline.settings.replace(strictness="strict")``): the query-time fields only,
         ``top_k``, ``candidates``, ``fusion``, ``dense_weight``, ``verify``, ``strictness``,
-        ``max_reformulations``, ``reformulation_signal_floor`` and ``max_query_chars``. The
+        ``max_reformulations``, ``max_hops``, ``reformulation_signal_floor`` and ``max_query_chars``. The
         others act where they are used: chunking and limits on ingest, ``abstention_target``
         and ``gate_label`` in :meth:`calibrate`, the index backend and the learned checks when
         the pipeline is built. ``on_stage`` is called with each trace step as it is recorded

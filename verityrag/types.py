@@ -123,6 +123,9 @@ class AbstainReason(enum.StrEnum):
     # Documents disagree: the reader found answers of the same kind in different documents, each
     # well supported (``Settings.report_conflicts``); the explanation names both and their sources.
     CONFLICT = "conflict"
+    # The question needs a second document: a passage names what it names and another thing
+    # (a bridge), and no document about that thing answers; the explanation names both.
+    MISSING_HOP = "missing_hop"
 
 
 @dataclass(frozen=True, slots=True)

@@ -385,6 +385,36 @@ def _conflict(
     return p.query("How long is the MV Lissa Wren?")
 
 
+FOUNDER = "Rustomji Mehra was a hotelier who founded the Lotus Group in 1934."
+FOUNDED = "Rustomji Mehra founded a hotel company with its head office in what city?"
+
+
+class _CityReader:
+    """A stand-in reader model: "Delhi" (a city) wherever the evidence has it."""
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def read_batch(self, pairs: Sequence[tuple[str, str]], k: int = 1) -> list[ReaderResult]:
+        out = []
+        for _, evidence in pairs:
+            at = evidence.find("Delhi")
+            out.append(ReaderResult([ReaderSpan("Delhi", at, at + 5, 4.0, 0.9)] if at >= 0 else [], 0.0))
+        return out
+
+
+def _missing_hop(pipeline: VerityRAGPipeline) -> QueryResult:
+    # Mehra's passage names the Lotus Group, which no document is about; the city the reader finds
+    # is in a passage that does not name Mehra.
+    p = VerityRAGPipeline(settings=Settings(max_hops=2))
+    p.ingest_document("founder", "Rustomji Mehra", FOUNDER)
+    p.ingest_document("city", "Delhi", "Delhi is a large city in the north of India.")
+    p.reader = EvidenceReader(_CityReader())
+    p.use_calibration(dataclasses.replace(p.calibration, reader_logit_threshold=0.0))
+    p.gate.set_threshold(0.0)
+    return p.query(FOUNDED)
+
+
 SCENARIOS: dict[AbstainReason, Callable[[VerityRAGPipeline], QueryResult]] = {
     AbstainReason.NO_EVIDENCE: _no_evidence,
     AbstainReason.SUFFICIENCY: _sufficiency,
@@ -394,6 +424,7 @@ SCENARIOS: dict[AbstainReason, Callable[[VerityRAGPipeline], QueryResult]] = {
     AbstainReason.READER: _reader,
     AbstainReason.CORROBORATION: _corroboration,
     AbstainReason.CONFLICT: _conflict,
+    AbstainReason.MISSING_HOP: _missing_hop,
 }
 
 
@@ -421,6 +452,37 @@ def test_stages_stream_in_trace_order_whether_corroboration_answers_or_refuses(
         assert streamed == list(result.trace)
         assert streamed[-1].stage == last
         assert ("corroboration" in [s.stage for s in streamed]) is (min_sources > 1)
+
+
+def _bridged(max_hops: int) -> QueryResult:
+    p = VerityRAGPipeline(settings=Settings(max_hops=max_hops))
+    p.ingest_document("founder", "Rustomji Mehra", FOUNDER)
+    p.ingest_document(
+        "group", "The Lotus Group", "The Lotus Group is a hotel company with its head office in Delhi."
+    )
+    p.ingest_document("rail", "Rail in India", "Trains run from Mumbai to Chennai every day.")
+    p.reader = EvidenceReader(_CityReader())
+    p.use_calibration(dataclasses.replace(p.calibration, reader_logit_threshold=0.0))
+    p.gate.set_threshold(0.0)
+    return p.query(FOUNDED)
+
+
+def test_a_bridge_answers_through_the_passage_that_names_the_answers_document() -> None:
+    result = _bridged(max_hops=2)
+    assert not result.abstained, result.explanation
+    assert result.short_answer is not None
+    assert result.short_answer.text == "Delhi"
+    (hop,) = [s for s in result.trace if s.stage.startswith("hop_")]
+    assert hop.details["asked"] == "The Lotus Group"
+    assert hop.details["span"] == "Delhi"
+    # The answer cites the link, then the target's sentence.
+    assert [c.doc_id for c in result.citations] == ["founder", "group"]
+
+
+def test_one_hop_by_default_the_bridge_is_not_followed() -> None:
+    result = _bridged(max_hops=1)
+    assert result.abstain_reason is AbstainReason.ANSWERABILITY
+    assert not any(s.stage.startswith("hop_") for s in result.trace)
 
 
 def test_abstain_reasons_every_reason_but_verifier_error_has_a_scenario() -> None:

@@ -9,6 +9,8 @@
     the gates before the answer (verityrag.agent.gates): evidence found, sufficient, sources
     agree, the reader's span (above its threshold, of the kind asked), the answer check and the
     answerability check (optional)
+    -> refused, with max_hops=2 and a bridge's mark: a second hop (verityrag.agent.hops) through
+    each bridge, its read through the gates after a hop; none answers -> ABSTAIN(missing_hop)
     -> the answer written (the span's sentence(s), or an LLM's) and grounded
     -> the gates after it: the LLM's own refusal, grounding, guard and reader check (optional),
     corroboration by independent sources (when asked)
@@ -47,6 +49,7 @@ from verityrag.agent.gates import (
     guard_inputs,
     reader_check_inputs,
 )
+from verityrag.agent.hops import Bridge, bridges
 from verityrag.agent.interfaces import (
     AnswerabilityModel,
     AnswerCheckModel,
@@ -103,6 +106,7 @@ ABSTAIN_EXPLANATIONS: dict[AbstainReason, str] = {
     AbstainReason.VERIFIER_ERROR: "the answer could not be verified (the verifier failed)",
     AbstainReason.CONFLICT: "the documents disagree on the answer",
     AbstainReason.CORROBORATION: "fewer independent documents say the answer than the settings ask for",
+    AbstainReason.MISSING_HOP: "a document leads to another that would answer, and none does",
 }
 
 
@@ -162,6 +166,12 @@ def gate_features(
 #: question of 135 lost (-3: 4 and one lost; -6 and -7: 5 and five lost).
 CONFLICT_MARGIN = -5.0
 
+#: The refusals a second hop may turn into an answer: not enough evidence, or no span the reader
+#: stands behind (a conflict, a refused check or no evidence at all are the question's answer).
+HOP_AFTER = frozenset({AbstainReason.SUFFICIENCY, AbstainReason.ANSWERABILITY})
+#: How much surer (on the answer logit) the reader must be of a span it read through a bridge.
+HOP_MARGIN = 0.0
+
 
 @dataclass(frozen=True)
 class AgentConfig:
@@ -195,6 +205,9 @@ class AgentConfig:
     conflict_reader_logit_threshold: float | None = None
     # Below this many chunks in the index the gate scores but does not refuse: the reader decides.
     gate_min_chunks: int = 0
+    # Retrieval-and-read hops a question may take: 2 lets a refused question follow a bridge (a
+    # passage naming what it names and the document that answers; verityrag.agent.hops).
+    max_hops: int = 1
     # What ``strictness`` means (verityrag.verify.strictness), resolved once, here.
     policy: StrictnessPolicy = field(init=False, repr=False, compare=False)
 
@@ -407,12 +420,89 @@ class AgentController:
         base = {"snapshot_version": snap.version, "threshold": threshold, "attempts": attempts}
         case = Case(question, best, threshold, snap.n_live)
         refusal = first_refusal(self.evidence_gates(), case, trace)
+        if refusal is not None and self.may_hop(case, refusal):
+            case, refusal = self.second_hop(case, snap, trace, doc_ids, refusal)
         if refusal is None:
             case.answer = self.write_answer(case, trace)
             refusal = first_refusal(self.answer_gates(), case, trace)
         if refusal is not None:
             return self._abstain(case, refusal, trace, base)
         return self._answer(case, trace, base)
+
+    def may_hop(self, case: Case, refusal: Refusal) -> bool:
+        """Whether a refused question looks for a second hop: the reader found no span in a passage
+        naming what the question names, though the question's names are not all in one passage (a
+        bridge's mark: each passage names part of them)."""
+        reading = case.best.reading
+        return (
+            self.config.max_hops > 1
+            and refusal.reason in HOP_AFTER
+            and reading is not None
+            and reading.short_answer is None
+            and bool(reading.missing_subjects)
+        )
+
+    def second_hop(
+        self,
+        case: Case,
+        snap: SnapshotView,
+        trace: list[TraceStep],
+        doc_ids: Collection[str] | None,
+        refusal: Refusal,
+    ) -> tuple[Case, Refusal | None]:
+        """The question through each bridge of its first hop (:mod:`verityrag.agent.hops`), read
+        across the link and the target's passages: the first that the gates after a hop let through
+        answers; bridges that answer nothing are a missing hop; no bridge, ``refusal`` stands."""
+
+        def search(name: str) -> list[Hit]:
+            k = self.config.candidates
+            return (
+                self.retriever.search(name, k, snap)
+                if doc_ids is None
+                else self.retriever.search(name, k, snap, doc_ids=doc_ids)
+            )
+
+        first = case.best
+        found = bridges(case.question, first.candidates or first.hits, search)
+        for hop, bridge in enumerate(b for b in found if b.passages):
+            t0 = time.perf_counter()
+            attempt = self.read_bridge(case.question, bridge, first, snap)
+            reading = attempt.reading
+            details = {
+                "asked": bridge.target,
+                "link": bridge.link.chunk_id,
+                "passages": [h.chunk_id for h in bridge.passages],
+                "span": reading.short_answer.text if reading and reading.short_answer else None,
+            }
+            trace.append(TraceStep(f"hop_{hop + 1}", (time.perf_counter() - t0) * 1000, details))
+            hopped = Case(case.question, attempt, case.sufficiency_threshold, case.n_live)
+            if first_refusal(self.hop_gates(), hopped, trace) is None:
+                return hopped, None
+        if not found:
+            return case, refusal
+        named = " or ".join(dict.fromkeys(repr(b.target) for b in found))
+        explanation = (
+            f"the documents do not say: {found[0].link.chunk.title or found[0].link.chunk.doc_id} names "
+            f"{named}, and no document about {'it' if len(found) == 1 else 'them'} answers the question"
+        )
+        return case, Refusal(AbstainReason.MISSING_HOP, {"explanation": explanation, "bridges": named})
+
+    def read_bridge(self, question: str, bridge: Bridge, first: Attempt, snap: SnapshotView) -> Attempt:
+        """The first hop's attempt with its evidence the link and the target's passages, read
+        together, the target's passages naming what the link names."""
+        assert self.reader is not None
+        hits = [bridge.link, *bridge.passages]
+        ranked = self.sentence_ranker.generate(question, hits, self._idf(snap))
+        links = {h.chunk.doc_id: bridge.link.chunk for h in bridge.passages}
+        reading = self.reader.read(
+            question, hits, ranked, self.config.reader_subjects, self.source_of(hits), links=links
+        )
+        if reading.short_answer is not None and reading.short_answer.chunk_id != bridge.link.chunk_id:
+            # The answer cites the passage that leads to it, then its own sentence(s).
+            reading = dataclasses.replace(reading, sentences=(bridge.link_sentence(), *reading.sentences))
+        return dataclasses.replace(
+            first, query=bridge.target, strategy="bridge", hits=hits, sentences=ranked, reading=reading
+        )
 
     def sufficiency_threshold(self) -> float:
         """The gate's threshold the loop and the sufficiency gate apply: the config's, else the gate's own."""
@@ -501,6 +591,21 @@ class AgentController:
             gates.append(ReaderDecision(threshold))
             if self.answer_check is not None:
                 gates.append(AnswerChecked(self.answer_check))
+        if self.answerability is not None:
+            gates.append(
+                LearnedCheckGate(
+                    "answerability", self.answerability, AbstainReason.ANSWERABILITY, answerability_inputs
+                )
+            )
+        return gates
+
+    def hop_gates(self) -> list[AgentGate]:
+        """The gates a bridge's read must pass: the reader's decision, a stricter one (a span read
+        through a link leans on two passages), and the answer and answerability checks; the
+        sufficiency gate's features are of one passage's coverage, which a bridge splits."""
+        gates: list[AgentGate] = [ReaderDecision(self.effective_reader_logit_threshold() + HOP_MARGIN)]
+        if self.answer_check is not None:
+            gates.append(AnswerChecked(self.answer_check))
         if self.answerability is not None:
             gates.append(
                 LearnedCheckGate(

@@ -112,6 +112,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --domains: alone, beside, or both (comma-separated; default both)",
     )
     p.add_argument(
+        "--multihop",
+        choices=("dev", "heldout"),
+        default=None,
+        metavar="SLICE",
+        help="ask HotpotQA questions that need two documents (HaluEval QA items: dev 7500-7999, heldout "
+        "8000-9999) of a fresh pipeline holding every item's paragraphs, then each with its answer's "
+        "paragraph removed (writes eval_report_multihop_<SLICE>.json unless --out is given; "
+        "--max-test-questions N: the first N)",
+    )
+    p.add_argument(
         "--ragtruth",
         action="store_true",
         help="score verifiers on RAGTruth-QA and HaluEval-QA instead "
@@ -182,13 +192,17 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--out {args.out}: cannot create its folder ({exc.strerror})")
     # The plots are written before the JSON: a bad folder found after the run lost the report.
     plots_dir: Path = args.plots_dir or default_plots_dir(args.out)
-    if not (args.ragtruth or args.real_llm or args.per_article or args.domains or args.no_plots):
+    if not (
+        args.ragtruth or args.real_llm or args.per_article or args.domains or args.multihop or args.no_plots
+    ):
         try:
             plots_dir.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             parser.error(f"--plots-dir {plots_dir}: cannot create the folder ({exc.strerror})")
     if args.domains is not None:
         return _domains(args, parser)
+    if args.multihop is not None:
+        return _multihop(args, parser)
     if args.per_article:
         return _per_article(args)
     if args.ragtruth:
@@ -245,6 +259,38 @@ def _domains(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         return 2
     name = args.domains.resolve().name
     out = Path(f"eval_report_domains_{name}.json") if str(args.out) == "eval_report.json" else args.out
+    write_json(report, out)
+    width = max(len(row) for row, _ in headline(report))
+    for row, value in headline(report):
+        print(f"{row:<{width}}  {value}")
+    print(f"written: {out}")
+    return 0
+
+
+def _multihop(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from verityrag.config import Settings
+    from verityrag.datasets import HALUEVAL_QA, dataset_file
+    from verityrag.errors import DatasetMissingError
+    from verityrag.eval.multihop import headline, run_multihop
+
+    if args.per_article or args.ragtruth or args.real_llm or args.questions:
+        parser.error(
+            "--multihop asks its own questions: not with --per-article, --ragtruth, --real-llm or --questions"
+        )
+    settings = Settings.from_env({**os.environ, "VERITYRAG_PROFILE": args.profile}).replace(
+        reader=not args.without_reader
+    )
+    try:
+        path = dataset_file(HALUEVAL_QA)
+        report = run_multihop(path, settings, args.multihop, args.max_test_questions, not args.no_progress)
+    except (VerityRAGError, DatasetMissingError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    out = (
+        Path(f"eval_report_multihop_{args.multihop}.json")
+        if str(args.out) == "eval_report.json"
+        else args.out
+    )
     write_json(report, out)
     width = max(len(row) for row, _ in headline(report))
     for row, value in headline(report):

@@ -36,7 +36,7 @@ import math
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -410,10 +410,13 @@ class EvidenceReader:
         ranked: Sequence[ScoredSentence],
         require_subjects: bool = True,
         source_of: SourceOf = source_key,
+        links: Mapping[str, Chunk] | None = None,
     ) -> Reading:
         """The reader's finding in the best sentences of ``ranked`` (the selector's order over ``hits``);
         with ``require_subjects``, in a passage that names what the question is about.
-        ``source_of`` says which documents are one source (their alternatives do not count)."""
+        ``source_of`` says which documents are one source (their alternatives do not count).
+        ``links``: a document's linking passage (a bridge's first hop, which names the question's
+        subjects and that document): what it names counts as named by the document's passages."""
         text, passages, used = self.passages(hits, ranked)
         if not passages:
             return NOTHING_READ
@@ -428,7 +431,8 @@ class EvidenceReader:
 
         def missing_in(chunk: Chunk) -> tuple[str, ...]:
             if chunk.chunk_id not in lacking_by_chunk:
-                lacking_by_chunk[chunk.chunk_id] = _missing_in(subjects, chunk)
+                link = links.get(chunk.doc_id) if links else None
+                lacking_by_chunk[chunk.chunk_id] = _missing_in(subjects, chunk, link)
             return lacking_by_chunk[chunk.chunk_id]
 
         missing: tuple[str, ...] | None = None
@@ -691,11 +695,13 @@ def _passage_of(passages: Sequence[_Passage], offset: int) -> _Passage:
     return next((p for p in reversed(passages) if p.offset <= offset), passages[0])
 
 
-def _missing_in(subjects: Sequence[Subject], chunk: Chunk) -> tuple[str, ...]:
-    """The subjects that neither ``chunk``'s text nor its document's title names."""
+def _missing_in(subjects: Sequence[Subject], chunk: Chunk, link: Chunk | None = None) -> tuple[str, ...]:
+    """The subjects that neither ``chunk``'s text nor its document's title names (nor ``link``,
+    the passage that leads to its document)."""
     if not subjects:
         return ()
-    return tuple(s.text for s in missing_subjects(subjects, text_terms([chunk.text, chunk.title])))
+    texts = [chunk.text, chunk.title] + ([link.text, link.title] if link is not None else [])
+    return tuple(s.text for s in missing_subjects(subjects, text_terms(texts)))
 
 
 def answer_sentences(

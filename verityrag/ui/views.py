@@ -26,6 +26,7 @@ REASON_TEXT = {
     "verifier_error": "the verifier failed, so the system refused rather than answer unchecked",
     "corroboration": "fewer independent documents say the answer than the settings ask for",
     "conflict": "the documents disagree on the answer",
+    "missing_hop": "a document leads to another that would answer, and none does",
 }
 
 
