@@ -137,7 +137,8 @@ class Settings:
     strictness: Strictness = "balanced"
     max_reformulations: int = 2
     # Retrieval-and-read hops a question may take: 2 lets a question the first read refuses, where
-    # no passage names all it names, follow a bridge to a second document (verityrag.agent.hops).
+    # no passage names all it names, follow a bridge to a second document (verityrag.agent.hops),
+    # and a comparison of time date each of its two things by its own document.
     # 1 (the default): one hop; on the user-domain and main benchmarks a second hop cost more
     # right refusals than it gained answers (docs/decisions/0074).
     max_hops: int = 1

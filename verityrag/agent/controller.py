@@ -9,8 +9,9 @@
     the gates before the answer (verityrag.agent.gates): evidence found, sufficient, sources
     agree, the reader's span (above its threshold, of the kind asked), the answer check and the
     answerability check (optional)
-    -> refused, with max_hops=2 and a bridge's mark: a second hop (verityrag.agent.hops) through
-    each bridge, its read through the gates after a hop; none answers -> ABSTAIN(missing_hop)
+    -> refused, with max_hops=2: a comparison of time dates its two things by their documents
+    (verityrag.agent.comparisons); with a bridge's mark, a second hop (verityrag.agent.hops)
+    through each bridge, its read through the gates after a hop; none answers -> ABSTAIN(missing_hop)
     -> the answer written (the span's sentence(s), or an LLM's) and grounded
     -> the gates after it: the LLM's own refusal, grounding, guard and reader check (optional),
     corroboration by independent sources (when asked)
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from verityrag.agent.attempt import Attempt
+from verityrag.agent.comparisons import Dated, TimeComparison, dated, time_comparison, winner
 from verityrag.agent.confidence import ConfidenceModel
 from verityrag.agent.gates import (
     AgentGate,
@@ -64,11 +66,12 @@ from verityrag.agent.reformulation import Reformulator
 from verityrag.agent.sufficiency import GATE_FEATURES, SELECTOR_FEATURES_FOR_GATE
 from verityrag.config import STRICTNESS_LEVELS, Strictness
 from verityrag.errors import NotFittedError
-from verityrag.generation.reading import EvidenceReader, Reading, SourceOf
+from verityrag.generation.reading import EvidenceReader, Reading, SourceOf, probability
 from verityrag.generation.sentence_selector import ScoredSentence
 from verityrag.generation.verified import AnswerStrategy
 from verityrag.index.protocol import AnyIndex, SnapshotView
 from verityrag.retrieval.features import ChunkTermCache, QueryTerms, chunk_features
+from verityrag.text.answer_types import expected_type
 from verityrag.types import AbstainReason, GroundingReport, Hit, QueryResult, TraceStep, source_key
 from verityrag.verify.grounding import GroundingChecker
 from verityrag.verify.sources import ProvenanceLookup, source_details, with_provenance
@@ -430,16 +433,18 @@ class AgentController:
         return self._answer(case, trace, base)
 
     def may_hop(self, case: Case, refusal: Refusal) -> bool:
-        """Whether a refused question looks for a second hop: the reader found no span in a passage
-        naming what the question names, though the question's names are not all in one passage (a
-        bridge's mark: each passage names part of them)."""
+        """Whether a refused question looks for a second hop: it compares two things in time, or
+        the reader found no span in a passage naming what the question names, though the question's
+        names are not all in one passage (a bridge's mark: each passage names part of them)."""
         reading = case.best.reading
         return (
             self.config.max_hops > 1
             and refusal.reason in HOP_AFTER
             and reading is not None
-            and reading.short_answer is None
-            and bool(reading.missing_subjects)
+            and (
+                (reading.short_answer is None and bool(reading.missing_subjects))
+                or time_comparison(case.question) is not None
+            )
         )
 
     def second_hop(
@@ -462,6 +467,9 @@ class AgentController:
                 else self.retriever.search(name, k, snap, doc_ids=doc_ids)
             )
 
+        comparison = time_comparison(case.question)
+        if comparison is not None:
+            return self.compare(case, comparison, search, trace)
         first = case.best
         found = bridges(case.question, first.candidates or first.hits, search)
         for hop, bridge in enumerate(b for b in found if b.passages):
@@ -486,6 +494,60 @@ class AgentController:
             f"{named}, and no document about {'it' if len(found) == 1 else 'them'} answers the question"
         )
         return case, Refusal(AbstainReason.MISSING_HOP, {"explanation": explanation, "bridges": named})
+
+    def compare(
+        self,
+        case: Case,
+        comparison: TimeComparison,
+        search: Callable[[str], Sequence[Hit]],
+        trace: list[TraceStep],
+    ) -> tuple[Case, Refusal | None]:
+        """Which of two things came first (or last): each dated by its own document
+        (:mod:`verityrag.agent.comparisons`), the years compared, both documents cited."""
+        t0 = time.perf_counter()
+        first = case.best
+        found = dated(comparison, first.candidates or first.hits, search)
+        details = {
+            "asked": list(comparison.options),
+            "dated": [
+                {"option": f.option, "year": f.year, "chunk_id": f.hit.chunk_id}
+                if isinstance(f, Dated)
+                else {"option": f, "year": None}
+                for f in found
+            ],
+        }
+        trace.append(TraceStep("hop_1", (time.perf_counter() - t0) * 1000, details))
+        both = [f for f in found if isinstance(f, Dated)]
+        if len(both) < 2:
+            undated = " or ".join(repr(f) for f in found if isinstance(f, str))
+            when = "died" if comparison.death else "began"
+            said = f"the documents do not say: no document says when {undated} {when}"
+            return case, Refusal(AbstainReason.MISSING_HOP, {"explanation": said})
+        chosen = winner(comparison, both)
+        if chosen is None:
+            tie = "the documents do not say: they give both the same year"
+            return case, Refusal(AbstainReason.ANSWERABILITY, {"explanation": tie})
+        if chosen.name is None:  # its document does not write its name as the question does
+            return case, Refusal(AbstainReason.ANSWERABILITY)
+        other = both[1] if chosen is both[0] else both[0]
+        reading = Reading(
+            dataclasses.replace(
+                chosen.name, probability=probability(self.effective_reader_logit_threshold())
+            ),
+            self.effective_reader_logit_threshold(),
+            (chosen.sentence, other.sentence),
+            expected_type(case.question),
+            True,
+            0,
+        )
+        attempt = dataclasses.replace(
+            first,
+            query=" or ".join(comparison.options),
+            strategy="comparison",
+            hits=[chosen.hit, other.hit],
+            reading=reading,
+        )
+        return Case(case.question, attempt, case.sufficiency_threshold, case.n_live), None
 
     def read_bridge(self, question: str, bridge: Bridge, first: Attempt, snap: SnapshotView) -> Attempt:
         """The first hop's attempt with its evidence the link and the target's passages, read
