@@ -63,7 +63,8 @@ class Dated:
     option: str
     year: int
     hit: Hit  # the passage that dates it
-    sentence: CitedSentence
+    # The passage's first sentence (which names the thing), then the one giving the year, if other.
+    sentences: tuple[CitedSentence, ...]
     name: ShortAnswer | None  # the thing's name as its document writes it
 
 
@@ -83,11 +84,15 @@ def year_of(hit: Hit, death: bool) -> tuple[int, int, int] | None:
     return (int(year.group()), year.start(), year.end()) if year else None
 
 
-def _sentence(hit: Hit, start: int) -> CitedSentence:
+def _sentences(hit: Hit, start: int) -> tuple[CitedSentence, ...]:
+    """The passage's first sentence and the one holding ``start`` (once when they are one)."""
     chunk = hit.chunk
     spans = sentence_spans(chunk.text) or [(0, len(chunk.text))]
-    s, e = next(((s, e) for s, e in spans if s <= start < e), spans[0])
-    return CitedSentence(chunk.text[s:e], (Citation(chunk.chunk_id, chunk.doc_id, chunk.title, s, e),))
+    dating = next(((s, e) for s, e in spans if s <= start < e), spans[0])
+    return tuple(
+        CitedSentence(chunk.text[s:e], (Citation(chunk.chunk_id, chunk.doc_id, chunk.title, s, e),))
+        for s, e in dict.fromkeys([spans[0], dating])
+    )
 
 
 def _name(hit: Hit, option: str) -> ShortAnswer | None:
@@ -110,7 +115,7 @@ def dated(
             continue
         year, start, _ = found
         out.append(
-            Dated(option, year, passages[0], _sentence(passages[0], start), _name(passages[0], option))
+            Dated(option, year, passages[0], _sentences(passages[0], start), _name(passages[0], option))
         )
     return out
 

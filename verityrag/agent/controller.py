@@ -535,7 +535,7 @@ class AgentController:
                 chosen.name, probability=probability(self.effective_reader_logit_threshold())
             ),
             self.effective_reader_logit_threshold(),
-            (chosen.sentence, other.sentence),
+            (*chosen.sentences, *other.sentences),
             expected_type(case.question),
             True,
             0,
