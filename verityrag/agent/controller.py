@@ -651,8 +651,14 @@ class AgentController:
                 # of the dev domains' conflicts).
                 gates.append(SourcesAgree(self.conflict_threshold()))
             gates.append(ReaderDecision(threshold))
-            if self.answer_check is not None:
-                gates.append(AnswerChecked(self.answer_check))
+        return gates + self.question_checks()
+
+    def question_checks(self) -> list[AgentGate]:
+        """The learned checks of the question and its evidence, in order: the answer check (of the
+        reader's short answer) and the answerability check."""
+        gates: list[AgentGate] = []
+        if self.answer_check is not None and self.reader is not None:
+            gates.append(AnswerChecked(self.answer_check))
         if self.answerability is not None:
             gates.append(
                 LearnedCheckGate(
@@ -662,19 +668,11 @@ class AgentController:
         return gates
 
     def hop_gates(self) -> list[AgentGate]:
-        """The gates a bridge's read must pass: the reader's decision, a stricter one (a span read
-        through a link leans on two passages), and the answer and answerability checks; the
-        sufficiency gate's features are of one passage's coverage, which a bridge splits."""
-        gates: list[AgentGate] = [ReaderDecision(self.effective_reader_logit_threshold() + HOP_MARGIN)]
-        if self.answer_check is not None:
-            gates.append(AnswerChecked(self.answer_check))
-        if self.answerability is not None:
-            gates.append(
-                LearnedCheckGate(
-                    "answerability", self.answerability, AbstainReason.ANSWERABILITY, answerability_inputs
-                )
-            )
-        return gates
+        """The gates a bridge's read must pass: the reader's decision (at its threshold moved by
+        :data:`HOP_MARGIN`) and the question's learned checks; not the sufficiency gate, whose
+        features are one passage's coverage, which a bridge splits."""
+        reader = ReaderDecision(self.effective_reader_logit_threshold() + HOP_MARGIN)
+        return [reader, *self.question_checks()]
 
     def answer_gates(self) -> list[AgentGate]:
         """The gates after the answer is written, in order."""
