@@ -14,6 +14,8 @@ from verityrag.agent.gates import (
     Decision,
     EvidenceFound,
     Grounded,
+    HopAnswered,
+    HopTried,
     LearnedCheckGate,
     ModelAnswered,
     Refusal,
@@ -150,3 +152,21 @@ def test_the_first_refusal_ends_the_list_and_every_step_before_it_is_traced() ->
     assert [s.stage for s in trace] == ["first", "second"]
     assert [g.asked for g in gates] == [1, 1, 0]
     assert first_refusal([_Fixed(GO_ON)], _case(), trace) is None
+
+
+def test_a_second_hop_that_read_nothing_is_a_missing_hop_naming_what_it_found() -> None:
+    case = _case()
+    assert HopAnswered().decide(case) == GO_ON  # no second hop taken, or one that read an answer
+    case.hop = HopTried("Rustomji Mehra", ("The Lotus Group",))
+    refusal = HopAnswered().decide(case).refusal
+    assert refusal is not None
+    assert refusal.reason is AbstainReason.MISSING_HOP
+    assert "Rustomji Mehra names 'The Lotus Group'" in refusal.details["explanation"]
+    case.hop = HopTried(undated=("Paul Cox",), death=True)
+    refusal = HopAnswered().decide(case).refusal
+    assert refusal is not None
+    assert "no document says when 'Paul Cox' died" in refusal.details["explanation"]
+    case.hop = HopTried(tie=True)
+    refusal = HopAnswered().decide(case).refusal
+    assert refusal is not None
+    assert refusal.reason is AbstainReason.ANSWERABILITY

@@ -40,6 +40,8 @@ from verityrag.agent.gates import (
     EnoughEvidence,
     EvidenceFound,
     Grounded,
+    HopAnswered,
+    HopTried,
     LearnedCheckGate,
     ModelAnswered,
     ReaderDecision,
@@ -424,7 +426,9 @@ class AgentController:
         case = Case(question, best, threshold, snap.n_live)
         refusal = first_refusal(self.evidence_gates(), case, trace)
         if refusal is not None and self.may_hop(case, refusal):
-            case, refusal = self.second_hop(case, snap, trace, doc_ids, refusal)
+            hopped = self.second_hop(case, snap, trace, doc_ids)
+            if hopped is not None:
+                case, refusal = hopped, first_refusal(self.hop_gates(), hopped, trace)
         if refusal is None:
             case.answer = self.write_answer(case, trace)
             refusal = first_refusal(self.answer_gates(), case, trace)
@@ -448,16 +452,13 @@ class AgentController:
         )
 
     def second_hop(
-        self,
-        case: Case,
-        snap: SnapshotView,
-        trace: list[TraceStep],
-        doc_ids: Collection[str] | None,
-        refusal: Refusal,
-    ) -> tuple[Case, Refusal | None]:
-        """The question through each bridge of its first hop (:mod:`verityrag.agent.hops`), read
-        across the link and the target's passages: the first that the gates after a hop let through
-        answers; bridges that answer nothing are a missing hop; no bridge, ``refusal`` stands."""
+        self, case: Case, snap: SnapshotView, trace: list[TraceStep], doc_ids: Collection[str] | None
+    ) -> Case | None:
+        """The question read again through a second hop: a comparison of time, each thing dated by
+        its document (:meth:`compare`); else each bridge of its first hop
+        (:mod:`verityrag.agent.hops`) read across the link and the target's passages, the surest
+        span of the kind asked answering. A case whose ``hop`` says what was tried when nothing
+        was read; None when there is no bridge (the first refusal stands)."""
 
         def search(name: str) -> list[Hit]:
             k = self.config.candidates
@@ -472,6 +473,9 @@ class AgentController:
             return self.compare(case, comparison, search, trace)
         first = case.best
         found = bridges(case.question, first.candidates or first.hits, search)
+        if not found:
+            return None
+        reads: list[Attempt] = []
         for hop, bridge in enumerate(b for b in found if b.passages):
             t0 = time.perf_counter()
             attempt = self.read_bridge(case.question, bridge, first, snap)
@@ -483,17 +487,17 @@ class AgentController:
                 "span": reading.short_answer.text if reading and reading.short_answer else None,
             }
             trace.append(TraceStep(f"hop_{hop + 1}", (time.perf_counter() - t0) * 1000, details))
-            hopped = Case(case.question, attempt, case.sufficiency_threshold, case.n_live)
-            if first_refusal(self.hop_gates(), hopped, trace) is None:
-                return hopped, None
-        if not found:
-            return case, refusal
-        named = " or ".join(dict.fromkeys(repr(b.target) for b in found))
-        explanation = (
-            f"the documents do not say: {found[0].link.chunk.title or found[0].link.chunk.doc_id} names "
-            f"{named}, and no document about {'it' if len(found) == 1 else 'them'} answers the question"
-        )
-        return case, Refusal(AbstainReason.MISSING_HOP, {"explanation": explanation, "bridges": named})
+            if reading is not None and reading.short_answer is not None:
+                reads.append(attempt)
+        if reads:
+            surest = max(
+                reads,
+                key=lambda a: (a.reading.type_ok, a.reading.answer_logit) if a.reading else (False, 0.0),
+            )
+            return Case(case.question, surest, case.sufficiency_threshold, case.n_live)
+        link = found[0].link.chunk
+        tried = HopTried(link.title or link.doc_id, tuple(dict.fromkeys(b.target for b in found)))
+        return dataclasses.replace(case, hop=tried)
 
     def compare(
         self,
@@ -501,7 +505,7 @@ class AgentController:
         comparison: TimeComparison,
         search: Callable[[str], Sequence[Hit]],
         trace: list[TraceStep],
-    ) -> tuple[Case, Refusal | None]:
+    ) -> Case:
         """Which of two things came first (or last): each dated by its own document
         (:mod:`verityrag.agent.comparisons`), the years compared, both documents cited."""
         t0 = time.perf_counter()
@@ -519,22 +523,16 @@ class AgentController:
         trace.append(TraceStep("hop_1", (time.perf_counter() - t0) * 1000, details))
         both = [f for f in found if isinstance(f, Dated)]
         if len(both) < 2:
-            undated = " or ".join(repr(f) for f in found if isinstance(f, str))
-            when = "died" if comparison.death else "began"
-            said = f"the documents do not say: no document says when {undated} {when}"
-            return case, Refusal(AbstainReason.MISSING_HOP, {"explanation": said})
+            undated = tuple(f for f in found if isinstance(f, str))
+            return dataclasses.replace(case, hop=HopTried(undated=undated, death=comparison.death))
         chosen = winner(comparison, both)
-        if chosen is None:
-            tie = "the documents do not say: they give both the same year"
-            return case, Refusal(AbstainReason.ANSWERABILITY, {"explanation": tie})
-        if chosen.name is None:  # its document does not write its name as the question does
-            return case, Refusal(AbstainReason.ANSWERABILITY)
+        if chosen is None or chosen.name is None:
+            return dataclasses.replace(case, hop=HopTried(tie=chosen is None, unnamed=chosen is not None))
         other = both[1] if chosen is both[0] else both[0]
+        at_bar = self.effective_reader_logit_threshold()
         reading = Reading(
-            dataclasses.replace(
-                chosen.name, probability=probability(self.effective_reader_logit_threshold())
-            ),
-            self.effective_reader_logit_threshold(),
+            dataclasses.replace(chosen.name, probability=probability(at_bar)),
+            at_bar,
             (*chosen.sentences, *other.sentences),
             expected_type(case.question),
             True,
@@ -547,7 +545,7 @@ class AgentController:
             hits=[chosen.hit, other.hit],
             reading=reading,
         )
-        return Case(case.question, attempt, case.sufficiency_threshold, case.n_live), None
+        return Case(case.question, attempt, case.sufficiency_threshold, case.n_live)
 
     def read_bridge(self, question: str, bridge: Bridge, first: Attempt, snap: SnapshotView) -> Attempt:
         """The first hop's attempt with its evidence the link and the target's passages, read
@@ -668,11 +666,12 @@ class AgentController:
         return gates
 
     def hop_gates(self) -> list[AgentGate]:
-        """The gates a bridge's read must pass: the reader's decision (at its threshold moved by
+        """The gates a second hop must pass: an answer read (:class:`HopAnswered`: else a missing
+        hop), the reader's decision (at its threshold moved by
         :data:`HOP_MARGIN`) and the question's learned checks; not the sufficiency gate, whose
         features are one passage's coverage, which a bridge splits."""
         reader = ReaderDecision(self.effective_reader_logit_threshold() + HOP_MARGIN)
-        return [reader, *self.question_checks()]
+        return [HopAnswered(), reader, *self.question_checks()]
 
     def answer_gates(self) -> list[AgentGate]:
         """The gates after the answer is written, in order."""

@@ -49,6 +49,19 @@ class WrittenAnswer:
     generated: VerifiedAnswer | None = None  # the LLM strategy's outcome (None: extractive)
 
 
+@dataclass(frozen=True)
+class HopTried:
+    """What a second hop found when it read no answer: the bridges' link and targets, or the
+    things of a comparison that no document dates (or that tie)."""
+
+    link: str = ""  # the title of the passage that named the targets
+    targets: tuple[str, ...] = ()
+    undated: tuple[str, ...] = ()
+    death: bool = False  # the comparison was of when they died
+    tie: bool = False
+    unnamed: bool = False  # the earlier thing's document does not write its name as the question does
+
+
 @dataclass
 class Case:
     """One question on its way to a reply: what the gates read."""
@@ -58,6 +71,7 @@ class Case:
     sufficiency_threshold: float
     n_live: int  # chunks in the index the question was asked of
     answer: WrittenAnswer | None = None  # set once the answer is written
+    hop: HopTried | None = None  # a second hop that read no answer
 
     @cached_property
     def evidence_text(self) -> str:
@@ -349,6 +363,33 @@ class Corroborated:
         )
         refusal = Refusal(AbstainReason.CORROBORATION, {"corroboration": details, "explanation": explanation})
         return Decision(refusal, step)
+
+
+@dataclass(frozen=True)
+class HopAnswered:
+    """A second hop must read an answer: bridges whose targets' documents hold none, or a thing a
+    comparison names that no document dates, are a missing hop, named; a comparison whose things
+    tie is no answer."""
+
+    def decide(self, case: Case) -> Decision:
+        tried = case.hop
+        if tried is None:
+            return GO_ON
+        if tried.tie:
+            tie = "the documents do not say: they give both the same year"
+            return Decision(Refusal(AbstainReason.ANSWERABILITY, {"explanation": tie}))
+        if tried.unnamed:
+            return Decision(Refusal(AbstainReason.ANSWERABILITY))
+        if tried.undated:
+            names = " or ".join(repr(t) for t in tried.undated)
+            said = f"the documents do not say: no document says when {names} {'died' if tried.death else 'began'}"
+            return Decision(Refusal(AbstainReason.MISSING_HOP, {"explanation": said}))
+        named = " or ".join(repr(t) for t in tried.targets)
+        said = (
+            f"the documents do not say: {tried.link} names {named}, and no document about "
+            f"{'it' if len(tried.targets) == 1 else 'them'} answers the question"
+        )
+        return Decision(Refusal(AbstainReason.MISSING_HOP, {"explanation": said, "bridges": named}))
 
 
 def first_refusal(gates: Sequence[AgentGate], case: Case, trace: list[TraceStep]) -> Refusal | None:
