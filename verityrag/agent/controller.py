@@ -529,6 +529,8 @@ class AgentController:
         if chosen is None or chosen.name is None:
             return dataclasses.replace(case, hop=HopTried(tie=chosen is None, unnamed=chosen is not None))
         other = both[1] if chosen is both[0] else both[0]
+        # The answer is the years' comparison, not a span the reader scored: it stands at the
+        # reader's bar, so the reply's confidence is that of an answer read just surely enough.
         at_bar = self.effective_reader_logit_threshold()
         reading = Reading(
             dataclasses.replace(chosen.name, probability=probability(at_bar)),
