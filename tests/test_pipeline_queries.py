@@ -60,3 +60,26 @@ def test_query_hnsw_backend_answers(tmp_path: Path) -> None:
     assert result.answer == "Okapis are related to giraffes."
     assert any(h.dense_rank is not None for h in result.evidence)
     assert np.isfinite([h.dense_score for h in result.evidence]).all()
+
+
+def test_a_date_of_something_else_in_another_document_is_no_conflict() -> None:
+    # The question names nothing, so no name ties a rival to it: the tide mill's "restored in
+    # 1985" shares none of "harbour wall rebuilt" and was reported as the wall's other date.
+    pipeline = VerityRAGPipeline(settings=Settings())
+    pipeline.ingest_document(
+        "harbour", "Harbour", "Wexcombe harbour\n\nThe harbour wall was rebuilt in 1862 after a storm."
+    )
+    pipeline.ingest_document(
+        "mill",
+        "Tide mill",
+        "The tide mill at Wexcombe ground corn until 1921. It was restored in 1985 by volunteers.",
+    )
+    pipeline.ingest_document(
+        "engine",
+        "Wexcombe engine",
+        "The Wexcombe steam engine was built in 1790 by the Ashby family. It pumped water from the mine until 1921.",
+    )
+    result = pipeline.query("When was the harbour wall rebuilt?")
+    assert result.abstain_reason is not AbstainReason.CONFLICT, result.explanation
+    assert result.short_answer is not None
+    assert result.short_answer.text == "1862"

@@ -377,6 +377,10 @@ class EvidenceReader:
         if not reads:
             return reading
         results = self._read_many([(question, text) for text, _ in reads])
+        # A question that names nothing ("When was the harbour wall rebuilt?") is tied to its
+        # answer by the words it shares with the answer's passage: a rival's passage must share at
+        # least half of them, or a tide mill's "restored in 1985" is the harbour wall's other date.
+        tie = _content_terms(question) & text_terms([chosen.text, chosen.title]) if not subjects else None
         kind = reading.expected
         found: list[Alternative] = []
         for (_, passages), result in zip(reads, results, strict=True):
@@ -385,7 +389,7 @@ class EvidenceReader:
                 continue
             chunk = _passage_of(passages, span.start).chunk
             text = span.text.strip()
-            if text and _rival(answer.text, text, kind):
+            if text and _rival(answer.text, text, kind) and _same_question(tie, chunk):
                 found.append(
                     Alternative(
                         text, chunk.chunk_id, chunk.doc_id, chunk.title, _clip(span.score - result.null_score)
@@ -693,6 +697,25 @@ def comparable(answer: str, rival: str) -> bool:
 def _passage_of(passages: Sequence[_Passage], offset: int) -> _Passage:
     """The passage of the read text that holds ``offset``."""
     return next((p for p in reversed(passages) if p.offset <= offset), passages[0])
+
+
+def _same_question(tie: frozenset[str] | None, chunk: Chunk) -> bool:
+    """``chunk`` shares at least half of the words ``tie`` that bind the question to its answer
+    (None: the question's names bind it, checked already)."""
+    if not tie:
+        return True
+    return 2 * len(tie & text_terms([chunk.text, chunk.title])) >= len(tie)
+
+
+def _content_terms(question: str) -> frozenset[str]:
+    """The analysed words of ``question`` less its question words ("when", "how", "much" ...)."""
+    return text_terms([question]) - _QUESTION_TERMS
+
+
+#: The analysed forms of the words a question asks with, which tie no answer to it.
+_QUESTION_TERMS = text_terms(
+    ["what when where which who whom whose why how much many long often does do did is are was were"]
+)
 
 
 def _missing_in(subjects: Sequence[Subject], chunk: Chunk, link: Chunk | None = None) -> tuple[str, ...]:
