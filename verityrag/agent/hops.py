@@ -23,6 +23,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from verityrag.text.answer_types import MONTH_NAMES
 from verityrag.text.sentences import sentence_spans
 from verityrag.text.subjects import Subject, is_named, missing_subjects, question_subjects, text_terms
 from verityrag.types import Citation, CitedSentence, Hit
@@ -31,14 +32,13 @@ from verityrag.types import Citation, CitedSentence, Hit
 MAX_TARGETS = 2
 #: The first hop's candidates whose documents are tried as targets of a link that names them.
 CANDIDATE_TARGETS = 10
+# A name that starts with a month is a date ("February 22, 1953"), not a thing.
+_MONTH = re.compile(r"^(?:{})\b".format("|".join(sorted(m.capitalize() for m in MONTH_NAMES))))
 #: Names that say where something is from, not a thing with a document of its own.
 DEMONYMS = frozenset(
     "american british english french german italian spanish canadian australian chinese japanese indian "
     "russian irish scottish welsh dutch swedish norwegian danish polish swiss austrian mexican brazilian "
     "korean european african asian greek roman turkish israeli egyptian persian arab".split()
-)
-_MONTH = re.compile(
-    r"^(January|February|March|April|May|June|July|August|September|October|November|December)\b"
 )
 #: The first hop's passages tried as links, best ranked first.
 MAX_LINKS = 3

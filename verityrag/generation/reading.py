@@ -43,7 +43,7 @@ from typing import Protocol
 import numpy as np
 
 from verityrag.generation.sentence_selector import ScoredSentence
-from verityrag.text.answer_types import AnswerType, expected_type, matches
+from verityrag.text.answer_types import MONTHS, AnswerType, expected_type, matches
 from verityrag.text.answers import answer_tokens, contains_gold
 from verityrag.text.sections import heading_flags, heading_spans, last_heading
 from verityrag.text.sentences import holding as sentences_holding
@@ -620,10 +620,6 @@ _NO_FEATURES = np.zeros(0, dtype=np.float32)
 
 _WORD = re.compile(r"[^\W_]+(?:[.,:][0-9]+)*|[£$€¥%]")
 _CURRENCY = frozenset("£$€¥%")
-_MONTHS = frozenset(
-    "january february march april may june july august september october november december "
-    "jan feb mar apr jun jul aug sep sept oct nov dec".split()
-)
 
 
 def _shape(text: str) -> tuple[frozenset[str], frozenset[str], bool]:
@@ -644,7 +640,7 @@ def _shape(text: str) -> tuple[frozenset[str], frozenset[str], bool]:
             continue
         for after in words[i + 1 : i + 3]:
             low = after.lower()
-            if low in _MONTHS:  # a date: "5 April" is no time of day
+            if low in MONTHS:  # a date: "5 April" is no time of day
                 units.add(low[:3])
                 break
             if after in _CURRENCY or any(c.isdigit() for c in after) or after.istitle():

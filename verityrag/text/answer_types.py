@@ -34,10 +34,11 @@ _NUMBER_WORDS = (
     "hundred hundreds thousand thousands million millions billion billions trillion dozen dozens "
     "half quarter third double twice triple once single few several couple"
 ).split()
-_MONTHS = (
-    "january february march april may june july august september october november december "
-    "jan feb mar apr jun jul aug sep sept oct nov dec"
-).split()
+#: The months by name, and with their short forms: what says a value is a date.
+MONTH_NAMES = frozenset(
+    "january february march april may june july august september october november december".split()
+)
+MONTHS = MONTH_NAMES | frozenset("jan feb mar apr jun jul aug sep sept oct nov dec".split())
 _DATE_WORDS = (
     "century centuries decade decades year years yearly month months week weeks day days today "
     "spring summer autumn fall winter monday tuesday wednesday thursday friday saturday sunday "
@@ -126,7 +127,7 @@ def has_date(text: str) -> bool:
     words = _words(text)
     return (
         bool(_HAS_DIGIT.search(text))
-        or any(w in _MONTHS or w in _DATE_WORDS or w in _TEMPORAL_PREPOSITIONS for w in words)
+        or any(w in MONTHS or w in _DATE_WORDS or w in _TEMPORAL_PREPOSITIONS for w in words)
         or any(w.endswith(("th", "st", "nd", "rd")) and w[:-2] in _NUMBER_WORDS for w in words)
     )
 
@@ -152,7 +153,7 @@ def has_money(text: str) -> bool:
 def is_only_number_or_date(text: str) -> bool:
     """The span is a bare number, year or date (no other word): never a person or a place."""
     words = _words(text)
-    return bool(_HAS_DIGIT.search(text)) and all(w in _MONTHS or w in _NUMBER_WORDS for w in words)
+    return bool(_HAS_DIGIT.search(text)) and all(w in MONTHS or w in _NUMBER_WORDS for w in words)
 
 
 def matches(span: str, kind: AnswerType) -> bool:
