@@ -666,8 +666,11 @@ class VerityRAGPipeline:
         return self._calibration.to_dict()
 
     def load_calibration_state(self, state: Mapping[str, Any]) -> VerityRAGPipeline:
-        """Restore what :meth:`calibration_state` saved (for the same corpus and models)."""
-        return self.use_calibration(Calibration.from_dict(state, self.answerability))
+        """Restore what :meth:`calibration_state` saved (for the same corpus and models). It stays
+        where it was saved: a service that restores a cached calibration at every start (``make
+        run``'s bundled one) does not write it beside its store again each time."""
+        self._apply_calibration(Calibration.from_dict(state, self.answerability))
+        return self
 
     def _calibration_file(self) -> Path | None:
         return self.data_dir / CALIBRATION_FILENAME if self.data_dir is not None else None

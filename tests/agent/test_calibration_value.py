@@ -108,3 +108,11 @@ def test_attaching_a_check_drops_the_threshold_fitted_for_the_one_before() -> No
     pipeline.attach_check("guard", _Check())
     assert pipeline.calibration.check_thresholds == {}
     assert pipeline.learned_checks()["guard"]["threshold_from"] == "metadata"
+
+
+def test_a_restored_state_is_used_and_not_written_again_beside_the_store(tmp_path: Path) -> None:
+    with VerityRAGPipeline(data_dir=tmp_path, settings=SETTINGS) as pipeline:
+        pipeline.ingest_documents(DOCS)
+        pipeline.load_calibration_state(_fitted().to_dict())
+        assert pipeline.calibration.reader_logit_threshold == 1.25
+    assert not (tmp_path / CALIBRATION_FILENAME).exists()  # it stays where it was saved
