@@ -7,8 +7,9 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
-from verityrag.config import BACKENDS, PROFILES
+from verityrag.config import BACKENDS, PROFILES, Settings
 from verityrag.errors import VerityRAGError
 from verityrag.eval.report import headline_rows, render_markdown, write_json, write_plots
 from verityrag.eval.runner import EvalOptions, run_eval
@@ -237,8 +238,25 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _settings_of(args: argparse.Namespace) -> Settings:
+    """The settings a fresh pipeline of --domains, --multihop or --per-article gets, as a user's:
+    the profile, the environment's VERITYRAG_* settings over it, the reader unless --without-reader."""
+    return Settings.from_env({**os.environ, "VERITYRAG_PROFILE": args.profile}).replace(
+        reader=not args.without_reader
+    )
+
+
+def _write_and_say(report: dict[str, Any], out: Path, rows: list[tuple[str, str]]) -> int:
+    """Write ``report`` to ``out`` and print its headline ``rows``, aligned."""
+    write_json(report, out)
+    width = max(len(row) for row, _ in rows)
+    for row, value in rows:
+        print(f"{row:<{width}}  {value}")
+    print(f"written: {out}")
+    return 0
+
+
 def _domains(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from verityrag.config import Settings
     from verityrag.eval.domains import MODES, headline, run_domains
 
     if args.per_article or args.ragtruth or args.real_llm or args.questions or args.max_test_questions:
@@ -249,41 +267,30 @@ def _domains(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     modes = [m.strip() for m in args.domain_modes.split(",") if m.strip()]
     if not modes or any(m not in MODES for m in modes):
         parser.error(f"--domain-modes: give {' or '.join(MODES)}, comma-separated")
-    settings = Settings.from_env({**os.environ, "VERITYRAG_PROFILE": args.profile}).replace(
-        reader=not args.without_reader
-    )
     try:
-        report = run_domains(args.domains, settings, modes, progress=not args.no_progress)
+        report = run_domains(args.domains, _settings_of(args), modes, progress=not args.no_progress)
     except VerityRAGError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     name = args.domains.resolve().name
     out = Path(f"eval_report_domains_{name}.json") if str(args.out) == "eval_report.json" else args.out
-    write_json(report, out)
-    width = max(len(row) for row, _ in headline(report))
-    for row, value in headline(report):
-        print(f"{row:<{width}}  {value}")
-    print(f"written: {out}")
-    return 0
+    return _write_and_say(report, out, headline(report))
 
 
 def _multihop(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    from verityrag.config import Settings
     from verityrag.datasets import HALUEVAL_QA, dataset_file
-    from verityrag.errors import DatasetMissingError
     from verityrag.eval.multihop import headline, run_multihop
 
     if args.per_article or args.ragtruth or args.real_llm or args.questions:
         parser.error(
             "--multihop asks its own questions: not with --per-article, --ragtruth, --real-llm or --questions"
         )
-    settings = Settings.from_env({**os.environ, "VERITYRAG_PROFILE": args.profile}).replace(
-        reader=not args.without_reader
-    )
     try:
         path = dataset_file(HALUEVAL_QA)
-        report = run_multihop(path, settings, args.multihop, args.max_test_questions, not args.no_progress)
-    except (VerityRAGError, DatasetMissingError) as exc:
+        report = run_multihop(
+            path, _settings_of(args), args.multihop, args.max_test_questions, not args.no_progress
+        )
+    except VerityRAGError as exc:  # DatasetMissingError is one
         print(f"error: {exc}", file=sys.stderr)
         return 2
     out = (
@@ -291,24 +298,14 @@ def _multihop(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         if str(args.out) == "eval_report.json"
         else args.out
     )
-    write_json(report, out)
-    width = max(len(row) for row, _ in headline(report))
-    for row, value in headline(report):
-        print(f"{row:<{width}}  {value}")
-    print(f"written: {out}")
-    return 0
+    return _write_and_say(report, out, headline(report))
 
 
 def _per_article(args: argparse.Namespace) -> int:
-    from verityrag.config import Settings
     from verityrag.eval.per_article import DEFAULT_OUT, run_per_article
 
-    # What VerityRAGPipeline() gives a user: the profile with the VERITYRAG_* settings on top.
-    settings = Settings.from_env({**os.environ, "VERITYRAG_PROFILE": args.profile}).replace(
-        reader=not args.without_reader
-    )
     report = run_per_article(
-        settings, args.max_articles, progress=not args.no_progress, article_set=args.articles
+        _settings_of(args), args.max_articles, progress=not args.no_progress, article_set=args.articles
     )
     out = Path(DEFAULT_OUT) if str(args.out) == "eval_report.json" else args.out
     write_json(report, out)
