@@ -47,8 +47,10 @@ def show(result: QueryResult) -> str:
         why = f"\n  why: {result.explanation}" if result.explanation else ""
         return f"  ABSTAIN ({reason}); confidence {result.confidence:.2f}; {ms:.1f} ms{why}"
     cites = ", ".join(dict.fromkeys(f"{c.title} [{c.chunk_id}]" for c in result.citations))
+    # The short answer first (a yes/no question's "Yes" is in no quoted sentence), then the quote.
+    short = f"{result.short_answer.text}: " if result.short_answer is not None else ""
     return (
-        f"  ANSWER: {result.answer}\n  grounding {result.grounding.overall_score:.2f}, "
+        f"  ANSWER: {short}{result.answer}\n  grounding {result.grounding.overall_score:.2f}, "
         f"confidence {result.confidence:.2f}; cites {cites}; {ms:.1f} ms"
     )
 

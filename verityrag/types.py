@@ -197,7 +197,9 @@ class TraceStep:
 @dataclass(frozen=True, slots=True)
 class ShortAnswer:
     """The answer span the reader found: ``text`` is ``chunk.text[start:end]`` of chunk ``chunk_id``;
-    ``probability`` is the reader's confidence that the evidence answers the question at all."""
+    ``probability`` is the reader's confidence that the evidence answers the question at all. A
+    verdict the documents decide and no passage writes ("Yes", "No" to a question about two
+    things) has ``start == end``: where the sentence that decided it starts."""
 
     text: str
     chunk_id: str

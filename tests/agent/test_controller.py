@@ -887,3 +887,42 @@ def test_train_reranker_bad_n_queries_raises_naming_it(pipeline: VerityRAGPipeli
     with pytest.raises(InvalidInputError) as err:
         pipeline.train_reranker(n_queries=n_queries)
     assert err.value.field == "n_queries"
+
+
+def _two_bands(max_hops: int, question: str, documents: Sequence[str] = ("kol", "np")) -> QueryResult:
+    bands = {
+        "kol": ("Kings of Leon", "Kings of Leon is an American rock band that formed in Nashville in 1999."),
+        "np": (
+            "The New Pornographers",
+            "The New Pornographers are a Canadian indie rock band from Vancouver.",
+        ),
+    }
+    p = VerityRAGPipeline(settings=Settings(max_hops=max_hops))
+    for doc_id in documents:
+        p.ingest_document(doc_id, *bands[doc_id])
+    p.ingest_document("rail", "Rail in India", "Trains run from Mumbai to Chennai every day.")
+    p.reader = EvidenceReader(_CityReader())
+    p.gate.set_threshold(0.0)
+    return p.query(question)
+
+
+def test_a_yes_no_question_about_two_things_is_decided_by_their_documents_citing_both() -> None:
+    result = _two_bands(2, "Are both Kings of Leon and The New Pornographers American rock bands?")
+    assert not result.abstained, result.explanation
+    assert result.short_answer is not None
+    assert result.short_answer.text == "No"
+    assert {c.doc_id for c in result.citations} == {"kol", "np"}
+    (hop,) = [s for s in result.trace if s.stage.startswith("hop_")]
+    assert hop.details["asked"] == ["Kings of Leon", "New Pornographers"]
+    assert hop.details["verdict"] is False
+    same = _two_bands(2, "Are Kings of Leon and The New Pornographers from different countries?")
+    assert same.short_answer is not None
+    assert same.short_answer.text == "Yes"
+
+
+def test_a_question_about_two_things_is_refused_when_one_has_no_document_or_hops_are_off() -> None:
+    question = "Are both Kings of Leon and The New Pornographers American rock bands?"
+    assert _two_bands(2, question, documents=("kol",)).abstained
+    off = _two_bands(1, question)
+    assert off.abstained
+    assert not any(s.stage.startswith("hop_") for s in off.trace)

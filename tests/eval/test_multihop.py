@@ -14,6 +14,7 @@ from verityrag.eval.multihop import (
     corpus_of,
     document_of,
     load_questions,
+    multihop_table,
     split_paragraphs,
     summarise,
     title_of,
@@ -92,3 +93,18 @@ def test_the_summary_counts_right_wrong_and_refused_and_the_missing_hops_refused
     assert summary["missing_hop_refused"] == 2
     assert summary["kinds"]["yes_no"]["refused"] == 1
     assert summary["latency_ms"]["p50"] == 20.0  # of the questions asked with every document
+
+
+def test_the_readme_table_has_a_column_per_setting_and_a_row_per_kind() -> None:
+    rows = [
+        HopOutcome(0, "bridge", False, True, True, True, None, 10.0),
+        HopOutcome(0, "bridge", True, False, True, False, "missing_hop", 12.0),
+        HopOutcome(2, "yes_no", False, False, False, False, "answerability", 30.0),
+        HopOutcome(2, "yes_no", True, True, False, False, None, 31.0),
+    ]
+    report = {"data": "2 questions", **summarise(rows)}
+    table = multihop_table({"defaults": report, "hops": report}).splitlines()
+    assert table[2] == "| questions | defaults | hops |"
+    assert table[4] == "| all (2): right / wrong / refused | 50.0% / 0.0% / 50.0% | 50.0% / 0.0% / 50.0% |"
+    assert table[7].startswith("| yes/no (1): right / wrong / refused | 0.0% / 0.0% / 100.0%")
+    assert table[8] == "| refused with the answer's paragraph removed | 50.0% | 50.0% |"

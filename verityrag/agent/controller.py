@@ -10,8 +10,10 @@
     agree, the reader's span (above its threshold, of the kind asked), the answer check and the
     answerability check (optional)
     -> refused, with max_hops=2: a comparison of time dates its two things by their documents
-    (verityrag.agent.comparisons); with a bridge's mark, a second hop (verityrag.agent.hops)
-    through each bridge, its read through the gates after a hop; none answers -> ABSTAIN(missing_hop)
+    (verityrag.agent.comparisons); a yes/no or "which" question about two things is decided by
+    their documents (verityrag.agent.two_things); with a bridge's mark, a second hop
+    (verityrag.agent.hops) through each bridge, its read through the gates after a hop; none
+    answers -> ABSTAIN(missing_hop)
     -> the answer written (the span's sentence(s), or an LLM's) and grounded
     -> the gates after it: the LLM's own refusal, grounding, guard and reader check (optional),
     corroboration by independent sources (when asked)
@@ -53,7 +55,7 @@ from verityrag.agent.gates import (
     guard_inputs,
     reader_check_inputs,
 )
-from verityrag.agent.hops import Bridge, bridges
+from verityrag.agent.hops import Bridge, about, bridges, through
 from verityrag.agent.interfaces import (
     AnswerabilityModel,
     AnswerCheckModel,
@@ -66,6 +68,7 @@ from verityrag.agent.interfaces import (
 )
 from verityrag.agent.reformulation import Reformulator
 from verityrag.agent.sufficiency import GATE_FEATURES, SELECTOR_FEATURES_FOR_GATE
+from verityrag.agent.two_things import may_ask_two_things, said, two_things_asked, verdict, verdict_answer
 from verityrag.config import STRICTNESS_LEVELS, Strictness
 from verityrag.errors import NotFittedError
 from verityrag.generation.reading import EvidenceReader, Reading, SourceOf, probability
@@ -74,7 +77,16 @@ from verityrag.generation.verified import AnswerStrategy
 from verityrag.index.protocol import AnyIndex, SnapshotView
 from verityrag.retrieval.features import ChunkTermCache, QueryTerms, chunk_features
 from verityrag.text.answer_types import expected_type
-from verityrag.types import AbstainReason, GroundingReport, Hit, QueryResult, TraceStep, source_key
+from verityrag.types import (
+    AbstainReason,
+    CitedSentence,
+    GroundingReport,
+    Hit,
+    QueryResult,
+    ShortAnswer,
+    TraceStep,
+    source_key,
+)
 from verityrag.verify.grounding import GroundingChecker
 from verityrag.verify.sources import ProvenanceLookup, source_details, with_provenance
 from verityrag.verify.strictness import StrictnessPolicy, strictness_policy
@@ -437,8 +449,8 @@ class AgentController:
         return self._answer(case, trace, base)
 
     def may_hop(self, case: Case, refusal: Refusal) -> bool:
-        """Whether a refused question looks for a second hop: it compares two things in time, or
-        the reader found no span in a passage naming what the question names, though the question's
+        """Whether a refused question looks for a second hop: it compares two things in time, has
+        the shape of a question about two things, or the reader found no span in a passage naming what the question names, though the question's
         names are not all in one passage (a bridge's mark: each passage names part of them)."""
         reading = case.best.reading
         return (
@@ -448,6 +460,7 @@ class AgentController:
             and (
                 (reading.short_answer is None and bool(reading.missing_subjects))
                 or time_comparison(case.question) is not None
+                or may_ask_two_things(case.question)
             )
         )
 
@@ -455,7 +468,8 @@ class AgentController:
         self, case: Case, snap: SnapshotView, trace: list[TraceStep], doc_ids: Collection[str] | None
     ) -> Case | None:
         """The question read again through a second hop: a comparison of time, each thing dated by
-        its document (:meth:`compare`); else each bridge of its first hop
+        its document (:meth:`compare`); a question about two things decided by their documents
+        (:meth:`judge`); else each bridge of its first hop
         (:mod:`verityrag.agent.hops`) read across the link and the target's passages, the surest
         span of the kind asked answering. A case whose ``hop`` says what was tried when nothing
         was read; None when there is no bridge (the first refusal stands)."""
@@ -471,6 +485,9 @@ class AgentController:
         comparison = time_comparison(case.question)
         if comparison is not None:
             return self.compare(case, comparison, search, trace)
+        judged = self.judge(case, search, trace)
+        if judged is not None:
+            return judged
         first = case.best
         found = bridges(case.question, first.candidates or first.hits, search)
         if not found:
@@ -487,7 +504,11 @@ class AgentController:
                 "span": reading.short_answer.text if reading and reading.short_answer else None,
             }
             trace.append(TraceStep(f"hop_{hop + 1}", (time.perf_counter() - t0) * 1000, details))
-            if reading is not None and reading.short_answer is not None:
+            if (
+                reading is not None
+                and reading.short_answer is not None
+                and through(case.question, bridge, reading.short_answer.chunk_id)
+            ):
                 reads.append(attempt)
         if reads:
             surest = max(
@@ -529,25 +550,72 @@ class AgentController:
         if chosen is None or chosen.name is None:
             return dataclasses.replace(case, hop=HopTried(tie=chosen is None, unnamed=chosen is not None))
         other = both[1] if chosen is both[0] else both[0]
-        # The answer is the years' comparison, not a span the reader scored: it stands at the
-        # reader's bar, so the reply's confidence is that of an answer read just surely enough.
+        sentences = (*chosen.sentences, *other.sentences)
+        query = " or ".join(comparison.options)
+        return self.decided(case, chosen.name, sentences, query, "comparison", [chosen.hit, other.hit])
+
+    def decided(
+        self,
+        case: Case,
+        answer: ShortAnswer,
+        sentences: Sequence[CitedSentence],
+        query: str,
+        strategy: str,
+        hits: list[Hit],
+    ) -> Case:
+        """The case answered by what the documents decide (a comparison, a verdict), not by a span
+        the reader scored: it stands at the reader's bar, so the reply's confidence is that of an
+        answer read just surely enough."""
         at_bar = self.effective_reader_logit_threshold()
         reading = Reading(
-            dataclasses.replace(chosen.name, probability=probability(at_bar)),
+            dataclasses.replace(answer, probability=probability(at_bar)),
             at_bar,
-            (*chosen.sentences, *other.sentences),
+            tuple(sentences),
             expected_type(case.question),
             True,
             0,
         )
-        attempt = dataclasses.replace(
-            first,
-            query=" or ".join(comparison.options),
-            strategy="comparison",
-            hits=[chosen.hit, other.hit],
-            reading=reading,
-        )
+        attempt = dataclasses.replace(case.best, query=query, strategy=strategy, hits=hits, reading=reading)
         return Case(case.question, attempt, case.sufficiency_threshold, case.n_live)
+
+    def judge(
+        self, case: Case, search: Callable[[str], Sequence[Hit]], trace: list[TraceStep]
+    ) -> Case | None:
+        """A question about two named things (:mod:`verityrag.agent.two_things`) decided by each
+        thing's document: "Yes" or "No", or the thing that is what is asked, each document's
+        deciding sentence cited. None when the question asks no such thing of two things that
+        have documents."""
+        t0 = time.perf_counter()
+        first = case.best
+        candidates = first.candidates or first.hits
+        documents: dict[str, tuple[Hit, ...]] = {}
+
+        def document(name: str) -> tuple[Hit, ...]:
+            if name not in documents:
+                documents[name] = about(name, candidates, exclude="") or about(name, search(name), exclude="")
+            return documents[name]
+
+        asked = two_things_asked(case.question, lambda name: bool(document(name)))
+        if asked is None or len({document(thing)[0].chunk.doc_id for thing in asked.things}) < 2:
+            return None  # not about two things, or two names of one document
+        both = [said(asked, thing, document(thing)) for thing in asked.things]
+        decided = verdict(asked, both)
+        details = {
+            "asked": list(asked.things),
+            "what": asked.asked,
+            "said": [
+                {"thing": s.thing, "holds": s.holds, "values": sorted(s.values), "chunk_id": s.hit.chunk_id}
+                for s in both
+            ],
+            "verdict": decided,
+        }
+        trace.append(TraceStep("hop_1", (time.perf_counter() - t0) * 1000, details))
+        if decided is None:
+            return dataclasses.replace(case, hop=HopTried(undecided=asked.undecided()))
+        answer = verdict_answer(asked, decided, both)
+        sentences = tuple(dict.fromkeys(s.sentence for s in both))
+        hits = [h for s in both for h in document(s.thing)]
+        return self.decided(case, answer, sentences, " and ".join(asked.things), "two_things", hits)
 
     def read_bridge(self, question: str, bridge: Bridge, first: Attempt, snap: SnapshotView) -> Attempt:
         """The first hop's attempt with its evidence the link and the target's passages, read

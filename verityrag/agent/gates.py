@@ -60,6 +60,7 @@ class HopTried:
     death: bool = False  # the comparison was of when they died
     tie: bool = False
     unnamed: bool = False  # the earlier thing's document does not write its name as the question does
+    undecided: str = ""  # why two things' documents do not decide what is asked of them
 
 
 @dataclass
@@ -380,6 +381,8 @@ class HopAnswered:
             return Decision(Refusal(AbstainReason.ANSWERABILITY, {"explanation": tie}))
         if tried.unnamed:
             return Decision(Refusal(AbstainReason.ANSWERABILITY))
+        if tried.undecided:
+            return Decision(Refusal(AbstainReason.ANSWERABILITY, {"explanation": tried.undecided}))
         if tried.undated:
             names = " or ".join(repr(t) for t in tried.undated)
             said = f"the documents do not say: no document says when {names} {'died' if tried.death else 'began'}"

@@ -71,6 +71,18 @@ class Bridge:
         return CitedSentence(chunk.text[start:end], (citation,))
 
 
+def through(question: str, bridge: Bridge, chunk_id: str) -> bool:
+    """Whether a span read in passage ``chunk_id`` is one the bridge leads to: in the target's
+    passages, and a passage that does not name all the question names by itself (the link names
+    the rest). A span in the link, or in a passage that needs no link, is one the first hop read
+    and refused, not an answer the hop found."""
+    passage = next((h.chunk for h in bridge.passages if h.chunk_id == chunk_id), None)
+    if passage is None:
+        return False
+    subjects = question_subjects(question)
+    return bool(missing_subjects(subjects, text_terms([passage.text, passage.title])))
+
+
 def _subject(name: str) -> Subject | None:
     found = question_subjects(f"x {name}")  # the first word of a question is not a name alone
     return next((s for s in found if s.kind != "number"), None)

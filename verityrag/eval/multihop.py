@@ -143,12 +143,13 @@ class HopOutcome:
 
 
 def says(result: QueryResult, q: HopQuestion) -> bool:
-    """The reply gives the gold answer: its short answer holds it, or for yes/no its first word
-    is it."""
+    """The reply gives the gold answer: its short answer holds it, or for yes/no its short
+    answer's (else its answer's) first word is it."""
     if result.abstained:
         return False
     if q.kind == "yes_no":
-        first = normalize_answer(result.answer or "").split()
+        said = result.short_answer.text if result.short_answer is not None else result.answer
+        first = normalize_answer(said or "").split()
         return bool(first) and first[0] == normalize_answer(q.answer)
     short = result.short_answer.text if result.short_answer is not None else ""
     return contains_gold(short, [q.answer])
@@ -254,3 +255,40 @@ def headline(report: dict[str, Any]) -> list[tuple[str, str]]:
     p = report["latency_ms"]
     rows.append(("latency p50/p95", f"{p['p50']:.1f} / {p['p95']:.1f} ms"))
     return rows
+
+
+def multihop_table(reports: dict[str, dict[str, Any]]) -> str:
+    """A Markdown table of multi-hop reports by setting (``{"shipped defaults": report, ...}``):
+    right / wrong / refused of each kind of question, refused with the answer's paragraph removed,
+    and latency."""
+    names = list(reports)
+    first = reports[names[0]]
+    lines = [
+        f"{first['data']}; one run each.",
+        "",
+        "| " + " | ".join(["questions", *names]) + " |",
+        "| " + " | ".join(["---"] * (len(names) + 1)) + " |",
+    ]
+
+    def cell(block: dict[str, Any]) -> str:
+        return f"{block['right_rate']:.1%} / {block['wrong_rate']:.1%} / {block['refused_rate']:.1%}"
+
+    def of(report: dict[str, Any], kind: str) -> dict[str, Any]:
+        return report if kind == "all" else report["kinds"][kind]
+
+    for kind in ("all", *KINDS):
+        label = f"{kind.replace('_', '/')} ({of(first, kind)['questions']}): right / wrong / refused"
+        lines.append("| " + " | ".join([label, *(cell(of(reports[n], kind)) for n in names)]) + " |")
+    lines.append(
+        "| refused with the answer's paragraph removed | "
+        + " | ".join(f"{reports[n]['missing_hop_refused_rate']:.1%}" for n in names)
+        + " |"
+    )
+    lines.append(
+        "| latency p50 / p95 | "
+        + " | ".join(
+            f"{reports[n]['latency_ms']['p50']:.1f} / {reports[n]['latency_ms']['p95']:.1f} ms" for n in names
+        )
+        + " |"
+    )
+    return "\n".join(lines)
