@@ -34,6 +34,10 @@ DOMAIN_REPORTS = {
     "dev": ROOT / "eval_report_domains_dev.json",
     "test": ROOT / "eval_report_domains_test.json",
 }
+MULTIHOP_REPORTS = {
+    "shipped defaults": ROOT / "eval_report_multihop_heldout.json",
+    "`VERITYRAG_MAX_HOPS=2`": ROOT / "eval_report_multihop_heldout_hops2.json",
+}
 SCALE = ROOT / "scripts" / "results" / "bench_scale.json"
 
 
@@ -121,6 +125,15 @@ def domains_section() -> str:
     if not reports:
         return "_No user-domain report yet: `make eval-domains`._"
     return domains_table(reports)
+
+
+def multihop_section() -> str:
+    from verityrag.eval.multihop import multihop_table
+
+    reports = {name: json.loads(p.read_text()) for name, p in MULTIHOP_REPORTS.items() if p.exists()}
+    if not reports:
+        return "_No multi-hop report yet: `make eval-multihop`._"
+    return multihop_table(reports)
 
 
 def bench_section() -> str:
@@ -362,6 +375,7 @@ PAGES = {
     README: (
         ("eval-results", eval_section),
         ("domain-results", domains_section),
+        ("multihop-results", multihop_section),
         ("reader-results", span_reader_section),
         ("scale-results", scale_section),
         ("llm-checks-results", llm_checks_section),
