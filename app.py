@@ -23,7 +23,7 @@ import streamlit as st
 
 from verityrag.config import STRICTNESS_LEVELS, Settings
 from verityrag.errors import InvalidInputError, LLMError, VerityRAGError
-from verityrag.index.collections import ALL_COLLECTIONS, DEMO_COLLECTION, YOURS_FIRST
+from verityrag.index.collections import ALL_COLLECTIONS, DEMO_COLLECTION, OWN_COLLECTION, YOURS_FIRST
 from verityrag.llm import PROVIDERS, complete_fn_for
 from verityrag.llm.completion import CompleteFn
 from verityrag.pipeline import IN_MEMORY, VerityRAGPipeline
@@ -257,7 +257,7 @@ def collection_label(name: str, sizes: dict[str, int]) -> str:
         return f"Your documents ({mine:,}; the demo only while you have none)"
     if name == ALL_COLLECTIONS:
         return f"All documents ({sum(sizes.values()):,})"
-    shown = "documents in no collection" if name == "" else name
+    shown = "Your documents in no collection" if name == OWN_COLLECTION else name
     return f"{shown} ({sizes.get(name, 0):,})"
 
 

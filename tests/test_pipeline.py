@@ -205,25 +205,66 @@ def test_query_bad_question_raises_naming_field(
     assert err.value.field == "question"
 
 
-def test_ingest_file_non_utf8_raises_naming_file_and_writes_nothing(
+def test_ingest_file_binary_raises_naming_file_and_writes_nothing(
     pipeline: VerityRAGPipeline, tmp_path: Path
 ) -> None:
-    path = tmp_path / "latin1.txt"
-    path.write_bytes("Café au lait is served here.".encode("latin-1"))
+    path = tmp_path / "blob.bin"
+    path.write_bytes(b"\x00\x01\xff\xfe binary \x00")
     before = _state(pipeline)
-    with pytest.raises(InvalidInputError, match=r"not valid UTF-8 \(byte 0xe9 at offset 3\)") as err:
+    with pytest.raises(InvalidInputError, match=r"blob.bin.*is binary, not text") as err:
         pipeline.ingest_file(path)
     assert err.value.field == "file"
     assert _state(pipeline) == before
 
 
-def test_ingest_file_utf8_uses_file_name_and_stem(pipeline: VerityRAGPipeline, tmp_path: Path) -> None:
+def test_ingest_file_reads_windows_1252_text_as_the_api_does(
+    pipeline: VerityRAGPipeline, tmp_path: Path
+) -> None:
+    path = tmp_path / "latin1.txt"
+    path.write_bytes("Café au lait is served here.".encode("latin-1"))
+    pipeline.ingest_file(path)
+    doc = pipeline.get_document("latin1.txt")
+    assert doc is not None
+    assert doc.text == "Café au lait is served here."
+
+
+def test_ingest_file_uses_file_name_and_stem(pipeline: VerityRAGPipeline, tmp_path: Path) -> None:
     path = tmp_path / "notes.txt"
     path.write_text("Café au lait is served here. It is warm.", encoding="utf-8")
     result = pipeline.ingest_file(path)
     assert result.doc_id == "notes.txt"
-    assert pipeline.get_document("notes.txt") == Document("notes.txt", "notes", path.read_text("utf-8"))
+    meta = {"source": "notes.txt", "title": "notes", "format": "text"}
+    assert pipeline.get_document("notes.txt") == Document("notes.txt", "notes", path.read_text("utf-8"), meta)
     assert pipeline.index.search_lexical("cafe", 1)[0].chunk.doc_id == "notes.txt"
+
+
+@pytest.mark.parametrize("kind", ["pdf", "docx", "html", "markdown"])
+def test_ingest_file_parses_every_format_the_api_takes(
+    pipeline: VerityRAGPipeline, tmp_path: Path, kind: str
+) -> None:
+    from verityrag.ingest.sample_files import make_docx, make_pdf
+
+    text = "The clinic opens at eight. Vaccinations cost forty pounds."
+    files = {
+        "pdf": ("clinic.pdf", make_pdf([text], title="Clinic")),
+        "docx": ("clinic.docx", make_docx([text], title="Clinic")),
+        "html": (
+            "clinic.html",
+            f"<html><head><title>Clinic</title></head><body><p>{text}</p></body></html>".encode(),
+        ),
+        "markdown": ("clinic.md", f"# Clinic\n\n{text}\n".encode()),
+    }
+    name, data = files[kind]
+    path = tmp_path / name
+    path.write_bytes(data)
+    result = pipeline.ingest_file(path, metadata={"collection": "clinic"})
+    doc = pipeline.get_document(result.doc_id)
+    assert doc is not None
+    assert doc.metadata["format"] == kind
+    assert doc.metadata["collection"] == "clinic"
+    assert "Vaccinations cost forty pounds." in doc.text
+    assert "%PDF" not in doc.text  # parsed, not the raw bytes
+    assert "<p>" not in doc.text
 
 
 def test_ingest_documents_duplicate_ids_raise_and_write_nothing(pipeline: VerityRAGPipeline) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from verityrag import VerityRAGPipeline
 from verityrag.__main__ import SAMPLES, main
-from verityrag.types import QueryResult
+from verityrag.types import AbstainReason, GroundingReport, QueryResult
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -105,3 +105,50 @@ def test_piped_commands_are_not_questions(
     out = capsys.readouterr().out
     assert ":help     this list" in out
     assert "Q: " not in out
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("word", ["quit", "exit", "QUIT"])
+def test_quit_and_exit_without_the_colon_end_the_session(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], word: str
+) -> None:
+    class Pipeline(VerityRAGPipeline):
+        def query(self, question: str, *args: object, **kwargs: object) -> QueryResult:  # type: ignore[override]
+            raise AssertionError(f"{question!r} was asked as a question")
+
+    lines = iter([word, "never read"])
+    monkeypatch.setattr("verityrag.__main__.bundled_pipeline", lambda *a, **k: Pipeline())
+    monkeypatch.setattr("sys.stdin.isatty", lambda: True)
+    monkeypatch.setattr("verityrag.__main__.SAMPLES", ())
+    monkeypatch.setattr("builtins.input", lambda prompt="": next(lines))
+    assert main(["--local"]) == 0
+    assert next(lines) == "never read"
+    assert "an empty line, quit or Ctrl-D stops" in capsys.readouterr().out
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(("collection", "samples_asked"), [("demo", True), (None, False), ("clinics", False)])
+def test_the_sample_questions_are_asked_only_of_the_bundled_demo(
+    monkeypatch: pytest.MonkeyPatch, collection: str | None, samples_asked: bool
+) -> None:
+    asked: list[str] = []
+
+    class Pipeline(VerityRAGPipeline):
+        def query(self, question: str, *args: object, **kwargs: object) -> QueryResult:  # type: ignore[override]
+            asked.append(question)
+            return QueryResult(question, None, True, AbstainReason.NO_EVIDENCE, GroundingReport(0.0), 0.0)
+
+    def index() -> Pipeline:
+        p = Pipeline()
+        metadata = {"collection": collection} if collection else {}
+        p.ingest_document("a", "Clinic hours", "The clinic opens at eight on weekdays.", metadata)
+        return p
+
+    def ended(prompt: str = "") -> str:
+        raise EOFError
+
+    monkeypatch.setattr("verityrag.__main__.bundled_pipeline", lambda *a, **k: index())
+    monkeypatch.setattr("sys.stdin.isatty", lambda: True)
+    monkeypatch.setattr("builtins.input", ended)
+    assert main(["--local"]) == 0
+    assert asked == (list(SAMPLES) if samples_asked else [])

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from verityrag.config import Settings
 from verityrag.errors import InvalidInputError, VerityRAGError
+from verityrag.index.collections import DEMO_COLLECTION
 from verityrag.pipeline import IN_MEMORY
 from verityrag.serve.api_client import API_KEY_ENV, running_api
 from verityrag.serve.bundled import bundled_pipeline
@@ -56,11 +57,13 @@ def show(result: QueryResult) -> str:
 
 
 QUIT_COMMANDS = frozenset({":quit", ":q", ":exit"})
+#: Words that end an interactive session typed without the colon (no one asks the documents "quit").
+QUIT_WORDS = frozenset({"quit", "exit"})
 HELP = """Type a question and press Enter: the answer comes with the sentence it is quoted from, or a refusal
 with its reason. Commands:
   :help     this list
   :stats    how many documents and chunks are indexed
-  :quit     end the session (also :q, :exit, an empty line, Ctrl-D or Ctrl-C)"""
+  :quit     end the session (also quit, exit, :q, :exit, an empty line, Ctrl-D or Ctrl-C)"""
 
 
 def command(pipeline: Backend, line: str) -> bool:
@@ -76,6 +79,16 @@ def command(pipeline: Backend, line: str) -> bool:
     else:
         print(f"  unknown command {name}: :help lists the commands (a question does not start with ':')")
     return True
+
+
+def demo_in_scope(pipeline: Backend) -> bool:
+    """Whether questions ask the bundled demo articles: the index holds no documents of the
+    user's own (then the sample questions are about what is there)."""
+    try:
+        sizes = pipeline.collections()
+    except VerityRAGError:  # an API from before collections
+        return True
+    return not any(n for name, n in sizes.items() if name != DEMO_COLLECTION)
 
 
 def ask(pipeline: Backend, question: str) -> bool:
@@ -124,7 +137,10 @@ def main(argv: list[str] | None = None) -> int:
             where = f"the API at {api_url} (the index make run serves)"
         else:
             local = bundled_pipeline(
-                args.data_dir, store_dir=args.store or IN_MEMORY, settings=Settings.from_env()
+                args.data_dir,
+                store_dir=args.store or IN_MEMORY,
+                collection=DEMO_COLLECTION,
+                settings=Settings.from_env(),
             )
             atexit.register(local.close)  # a clean stop writes the index image beside the store
             pipeline = LocalBackend(local)
@@ -143,12 +159,14 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     interactive = not args.question and sys.stdin.isatty()
+    # The sample questions are about the bundled articles: asked only when those are what is asked.
+    samples = list(SAMPLES) if demo_in_scope(pipeline) else []
     if args.question:
         questions = args.question
     elif interactive:
-        questions = list(SAMPLES)
+        questions = samples
     else:
-        questions = [line.strip() for line in sys.stdin if line.strip()] or list(SAMPLES)
+        questions = [line.strip() for line in sys.stdin if line.strip()] or samples
     ok = True
     for q in questions:
         if q.startswith(":"):  # piped or given, a command is still not a question
@@ -159,14 +177,14 @@ def main(argv: list[str] | None = None) -> int:
         ok = ask(pipeline, q) and ok
     if not interactive:
         return 0 if ok else 2
-    print("\nAsk a question (:help for the commands; an empty line or :quit stops).")
+    print("\nAsk a question (:help for the commands; an empty line, quit or Ctrl-D stops).")
     while True:
         try:
             q = input("\nQ: ").strip()
         except (EOFError, KeyboardInterrupt):  # Ctrl-D or Ctrl-C ends the session, no traceback
             print()
             break
-        if not q:
+        if not q or q.lower() in QUIT_WORDS:
             break
         if q.startswith(":"):
             if not command(pipeline, q):

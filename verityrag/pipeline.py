@@ -48,6 +48,7 @@ from verityrag.index.filters import AnyFilter, as_filter
 from verityrag.index.live import LiveIndex
 from verityrag.index.protocol import AnyIndex
 from verityrag.index.store import SQLiteDocumentStore
+from verityrag.ingest.files import document_from_file
 from verityrag.ingest.writer import (
     DATA_DIR_ENV,
     IN_MEMORY,
@@ -219,18 +220,22 @@ class VerityRAGPipeline:
         return self.writer.write_many(documents, batch_size, progress)
 
     def ingest_file(
-        self, path: str | os.PathLike[str], doc_id: str | None = None, title: str | None = None
+        self,
+        path: str | os.PathLike[str],
+        doc_id: str | None = None,
+        title: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> IngestResult:
-        """Ingest a UTF-8 text file; the doc id defaults to the file name."""
+        """Ingest a file as ``POST /documents/files`` does (:mod:`verityrag.ingest.files`): PDF,
+        DOCX, HTML, Markdown, CSV or plain text, parsed by its format; the doc id its name made
+        safe, the title the file's own (else its name's stem), ``source``/``title``/``format`` in
+        its metadata beside ``metadata``; ``doc_id`` and ``title`` given replace them. A file that
+        cannot be read raises :class:`InvalidInputError` (field ``file``) naming it and why."""
         p = Path(path)
-        raw = p.read_bytes()
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InvalidInputError(
-                "file", f"{p} is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at offset {exc.start})"
-            ) from exc
-        return self.ingest_document(doc_id or p.name, title if title is not None else p.stem, text)
+        doc, _ = document_from_file(p.name, p.read_bytes(), None, self.settings.max_document_chars, metadata)
+        if title is not None:
+            doc = dataclasses.replace(doc, title=title, metadata={**doc.metadata, "title": title})
+        return self.ingest_document(doc_id or doc.doc_id, doc.title, doc.text, doc.metadata)
 
     def delete_document(self, doc_id: str) -> bool:
         """Remove a document from the store and both indexes. False if it was not there."""

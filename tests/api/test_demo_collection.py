@@ -63,7 +63,7 @@ def test_what_you_add_survives_a_restart_and_is_asked_before_the_demo(
     with TestClient(create_app(again)) as client:
         assert client.get("/documents/mill").status_code == 200  # kept across the restart
         sizes = {c["name"]: c["documents"] for c in client.get("/collections").json()["collections"]}
-        assert sizes == {"demo": demo["demo"], "": 1}  # the demo was not loaded twice
+        assert sizes == {"demo": demo["demo"], "yours": 1}  # the demo was not loaded twice
         mine = client.post("/query", json={"question": "Who built the tide mill at Wexcombe?"}).json()
         assert "Ashby" in (mine["answer"] or ""), mine
         tesla = client.post("/query", json={"question": TESLA}).json()

@@ -13,7 +13,7 @@ from fastapi import FastAPI
 
 from verityrag import Settings, VerityRAGPipeline
 from verityrag.api import create_app
-from verityrag.api.routes import doc_id_for_file
+from verityrag.ingest.files import doc_id_for_file
 from verityrag.ingest.sample_files import make_docx, make_pdf
 from verityrag.types import is_valid_doc_id
 

@@ -46,7 +46,11 @@ def test_all_a_name_and_a_filter_naming_the_collection() -> None:
         scoped_filter(" ", None, index)
 
 
-def test_collection_sizes_count_documents_without_one_apart() -> None:
-    assert collection_sizes(_index(**MIXED)) == {"demo": 2, "manuals": 1, "": 1}
+def test_documents_without_a_collection_are_yours() -> None:
+    assert collection_sizes(_index(**MIXED)) == {"demo": 2, "manuals": 1, "yours": 1}
     assert collection_sizes(_index(**DEMO_ONLY)) == {"demo": 2}
-    assert collection_sizes(_index(a={}, b={"x": 1})) == {"": 2}
+    assert collection_sizes(_index(a={}, b={"x": 1})) == {"yours": 2}
+    named = _index(**MIXED, t={"collection": "yours"})
+    assert collection_sizes(named)["yours"] == 2  # named so, or in none
+    assert _asks("yours", named) == {"mine", "t"}
+    assert _asks("yours", _index(a={}, b={"x": 1})) == {"a", "b"}

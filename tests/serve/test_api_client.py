@@ -67,10 +67,12 @@ def test_a_file_is_parsed_by_the_api_and_named_by_its_file(api: ApiClient) -> No
 def test_collections_are_counted_and_removed(api: ApiClient) -> None:
     api.add_document("demo-1", "Demo", LIGHTHOUSE, {"collection": "demo"})
     api.add_document("mine", "Mine", LIGHTHOUSE)
-    assert api.collections() == {"demo": 1, "": 1}
+    assert api.collections() == {"demo": 1, "yours": 1}
     assert api.remove_collection("demo") == 1
     assert api.remove_collection("demo") == 0
-    assert api.collections() == {"": 1}
+    assert api.collections() == {"yours": 1}
+    assert api.remove_collection("yours") == 1  # the documents added without a collection
+    assert api.collections() == {}
 
 
 def test_query_returns_the_one_reply(pipeline: VerityRAGPipeline, api: ApiClient) -> None:

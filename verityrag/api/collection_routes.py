@@ -23,7 +23,7 @@ collection_endpoints = RouteTable()
 )
 async def list_collections(p: PipelineDep) -> CollectionsOut:
     """Each collection (the `collection` metadata key) with its number of documents; documents
-    without one are counted under the empty name."""
+    added without one are the collection `yours`."""
     sizes = await run_in_threadpool(collection_sizes, p.writer.metadata_index)
     return CollectionsOut(
         collections=[CollectionOut(name=name, documents=n) for name, n in sorted(sizes.items())]
@@ -38,8 +38,9 @@ async def list_collections(p: PipelineDep) -> CollectionsOut:
     tags=["documents"],
 )
 async def delete_collection(name: str, p: PipelineDep) -> DeletedCollectionOut:
-    """Remove every document of the collection `name` (e.g. `demo`, the bundled corpus)."""
-    deleted = await run_in_threadpool(remove_collection, p, name)
+    """Remove every document of the collection `name` (e.g. `demo`, the bundled corpus; `yours`,
+    the documents added without a collection)."""
+    deleted = await run_in_threadpool(remove_collection, p, p.writer.metadata_index, name)
     if not deleted:
         raise ApiError(404, "name", f"no collection {name!r}")
     return DeletedCollectionOut(name=name, deleted_documents=deleted)

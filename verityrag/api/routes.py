@@ -9,13 +9,11 @@ holder and the metrics come from ``request.app.state`` through the dependencies 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import logging
-import re
 import time
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path, PurePath, PureWindowsPath
+from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import Body, FastAPI, File, Form, Query, UploadFile
@@ -68,7 +66,8 @@ from verityrag.api.streaming import MEDIA_TYPE as STREAM_MEDIA_TYPE
 from verityrag.api.streaming import query_events, sse_event
 from verityrag.errors import InvalidInputError
 from verityrag.index.filters import MetadataFilter
-from verityrag.ingest.parsers import FORMATS, ParsedFile, parse_file
+from verityrag.ingest.files import document_from_file
+from verityrag.ingest.parsers import FORMATS, ParsedFile
 from verityrag.pipeline import VerityRAGPipeline
 from verityrag.serve.query_reply import citation_reply, query_reply, trace_step_reply
 from verityrag.types import Document, QueryResult, TraceStep
@@ -128,27 +127,6 @@ async def ingest(
 MAX_UPLOAD_BYTES = 32 * 1024 * 1024
 #: The most files one upload may carry.
 MAX_UPLOAD_FILES = 100
-_DOC_ID_UNSAFE = re.compile(r"[^A-Za-z0-9._:\-]+")
-
-
-def doc_id_for_file(filename: str) -> str:
-    """A valid doc id from an uploaded file's name: its last path part (``/`` or ``\\``), other
-    characters than letters, digits and ``. _ : -`` as ``-``, starting with a letter or digit,
-    at most 200 characters; ``file`` when nothing is left. A name with characters outside ASCII
-    also carries 8 hex digits of its hash before the extension (``договор.txt`` gives
-    ``01feb781.txt``, ``ümlaut.txt`` ``mlaut-f34494f7.txt``), so two such names stay two
-    documents while uploading the same name again still replaces its document."""
-    name = PureWindowsPath(PurePath(filename).name).name
-    suffix = PurePath(name).suffix if name not in (".", "..") else ""
-    stem = name[: len(name) - len(suffix)] if suffix else name
-    cleaned = re.sub(r"^[^A-Za-z0-9]+", "", _DOC_ID_UNSAFE.sub("-", stem))
-    ext = _DOC_ID_UNSAFE.sub("-", suffix)[:10]
-    if not name.isascii():
-        # Replacing each non-ASCII run by "-" would map every Cyrillic or Chinese name alike.
-        digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:8]
-        cleaned = f"{cleaned[:180]}-{digest}" if cleaned else digest
-    whole = re.sub(r"^[^A-Za-z0-9]+", "", cleaned + ext)[:200]
-    return whole or "file"
 
 
 @endpoints.post(
@@ -215,9 +193,8 @@ def _ingest_files(
     docs: list[Document] = []
     for i, (filename, content_type, data) in enumerate(uploads):
         try:
-            one = parse_file(filename, data, content_type, p.settings.max_document_chars)
-            meta = {**extra, "source": one.source, "title": one.title, "format": one.format}
-            docs.append(p.validate_document(Document(doc_id_for_file(filename), one.title, one.text, meta)))
+            doc, one = document_from_file(filename, data, content_type, p.settings.max_document_chars, extra)
+            docs.append(p.validate_document(doc))
         except InvalidInputError as exc:
             field = f"files[{i}]" if exc.field == "file" else f"files[{i}].{exc.field}"
             problem = exc.problem if exc.field == "file" else f"({filename!r}) {exc.problem}"

@@ -3,13 +3,14 @@
 The served app starts with the bundled corpus in the ``demo`` collection, so it answers at once;
 a user's own documents (any other collection, or none) must not be answered from it. A question
 therefore asks, by default, the user's documents when there are any and the demo only when there
-is nothing else; ``all`` asks everything, a name asks that collection.
+is nothing else; ``all`` asks everything, a name asks that collection. Documents added without a
+collection are the ``yours`` collection (with any a user named so).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Sequence
+from typing import Protocol
 
 from verityrag.errors import InvalidInputError
 from verityrag.index.filters import MetadataFilter, MetadataIndex, Scalar
@@ -21,14 +22,27 @@ DEMO_COLLECTION = "demo"
 ALL_COLLECTIONS = "all"
 #: The default choice: your documents when there are any, else the demo.
 YOURS_FIRST = "auto"
+#: The collection of documents added without one.
+OWN_COLLECTION = "yours"
 
 
 def collection_sizes(index: MetadataIndex) -> dict[str, int]:
-    """Documents per collection name; documents without one are counted under ``""``."""
+    """Documents per collection name; documents without one are counted under ``yours``."""
     named = {str(v): n for v, n in index.value_counts(COLLECTION_KEY).items() if isinstance(v, str)}
     # exact where a document lists several collections: the ones in none of them
     rest = len(index.matching(MetadataFilter((), ((COLLECTION_KEY, tuple(named)),)))) if named else len(index)
-    return {**named, "": rest} if rest else named
+    if rest:
+        named[OWN_COLLECTION] = named.get(OWN_COLLECTION, 0) + rest
+    return named
+
+
+def collection_filter(name: str, index: MetadataIndex) -> MetadataFilter | None:
+    """The documents of the collection ``name``; of ``yours``, those in no other collection too
+    (None: every document, when no other collection is named)."""
+    if name != OWN_COLLECTION:
+        return MetadataFilter(((COLLECTION_KEY, (name,)),), ())
+    others = tuple(v for v in index.value_counts(COLLECTION_KEY) if v != OWN_COLLECTION)
+    return MetadataFilter((), ((COLLECTION_KEY, others),)) if others else None
 
 
 def scoped_filter(
@@ -53,7 +67,10 @@ def scoped_filter(
             return flt
         excluded = ((COLLECTION_KEY, (DEMO_COLLECTION,)),)
     else:
-        condition = ((COLLECTION_KEY, (choice,)),)
+        chosen = collection_filter(choice, index)
+        if chosen is None:
+            return flt
+        condition, excluded = chosen.conditions, chosen.excluded
     if flt is None:
         return MetadataFilter(condition, excluded)
     return MetadataFilter((*flt.conditions, *condition), (*flt.excluded, *excluded))
@@ -68,17 +85,18 @@ class DocumentCollection(Protocol):
     """What removing a collection needs: a pipeline's listing and delete."""
 
     def list_documents(
-        self, filter: Mapping[str, Any], offset: int = 0, limit: int = 50
+        self, filter: MetadataFilter | None, offset: int = 0, limit: int = 50
     ) -> tuple[int, Sequence[_Listed]]: ...
 
     def delete_document(self, doc_id: str) -> bool: ...
 
 
-def remove_collection(documents: DocumentCollection, name: str, page: int = 500) -> int:
-    """Delete every document of the collection ``name``; how many were deleted."""
+def remove_collection(documents: DocumentCollection, index: MetadataIndex, name: str, page: int = 500) -> int:
+    """Delete every document of the collection ``name`` (``index``: the documents' metadata); how
+    many were deleted."""
     deleted = 0
     while True:  # pages from the start: each deleted document leaves the listing
-        _, listed = documents.list_documents({COLLECTION_KEY: name}, 0, page)
+        _, listed = documents.list_documents(collection_filter(name, index), 0, page)
         removed = sum(documents.delete_document(doc.doc_id) for doc in listed)
         if not removed:  # nothing left (or deleted meanwhile by someone else)
             return deleted

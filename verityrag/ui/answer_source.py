@@ -22,6 +22,7 @@ import httpx
 
 from verityrag.config import Settings
 from verityrag.index.collections import collection_sizes, remove_collection
+from verityrag.ingest.files import document_from_file
 from verityrag.pipeline import VerityRAGPipeline
 from verityrag.serve.api_client import API_KEY_ENV, ApiClient
 from verityrag.serve.query_reply import result_from_reply
@@ -99,7 +100,7 @@ class LocalBackend:
         return collection_sizes(self.pipeline.writer.metadata_index)
 
     def remove_collection(self, name: str) -> int:
-        return remove_collection(self.pipeline, name)
+        return remove_collection(self.pipeline, self.pipeline.writer.metadata_index, name)
 
     def add_document(
         self, doc_id: str, title: str, text: str, metadata: dict[str, Any] | None = None
@@ -111,13 +112,10 @@ class LocalBackend:
         )
 
     def add_file(self, filename: str, data: bytes, content_type: str | None = None) -> AddedDocument:
-        """As ``POST /documents/files`` adds a file: parsed, its name as its id, source/title/format kept."""
-        from verityrag.api.routes import doc_id_for_file  # the API's rule, so both name a file alike
-        from verityrag.ingest.parsers import parse_file
-
-        parsed = parse_file(filename, data, content_type, self.pipeline.settings.max_document_chars)
-        meta = {"source": parsed.source, "title": parsed.title, "format": parsed.format}
-        return self.add_document(doc_id_for_file(filename), parsed.title, parsed.text, meta)
+        """As ``POST /documents/files`` adds a file (:mod:`verityrag.ingest.files`)."""
+        max_chars = self.pipeline.settings.max_document_chars
+        doc, _ = document_from_file(filename, data, content_type, max_chars)
+        return self.add_document(doc.doc_id, doc.title, doc.text, doc.metadata)
 
 
 class ApiBackend:
