@@ -16,30 +16,46 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any
-from urllib.parse import quote
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import streamlit as st
 
 from verityrag.config import STRICTNESS_LEVELS, Settings
 from verityrag.errors import InvalidInputError, LLMError, VerityRAGError
-from verityrag.index.collections import ALL_COLLECTIONS, DEMO_COLLECTION, OWN_COLLECTION, YOURS_FIRST
+from verityrag.index.collections import (
+    ALL_COLLECTIONS,
+    DEMO_COLLECTION,
+    OWN_COLLECTION,
+    YOURS_FIRST,
+    only_demo,
+)
 from verityrag.llm import PROVIDERS, complete_fn_for
 from verityrag.llm.completion import CompleteFn
 from verityrag.pipeline import IN_MEMORY, VerityRAGPipeline
 from verityrag.serve.bundled import bundled_pipeline
-from verityrag.types import QueryResult
-from verityrag.ui.answer_source import AddedDocument, Backend, api_url_from_args, backend_for, document_id
+from verityrag.types import FAIRLY_SURE, QueryResult, ReplyCase
+from verityrag.ui.answer_source import (
+    AddedDocument,
+    Backend,
+    ListedDocument,
+    api_url_from_args,
+    backend_for,
+    document_id,
+)
 from verityrag.ui.llm_compare import LLMView, llm_side_by_side
 from verityrag.ui.streaming_story import StoryEvent, StoryOutcome, run_streaming_story
 from verityrag.ui.views import (
     ABOUT_TEXT,
     ResultView,
+    blockquote,
     learned_checks_line,
     marked_markdown,
     md_escape,
     result_view,
 )
+
+T = TypeVar("T")
 
 SAMPLE_QUESTIONS = (
     "Who did Tesla work for in New York in 1884?",
@@ -47,7 +63,7 @@ SAMPLE_QUESTIONS = (
     "What is the atomic number of oxygen?",
     "What is the largest bone in the human body?",
 )
-UPLOAD_TYPES = ("pdf", "html", "htm", "md", "markdown", "docx", "txt")
+UPLOAD_TYPES = ("pdf", "html", "htm", "md", "markdown", "docx", "txt", "csv")
 NO_LLM = "(none)"
 PROVIDER_HELP = (
     "local: the offline Qwen2.5-Coder-0.5B-Instruct chat model; gemma: the offline gemma-3-270m base "
@@ -98,42 +114,85 @@ def ask_llm(provider: str, result: QueryResult) -> LLMView:
     return llm_side_by_side(provider, complete_fn, result.question, result.evidence)
 
 
-def document_link(doc_id: str) -> str:
-    """A link to the stored document, when the app asks an API (it serves ``GET /documents/{id}``)."""
-    url = backend().api_url
-    return f" [open the document]({url}/documents/{quote(doc_id, safe='/:')})" if url else ""
+def read_document(doc_id: str, key: str) -> None:
+    """A document opened in the app, in a closed expander: its parsed text, then its passages."""
+    with st.expander("Open the document"):
+        show_document(backend(), doc_id, key)
+
+
+def show_document(source: Backend, doc_id: str, key: str) -> None:
+    """The document as it was parsed and indexed: its text, then the passages it was cut into."""
+    try:
+        doc = source.open_document(doc_id)
+    except VerityRAGError as exc:
+        st.error(f"The document cannot be read: {exc}")
+        return
+    if doc is None:
+        st.caption("This document is no longer in the index.")
+        return
+    about = [f"id `{doc.doc_id}`", f"{len(doc.text):,} characters", plural(len(doc.passages), "passage")]
+    if doc.metadata.get("format"):
+        about.insert(1, str(doc.metadata["format"]))
+    st.caption(", ".join(about))
+    with st.container(height=320, key=f"text-{key}"):
+        st.markdown(md_escape(doc.text))
+    st.markdown(f"**Passages** ({len(doc.passages)}): each is searched and quoted on its own")
+    for i, passage in enumerate(doc.passages, 1):
+        st.markdown(f"{i}.\n" + blockquote(md_escape(passage)))
 
 
 def show_answer(view: ResultView) -> None:
-    """The answer first: the short answer, the sentence it is quoted from with it marked, the source."""
+    """The answer first: the short answer, the sentence it is quoted from with it marked, the
+    source; how sure in words, the number beside. An answer not sure enough to trust at a glance
+    is shown in blue, not green."""
     quote = marked_markdown(view.quote) if view.quote else md_escape(view.answer or "")
     headline = f"### {md_escape(view.short_answer)}\n\n" if view.short_answer else ""
-    st.success(f"{headline}> {quote}")
+    box = st.success if view.confidence >= FAIRLY_SURE else st.info  # under it: "not sure"
+    box(f"{headline}{blockquote(quote)}\n\n**{md_escape(view.said)}**")
     titles = ", ".join(dict.fromkeys(s.title or s.doc_id for s in view.sources))
     st.caption(
         f"Quoted from {titles or 'the documents'}. Grounding {view.grounding:.2f} "
-        f"(how well the cited passage supports the answer, 0-1); confidence {view.confidence:.2f}; "
-        f"{view.latency_ms:.0f} ms."
+        f"(how well the cited passage supports the answer, 0-1); {view.latency_ms:.0f} ms."
     )
     if view.sources:
         st.markdown("**Sources**")
         for i, source in enumerate(view.sources, 1):
             where = f" ({md_escape(source.source)})" if source.source else ""
-            where += document_link(source.doc_id)
             st.markdown(
-                f"**[{i}] {md_escape(source.title or source.doc_id)}**{where}  \n"
-                f"> {marked_markdown(source.passage, '**{}**')}"
+                f"**[{i}] {md_escape(source.title or source.doc_id)}**{where}\n\n"
+                + blockquote(marked_markdown(source.passage, "**{}**"))
             )
+            read_document(source.doc_id, f"source-{i}")
 
 
 def show_refusal(view: ResultView) -> None:
-    """Why in words, then what was found instead: the reader can judge the refusal."""
-    st.warning(f"**No answer.** The system refused because {md_escape(view.reason_text or 'of its checks')}.")
+    """Which case in words, why, then what to read: the passage that may say it, both sides of a
+    disagreement, or what was found instead."""
+    why = md_escape(view.why or "of its checks")
+    if view.case == ReplyCase.SOURCES_DISAGREE:
+        st.error(f"**{md_escape(view.said)}.** {why}.", icon=":material/balance:")
+        if view.disagreeing:
+            st.table([{"the documents say": d["value"], "source": d["source"]} for d in view.disagreeing])
+    elif view.case == ReplyCase.NOT_SURE:
+        st.warning(f"**{md_escape(view.said)}.** {why}.", icon=":material/search:")
+        if view.candidate is not None:
+            title = md_escape(view.candidate.title or view.candidate.doc_id)
+            st.markdown(
+                f"**The passage to read: {title}**\n\n"
+                + blockquote(marked_markdown(view.candidate.passage, "**{}**"))
+            )
+            read_document(view.candidate.doc_id, "candidate")
+    else:
+        st.info(f"**{md_escape(view.said)}.** {why}.")
+    st.caption(f"Confidence that refusing is right: {view.confidence:.2f}; {view.latency_ms:.0f} ms.")
+    if view.case == ReplyCase.NOT_SURE and view.candidate is not None:
+        return
     if view.found_instead:
         st.markdown("**What was found instead** (not enough to answer)")
-        for found in view.found_instead:
+        for i, found in enumerate(view.found_instead, 1):
             title = md_escape(found.title or found.doc_id)
-            st.markdown(f"**{title}**{document_link(found.doc_id)}  \n> {md_escape(found.text)}")
+            st.markdown(f"**{title}**\n\n" + blockquote(md_escape(found.text)))
+            read_document(found.doc_id, f"found-{i}")
     else:
         st.caption("Nothing related was found in the documents.")
 
@@ -184,27 +243,39 @@ def use_sample() -> None:
         st.session_state["question"] = st.session_state["sample"]
 
 
-def ask_tab() -> None:
-    source = backend()
+def reached(read: Callable[[], T]) -> T | None:
+    """What ``read`` gets from the index, or None once the page says the index is not reachable."""
     try:
-        stats = source.stats()
+        return read()
     except VerityRAGError as exc:
         st.error(f"The documents are not reachable: {exc}")
+        return None
+
+
+def ask_tab() -> None:
+    source = backend()
+    stats = reached(source.stats)
+    if stats is None:
         return
     st.caption(
         f"{plural(stats['documents'], 'document')}, {plural(stats['chunks'], 'passage')}. The answer "
         "is a sentence quoted from them, with its source, or a refusal that says why."
     )
-    st.session_state.setdefault("question", SAMPLE_QUESTIONS[0])
+    # The examples are about the bundled articles: offered (and one put in the box) only when
+    # those are what a question asks.
+    demo = asks_the_demo(source)
+    if demo:
+        st.session_state.setdefault("question", SAMPLE_QUESTIONS[0])
     question = st.text_input("Your question", key="question", placeholder="Ask about your documents")
-    st.selectbox(
-        "Or pick an example",
-        SAMPLE_QUESTIONS,
-        index=None,
-        key="sample",
-        on_change=use_sample,
-        placeholder="Example questions about the bundled articles",
-    )
+    if demo:
+        st.selectbox(
+            "Or pick an example",
+            SAMPLE_QUESTIONS,
+            index=None,
+            key="sample",
+            on_change=use_sample,
+            placeholder="Example questions about the bundled articles",
+        )
     settings = source.settings
     with st.expander("Answer settings"):
         cols = st.columns(2)
@@ -245,6 +316,20 @@ def ask_tab() -> None:
             show_result(view)
         with right, st.spinner(f"Asking {provider}..."):
             show_llm(ask_llm(provider, result))
+
+
+def asks_the_demo(source: Backend) -> bool:
+    """Whether a question asks the bundled articles: chosen under Answer settings, or the index
+    holds no documents of the user's own."""
+    choice = st.session_state.get("collection")
+    if choice == DEMO_COLLECTION:
+        return True
+    if choice not in (None, YOURS_FIRST):
+        return False
+    try:
+        return only_demo(source.collections())
+    except VerityRAGError:  # an API from before collections
+        return True
 
 
 def plural(n: int, noun: str) -> str:
@@ -354,6 +439,10 @@ def add_tab() -> None:
                 added.append(added_line(doc))
     with count_slot:
         index_count()
+    if len(added) > st.session_state.setdefault("added_shown", 0):
+        # The tabs before this one were drawn before these documents came: drawn again with them.
+        st.session_state["added_shown"] = len(added)
+        st.rerun()
     if added:
         st.markdown("**Added in this session**")
         for line in reversed(added):
@@ -377,6 +466,134 @@ def demo_removal(source: Backend) -> None:
         if st.button("Remove the demo articles", key="remove_demo"):
             removed = source.remove_collection(DEMO_COLLECTION)
             st.success(f"Removed {plural(removed, 'demo document')}.")
+
+
+#: Documents listed per page in the Documents tab.
+DOCS_PER_PAGE = 20
+ANY_COLLECTION = "(every collection)"
+
+
+def documents_tab() -> None:
+    """The documents in the index: a page at a time, searched by title, filtered by collection;
+    one opened as its parsed text and passages, or deleted, or a whole collection deleted."""
+    source = backend()
+    sizes = reached(source.collections)
+    if sizes is None:
+        return
+    left, right = st.columns([2, 1])
+    words = left.text_input("Search by title", key="doc_search", placeholder="words in the title")
+    names = [ANY_COLLECTION, *sorted(sizes)]
+    chosen = right.selectbox(
+        "Collection",
+        names,
+        key="doc_collection",
+        format_func=lambda n: n if n == ANY_COLLECTION else collection_label(n, sizes),
+    )
+    collection = None if chosen == ANY_COLLECTION else chosen
+    page = st.session_state.setdefault("doc_page", 0)
+    # A new search or collection starts at the first page.
+    wanted = (words.strip(), collection)
+    if st.session_state.get("doc_listing") != wanted:
+        st.session_state["doc_listing"], page = wanted, 0
+    try:
+        total, rows = source.list_documents(
+            page * DOCS_PER_PAGE, DOCS_PER_PAGE, words.strip() or None, collection
+        )
+    except VerityRAGError as exc:
+        st.error(f"The documents cannot be listed: {exc}")
+        return
+    pages = max(1, -(-total // DOCS_PER_PAGE))
+    if page >= pages:  # the last page emptied by deletes
+        page = pages - 1
+        total, rows = source.list_documents(
+            page * DOCS_PER_PAGE, DOCS_PER_PAGE, words.strip() or None, collection
+        )
+    st.session_state["doc_page"] = page
+    if not rows:
+        st.info("No documents match." if words.strip() or collection else "The index holds no documents yet.")
+    else:
+        st.caption(f"{plural(total, 'document')}; page {page + 1} of {pages}.")
+        st.table([document_row(d) for d in rows])
+    previous, following, _ = st.columns([1, 1, 4])
+    if previous.button("Previous page", key="doc_prev", disabled=page == 0):
+        st.session_state["doc_page"] = page - 1
+        st.rerun()
+    if following.button("Next page", key="doc_next", disabled=page + 1 >= pages):
+        st.session_state["doc_page"] = page + 1
+        st.rerun()
+    if rows:
+        one_document(source, rows)
+    remove_a_collection(source, sizes)
+
+
+def document_row(doc: ListedDocument) -> dict[str, str]:
+    added = time.strftime("%Y-%m-%d %H:%M", time.gmtime(doc.added)) + " UTC" if doc.added else ""
+    return {
+        "title": doc.title or doc.doc_id,
+        "collection": doc.collection,
+        "format": doc.format or "text",
+        "size": f"{doc.chars:,} characters",
+        "passages": f"{doc.passages:,}",
+        "added": added,
+        "id": doc.doc_id,
+    }
+
+
+def one_document(source: Backend, rows: list[ListedDocument]) -> None:
+    """Pick one of the page's documents: open it in the app, or delete it after a confirmation."""
+    by_id = {d.doc_id: d for d in rows}
+    doc_id = st.selectbox(
+        "A document to open or delete",
+        list(by_id),
+        index=None,
+        key="doc_pick",
+        format_func=lambda i: f"{by_id[i].title or i} ({i})",
+        placeholder="Choose one of the documents listed",
+    )
+    if doc_id is None:
+        return
+    doc = by_id[doc_id]
+    if st.session_state.get("doc_confirm") == doc_id:
+        st.warning(f"Delete “{doc.title or doc_id}”? It leaves the index and is no longer asked.")
+        yes, no, _ = st.columns([1, 1, 4])
+        if yes.button("Yes, delete it", key="doc_delete_yes", type="primary"):
+            deleted = source.delete_document(doc_id)
+            st.session_state.pop("doc_confirm", None)
+            st.session_state["doc_deleted"] = doc.title or doc_id if deleted else None
+            st.session_state.pop("doc_pick", None)
+            st.rerun()
+        if no.button("Cancel", key="doc_delete_no"):
+            st.session_state.pop("doc_confirm", None)
+            st.rerun()
+    elif st.button("Delete this document", key="doc_delete"):
+        st.session_state["doc_confirm"] = doc_id
+        st.rerun()
+    st.markdown(f"#### {md_escape(doc.title or doc_id)}")
+    show_document(source, doc_id, "picked")
+
+
+def remove_a_collection(source: Backend, sizes: dict[str, int]) -> None:
+    """Delete every document of one collection, once confirmed."""
+    deleted = st.session_state.pop("doc_deleted", None)
+    if deleted:
+        st.success(f"Deleted “{deleted}”.")
+    if not sizes:
+        return
+    with st.expander("Delete a whole collection"):
+        name = st.selectbox(
+            "Collection to delete",
+            sorted(sizes),
+            key="collection_pick",
+            format_func=lambda n: collection_label(n, sizes),
+        )
+        sure = st.checkbox(
+            f"Yes, delete all {plural(sizes.get(name, 0), 'document')} of “{name}”", key="collection_sure"
+        )
+        if st.button("Delete the collection", key="collection_delete", disabled=not sure):
+            removed = source.remove_collection(name)
+            st.session_state.pop("collection_sure", None)
+            st.session_state["doc_deleted"] = f"{name}: {plural(removed, 'document')}"
+            st.rerun()
 
 
 def _story_line(event: StoryEvent) -> str:
@@ -425,9 +642,11 @@ def main() -> None:
         "Answers questions from your documents with the sentence it is quoted from, "
         "and says so when they do not answer."
     )
-    ask, add, stream = st.tabs(["Ask", "Add documents", "Real-time streaming demo"])
+    ask, documents, add, stream = st.tabs(["Ask", "Documents", "Add documents", "Real-time streaming demo"])
     with ask:
         ask_tab()
+    with documents:
+        documents_tab()
     with add:
         add_tab()
     with stream:

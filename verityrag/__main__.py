@@ -23,7 +23,7 @@ from pathlib import Path
 
 from verityrag.config import Settings
 from verityrag.errors import InvalidInputError, VerityRAGError
-from verityrag.index.collections import DEMO_COLLECTION
+from verityrag.index.collections import DEMO_COLLECTION, only_demo
 from verityrag.pipeline import IN_MEMORY
 from verityrag.serve.api_client import API_KEY_ENV, running_api
 from verityrag.serve.bundled import bundled_pipeline
@@ -46,13 +46,15 @@ def show(result: QueryResult) -> str:
     if result.abstained:
         reason = result.abstain_reason.value if result.abstain_reason else "?"
         why = f"\n  why: {result.explanation}" if result.explanation else ""
-        return f"  ABSTAIN ({reason}); confidence {result.confidence:.2f}; {ms:.1f} ms{why}"
+        return (
+            f"  ABSTAIN ({reason}): {result.headline}; confidence {result.confidence:.2f}; {ms:.1f} ms{why}"
+        )
     cites = ", ".join(dict.fromkeys(f"{c.title} [{c.chunk_id}]" for c in result.citations))
     # The short answer first (a yes/no question's "Yes" is in no quoted sentence), then the quote.
     short = f"{result.short_answer.text}: " if result.short_answer is not None else ""
     return (
-        f"  ANSWER: {short}{result.answer}\n  grounding {result.grounding.overall_score:.2f}, "
-        f"confidence {result.confidence:.2f}; cites {cites}; {ms:.1f} ms"
+        f"  ANSWER: {short}{result.answer}\n  {result.headline}; grounding "
+        f"{result.grounding.overall_score:.2f}; cites {cites}; {ms:.1f} ms"
     )
 
 
@@ -85,10 +87,9 @@ def demo_in_scope(pipeline: Backend) -> bool:
     """Whether questions ask the bundled demo articles: the index holds no documents of the
     user's own (then the sample questions are about what is there)."""
     try:
-        sizes = pipeline.collections()
+        return only_demo(pipeline.collections())
     except VerityRAGError:  # an API from before collections
         return True
-    return not any(n for name, n in sizes.items() if name != DEMO_COLLECTION)
 
 
 def ask(pipeline: Backend, question: str) -> bool:

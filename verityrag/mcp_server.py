@@ -148,7 +148,10 @@ def query_tool_reply(reply: Mapping[str, Any]) -> dict[str, Any]:
         "short_answer": short["text"] if short else None,
         "abstained": reply["abstained"],
         "abstain_reason": reply["abstain_reason"],
+        "case": reply.get("case"),
+        "headline": reply.get("headline"),
         "explanation": reply.get("explanation"),
+        "candidate": (reply.get("candidate") or {}).get("text"),
         "confidence": reply["confidence"],
         "grounding_score": reply["grounding"]["overall_score"],
         "unsupported_claims": reply.get("unsupported_claims", []),
@@ -319,7 +322,9 @@ def build_server(source: VerityRAGPipeline | ToolSource) -> MCPServer[Any]:
     @server.tool(
         description="Answer a question from the indexed documents with citations, or abstain with a "
         "reason. Returns {question, answer (the cited sentences, or null when it abstained), "
-        "short_answer, abstained, abstain_reason, explanation (why, in words), confidence, "
+        "short_answer, abstained, abstain_reason, case (answered, not_found, not_sure, "
+        "sources_disagree, unknown_name), headline (the case in words), explanation (why, in words), "
+        "candidate (for not_sure: what a passage may say), confidence, "
         "grounding_score (0..1), unsupported_claims, citations: [{chunk_id, doc_id, title, start, "
         f"end}}], latency_ms}}.\n\nstrictness: one of {', '.join(STRICTNESS_LEVELS)} (default: the "
         "server's setting). filter: only documents whose metadata matches, e.g. "

@@ -208,6 +208,46 @@ class ShortAnswer:
     probability: float
 
 
+class ReplyCase(enum.StrEnum):
+    """Which case a reply is, as a person reads it at a glance (the abstain reason says which
+    check refused; several checks refuse for one case)."""
+
+    ANSWERED = "answered"
+    # Nothing in the documents answers the question.
+    NOT_FOUND = "not_found"
+    # A passage may say the answer (``QueryResult.candidate``), not surely enough to answer.
+    NOT_SURE = "not_sure"
+    # Documents give different answers; the explanation names both and their sources.
+    SOURCES_DISAGREE = "sources_disagree"
+    # The question names something no passage found names (another clinic, another product).
+    UNKNOWN_NAME = "unknown_name"
+
+
+#: A reply's case in words, read at a glance; an answer's adds how sure (:func:`sureness`).
+CASE_HEADLINES: dict[ReplyCase, str] = {
+    ReplyCase.ANSWERED: "Answered",
+    ReplyCase.NOT_FOUND: "Not found in the documents",
+    ReplyCase.NOT_SURE: "Found something, not sure enough to answer",
+    ReplyCase.SOURCES_DISAGREE: "The sources disagree",
+    ReplyCase.UNKNOWN_NAME: "The documents do not name what the question asks about",
+}
+
+
+#: An answer's confidence (the probability that it is right) from which it is "sure", and
+#: "fairly sure"; under that, "not sure".
+SURE = 0.85
+FAIRLY_SURE = 0.6
+
+
+def sureness(confidence: float) -> str:
+    """How sure an answer is, in words: its confidence is the probability that it is right."""
+    if confidence >= SURE:
+        return "sure"
+    if confidence >= FAIRLY_SURE:
+        return "fairly sure"
+    return "not sure: read the quoted sentence"
+
+
 @dataclass(frozen=True, slots=True)
 class QueryResult:
     question: str
@@ -227,6 +267,21 @@ class QueryResult:
     short_answer: ShortAnswer | None = None
     # Why the question was refused, in words a user can be shown (None for an answer).
     explanation: str | None = None
+    # Which case the reply is (None: answered, or for a refusal not found in the documents).
+    case: ReplyCase | None = None
+    # A refusal not sure enough: the span a passage may give, which the reply names.
+    candidate: ShortAnswer | None = None
+
+    def __post_init__(self) -> None:
+        if self.case is None:
+            derived = (
+                ReplyCase.ANSWERED
+                if not self.abstained
+                else ReplyCase.SOURCES_DISAGREE
+                if self.abstain_reason is AbstainReason.CONFLICT
+                else ReplyCase.NOT_FOUND
+            )
+            object.__setattr__(self, "case", derived)
 
     @property
     def citations(self) -> tuple[Citation, ...]:
@@ -239,3 +294,12 @@ class QueryResult:
     @property
     def latency_ms(self) -> float:
         return sum(step.duration_ms for step in self.trace)
+
+    @property
+    def headline(self) -> str:
+        """The reply's case in words ("Answered, sure (confidence 0.91)", "The sources disagree");
+        ``explanation`` says why."""
+        case = self.case or ReplyCase.NOT_FOUND
+        if case is ReplyCase.ANSWERED:
+            return f"Answered, {sureness(self.confidence)} (confidence {self.confidence:.2f})"
+        return CASE_HEADLINES[case]

@@ -75,3 +75,21 @@ def test_reliability_bins_and_the_expected_calibration_error() -> None:
     assert figures["ece"] == pytest.approx((2 * 0.05 + 3 * abs((0.95 + 0.95 + 1.0) / 3 - 2 / 3)) / 5)
     with pytest.raises(ValueError, match="differ in length"):
         reliability([0.5], [])
+
+
+def test_a_reported_conflict_is_a_decision_of_its_own() -> None:
+    # The reader reads two values surely: for any other refusal that says it is wrong, for a
+    # reported conflict it says nothing of the kind.
+    rows = [ReplyRow(False, 0.9, 8.0, False) for _ in range(30)] + [
+        ReplyRow(False, 0.2, -6.0, True) for _ in range(30)
+    ]
+    rows += [ReplyRow(False, 0.9, 8.0, True, conflict=True) for _ in range(9)] + [
+        ReplyRow(False, 0.9, 8.0, False, True)
+    ]
+    model = ConfidenceModel.fit(rows)
+    assert model.probability(False, 0.9, 8.0) < 0.2
+    assert model.probability(False, 0.9, 8.0, conflict=True) == pytest.approx(10 / 12)  # 9 of 10, smoothed
+    back = ConfidenceModel.from_dict(model.to_dict())
+    assert back.probability(False, 0.9, 8.0, conflict=True) == pytest.approx(10 / 12)
+    older = {k: v for k, v in model.to_dict().items() if k != "conflict"}
+    assert ConfidenceModel.from_dict(older).conflict == model.refusal  # scored as refusals, as before

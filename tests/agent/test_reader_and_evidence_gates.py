@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from verityrag.agent.attempt import Attempt
-from verityrag.agent.gates import Case, EnoughEvidence, ReaderDecision
+from verityrag.agent.gates import Case, EnoughEvidence, ReaderDecision, reply_case
 from verityrag.generation.reading import Reading, probability
 from verityrag.text.answer_types import AnswerType
-from verityrag.types import AbstainReason, ShortAnswer
+from verityrag.types import AbstainReason, ReplyCase, ShortAnswer
 
 pytestmark = pytest.mark.unit
 
@@ -40,7 +40,7 @@ def test_a_span_over_the_threshold_of_the_kind_asked_goes_on_and_the_decision_is
 @pytest.mark.parametrize(
     ("case", "said"),
     [
-        (_case(answer_logit=1.0), "no passage answers the question"),
+        (_case(answer_logit=1.0), "not sure enough to answer: prices#0 may say '£240'"),
         (_case(answer=None), "no passage answers the question"),
         (_case(type_ok=False), "asks for a money, and the best passage offers '£240'"),
         (_case(answer=None, missing=("Ashgrove",)), "names 'Ashgrove'"),
@@ -74,3 +74,36 @@ def test_a_sufficiency_refusal_says_which_names_no_passage_holds() -> None:
     )
     assert refusal is not None
     assert "'Ashgrove'" in refusal.details["explanation"]
+
+
+def test_a_sufficiency_refusal_over_a_span_of_the_kind_asked_says_what_a_passage_may_say() -> None:
+    refusal = EnoughEvidence(0, True).decide(_case(probability=0.1)).refusal
+    assert refusal is not None
+    assert refusal.details["explanation"] == "not sure enough to answer: prices#0 may say '£240'"
+
+
+@pytest.mark.parametrize(
+    ("reason", "case", "expected", "candidate"),
+    [
+        (AbstainReason.ANSWERABILITY, _case(answer_logit=1.0), ReplyCase.NOT_SURE, "£240"),
+        (AbstainReason.SUFFICIENCY, _case(probability=0.1), ReplyCase.NOT_SURE, "£240"),
+        (AbstainReason.ANSWERABILITY, _case(answer=None), ReplyCase.NOT_FOUND, None),
+        (AbstainReason.ANSWERABILITY, _case(answer_logit=-3.0), ReplyCase.NOT_FOUND, None),  # p 0.05: no lead
+        (AbstainReason.ANSWERABILITY, _case(type_ok=False), ReplyCase.NOT_FOUND, None),
+        (
+            AbstainReason.ANSWERABILITY,
+            _case(answer=None, missing=("Ashgrove",)),
+            ReplyCase.UNKNOWN_NAME,
+            None,
+        ),
+        (AbstainReason.CONFLICT, _case(), ReplyCase.SOURCES_DISAGREE, None),
+        (AbstainReason.NO_EVIDENCE, _case(), ReplyCase.NOT_FOUND, None),
+        (AbstainReason.MISSING_HOP, _case(), ReplyCase.NOT_FOUND, None),
+    ],
+)
+def test_each_refusal_is_the_case_a_person_reads(
+    reason: AbstainReason, case: Case, expected: ReplyCase, candidate: str | None
+) -> None:
+    said, span = reply_case(reason, case.best.reading)
+    assert said is expected
+    assert (span.text if span is not None else None) == candidate

@@ -16,7 +16,7 @@ from verityrag.generation.reading import EvidenceReader, logit
 from verityrag.models.span_reader import ReaderResult, ReaderSpan
 from verityrag.text.answer_types import AnswerType, expected_type
 from verityrag.thresholds.learned import GateOutcome
-from verityrag.types import AbstainReason
+from verityrag.types import AbstainReason, ReplyCase
 
 pytestmark = pytest.mark.integration
 
@@ -82,7 +82,10 @@ def test_no_answer_from_the_reader_is_an_answerability_refusal_that_says_why(
     assert result.abstained
     assert result.abstain_reason is AbstainReason.ANSWERABILITY
     assert result.explanation is not None
+    # The reader read a span far under its threshold (p 0.02): no lead, the documents do not say.
     assert "do not say" in result.explanation
+    assert result.case is ReplyCase.NOT_FOUND
+    assert result.candidate is None
     decision = next(s for s in result.trace if s.stage == "reader_decision")
     assert decision.details["answers"] is False
     assert decision.details["score"] < decision.details["threshold"]

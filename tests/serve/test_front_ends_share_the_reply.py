@@ -20,12 +20,13 @@ from verityrag.ui.answer_source import ApiBackend
 pytestmark = pytest.mark.unit
 
 # POST /query's body for ANSWER and REFUSAL, byte for byte, as the API wrote them before the
-# front ends shared one serialiser (session of the "one service under the front ends" refactoring).
+# front ends shared one serialiser, with the reply's case (case, headline, candidate) added since.
 ANSWER_BYTES = (
     '{"question":"Who designed the Kellmark lighthouse — and when?","answer":"It was designed'
     ' by Ilse Varga in 1911.","short_answer":{"text":"Ilse Varga","chunk_id":"notes/kellmark#'
-    '0","start":63,"end":73,"probability":0.96},"abstained":false,"abstain_reason":null,"expl'
-    'anation":null,"confidence":0.93,"grounding":{"overall_score":0.91,"claims":[{"claim":"It'
+    '0","start":63,"end":73,"probability":0.96},"abstained":false,"abstain_reason":null,'
+    '"case":"answered","headline":"Answered, sure (confidence 0.93)","explanation":null,'
+    '"candidate":null,"confidence":0.93,"grounding":{"overall_score":0.91,"claims":[{"claim":"It'
     ' was designed by Ilse Varga in 1911.","support":0.91}]},"unsupported_claims":["A claim n'
     'o passage supports."],"citations":[{"chunk_id":"notes/kellmark#0","doc_id":"notes/kellma'
     'rk","title":"Kellmark lighthouse","start":44,"end":82,"source":"notes.txt","ingested_at"'
@@ -37,8 +38,9 @@ ANSWER_BYTES = (
 ).encode()
 REFUSAL_BYTES = (
     b'{"question":"What colour is the Kellmark lighthouse?","answer":null,"short_answer":null,'
-    b'"abstained":true,"abstain_reason":"sufficiency","explanation":"the documents found do no'
-    b't cover the question well enough to answer it","confidence":0.25,"grounding":{"overall_s'
+    b'"abstained":true,"abstain_reason":"sufficiency","case":"not_found","headline":"Not found in'
+    b' the documents","explanation":"the documents found do no'
+    b't cover the question well enough to answer it","candidate":null,"confidence":0.25,"grounding":{"overall_s'
     b'core":0.0,"claims":[]},"unsupported_claims":[],"citations":[],"trace":[{"stage":"abstain'
     b'","duration_ms":0.5,"details":{"reason":"sufficiency","probability":0.01}}],"latency_ms"'
     b":0.5}"

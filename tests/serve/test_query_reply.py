@@ -11,7 +11,7 @@ import pytest
 from made_up_results import ANSWER, CITATION, REFUSAL
 
 from verityrag.serve.query_reply import json_plain, query_reply, result_from_reply
-from verityrag.types import QueryResult, TraceStep
+from verityrag.types import QueryResult, ReplyCase, ShortAnswer, TraceStep
 
 pytestmark = pytest.mark.unit
 
@@ -24,7 +24,10 @@ def test_query_reply_of_an_answer_holds_every_field_of_the_documented_body() -> 
         "short_answer",
         "abstained",
         "abstain_reason",
+        "case",
+        "headline",
         "explanation",
+        "candidate",
         "confidence",
         "grounding",
         "unsupported_claims",
@@ -86,7 +89,30 @@ def test_an_object_json_cannot_hold_in_the_details_is_its_string() -> None:
     assert query_reply(dataclasses.replace(REFUSAL, trace=(step,)))["trace"][0]["details"] == {"what": "odd"}
 
 
-@pytest.mark.parametrize("result", [ANSWER, REFUSAL], ids=["answer", "refusal"])
+NOT_SURE = dataclasses.replace(
+    REFUSAL,
+    case=ReplyCase.NOT_SURE,
+    candidate=ShortAnswer("£110", "prices#0", 10, 14, 0.4),
+    explanation="not sure enough to answer: Price list may say '£110'",
+)
+
+
+def test_a_refusal_says_its_case_in_a_field_and_in_words() -> None:
+    reply = query_reply(NOT_SURE)
+    assert reply["case"] == "not_sure"
+    assert reply["headline"] == "Found something, not sure enough to answer"
+    assert reply["candidate"] == {
+        "text": "£110",
+        "chunk_id": "prices#0",
+        "start": 10,
+        "end": 14,
+        "probability": 0.4,
+    }
+    answered = query_reply(ANSWER)
+    assert (answered["case"], answered["headline"]) == ("answered", "Answered, sure (confidence 0.93)")
+
+
+@pytest.mark.parametrize("result", [ANSWER, REFUSAL, NOT_SURE], ids=["answer", "refusal", "not sure"])
 def test_a_reply_read_back_gives_the_same_reply(result: QueryResult) -> None:
     reply = query_reply(result)
     assert query_reply(result_from_reply(reply)) == reply

@@ -26,7 +26,8 @@ def test_the_recipe_refits_the_shipped_model_from_the_calibration_replies(tmp_pa
     args = ["--out", str(out)] + [arg for d in domains for arg in ("--domains", str(ROOT / d))]
     assert confidence_recipe.main(args) == 0
     data = json.loads(out.read_text(encoding="utf-8"))
-    assert data["trained_on"]["questions"] == data["answer"]["rows"] + data["refusal"]["rows"]
+    decisions = ("answer", "refusal", "conflict")
+    assert data["trained_on"]["questions"] == sum(data[name]["rows"] for name in decisions)
     assert data["trained_on"]["sources"]["bundled corpus"] == 550
     model = ConfidenceModel.from_dict(data)
     shipped = shipped_confidence()
@@ -35,3 +36,5 @@ def test_the_recipe_refits_the_shipped_model_from_the_calibration_replies(tmp_pa
     assert model.answer.rows == shipped.answer.rows
     assert model.answer.bias == pytest.approx(shipped.answer.bias, abs=1e-6)
     assert model.refusal.weights == pytest.approx(shipped.refusal.weights, abs=1e-6)
+    assert model.conflict.rows == shipped.conflict.rows
+    assert model.conflict.weights == pytest.approx(shipped.conflict.weights, abs=1e-6)

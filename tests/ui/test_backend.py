@@ -127,3 +127,33 @@ def test_the_uploaders_limit_is_the_apis() -> None:
 
     config = tomllib.loads((Path(__file__).resolve().parents[2] / ".streamlit" / "config.toml").read_text())
     assert config["server"]["maxUploadSize"] * 1024 * 1024 == MAX_UPLOAD_BYTES  # Streamlit's MB are MiB
+
+
+def test_the_documents_are_listed_opened_and_deleted_alike_through_the_api_and_in_process(
+    api: ApiBackend, pipeline: VerityRAGPipeline
+) -> None:
+    local = LocalBackend(pipeline)
+    pipeline.ingest_document(
+        "lighthouse", "Kellmark lighthouse", TEXT, {"collection": "harbour", "format": "text"}
+    )
+    pipeline.ingest_document("mill", "Wexcombe tide mill", "The mill was built in 1790.")
+    for backend in (api, local):
+        total, rows = backend.list_documents(0, 10, title="KELLMARK")
+        assert total == 1
+        (row,) = rows
+        assert (row.doc_id, row.collection, row.format, row.chars) == (
+            "lighthouse",
+            "harbour",
+            "text",
+            len(TEXT.strip()),
+        )
+        assert row.passages == len(pipeline.index.chunks_of("lighthouse")) > 1
+        assert backend.list_documents(0, 10, collection="yours")[1][0].doc_id == "mill"
+        assert backend.list_documents(1, 10)[0] == 2  # the total, whatever the page
+        opened = backend.open_document("lighthouse")
+        assert opened is not None
+        assert opened.passages == tuple(c.text for c in pipeline.index.chunks_of("lighthouse"))
+        assert backend.open_document("nothing") is None
+    assert api.delete_document("mill")
+    assert not local.delete_document("mill")  # one index: already gone
+    assert local.list_documents(0, 10)[0] == 1

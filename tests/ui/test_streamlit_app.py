@@ -15,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 
 from verityrag.pipeline import VerityRAGPipeline
 from verityrag.types import (
+    CASE_HEADLINES,
     AbstainReason,
     Chunk,
     Citation,
@@ -23,6 +24,7 @@ from verityrag.types import (
     GroundingReport,
     Hit,
     QueryResult,
+    ReplyCase,
     ShortAnswer,
     TraceStep,
 )
@@ -62,7 +64,7 @@ def _page_text(at: AppTest) -> str:
 
 def test_app_has_its_tabs_and_says_how_answers_are_checked(app: AppTest) -> None:
     assert app.title[0].value == "VerityRAG"
-    assert [t.label for t in app.tabs] == ["Ask", "Add documents", "Real-time streaming demo"]
+    assert [t.label for t in app.tabs] == ["Ask", "Documents", "Add documents", "Real-time streaming demo"]
     assert "documents" in app.caption[1].value
     [about] = [e for e in app.expander if e.label.startswith("About")]
     assert CHECKS_OFF_TEXT in [m.value for m in about.markdown]  # no learned check switched on
@@ -76,7 +78,9 @@ def test_typed_question_is_asked_without_picking_anything(app: AppTest) -> None:
     app.text_input(key="question").input("What is the largest bone in the human body?").run()
     app.button(key="ask").click().run()
     assert not app.exception, app.exception
-    assert "No answer." in app.warning[0].value
+    # Refused, in the words of its case: what a passage may say, or that nothing says it.
+    boxes = [*app.warning, *app.info]
+    assert any("not sure enough to answer" in b.value or "Not found" in b.value for b in boxes)
 
 
 def test_picking_an_example_puts_it_in_the_question_box(app: AppTest) -> None:
@@ -138,7 +142,7 @@ def test_ask_refuses_out_of_domain_in_words_and_shows_what_was_found(app: AppTes
     app.selectbox(key="sample").select("What is the largest bone in the human body?").run()
     app.button(key="ask").click().run()
     assert not app.success
-    assert app.warning[0].value.startswith("**No answer.** The system refused because ")
+    assert app.info[0].value.startswith("**Not found in the documents.** ")
     assert "What was found instead" in "\n".join(m.value for m in app.markdown)
     labels = [m.label for m in _developer_details(app).metric]
     assert "Grounding" not in labels  # a refusal has no answer to ground: no "Grounding 0.00"
@@ -217,7 +221,9 @@ def test_streaming_demo_tells_the_story(app: AppTest) -> None:
     assert not app.error, [e.value for e in app.error]
     assert "answered with a citation" in app.success[-1].value
     text = "\n".join(m.value for m in app.markdown)
-    assert "Abstained" in text
+    refusals = [words for case, words in CASE_HEADLINES.items() if case is not ReplyCase.ANSWERED]
+    assert any(words in text for words in refusals)  # refused first, in the words of its case
+    assert "Answered, " in text
     assert "Edison" in text
 
 

@@ -70,7 +70,7 @@ def test_llm_answer_shown_beside_the_pipeline_with_verdicts(openai_server: str) 
     assert "Edison" in at.success[0].value  # the pipeline's own answer, unchanged
     markdown = "\n".join(m.value for m in at.markdown)
     assert "LLM (openai) on the same evidence" in markdown
-    verdicts = at.table[-1].value
+    verdicts = next(t.value for t in at.table if "supported" in t.value.columns)  # the LLM side's
     assert verdicts["sentence"].str.contains("Thomas Edison").all()
     assert verdicts["supported"].all()
     # The LLM was shown the pipeline's evidence, numbered.

@@ -4,8 +4,10 @@ A reply is right when it is an answer that holds a gold answer, or a refusal of 
 has none. What the agent knows when it decides is the sufficiency gate's probability and the
 reader's answer logit; neither is that probability (the gate's says "the evidence holds an
 answer", and a refusal at 0.95 said nothing about the refusal). :class:`ConfidenceModel` maps
-them to it with one logistic regression per decision, answer or refusal (Platt scaling with two
-inputs), fitted on the replies to labelled questions. A decision with fewer than
+them to it with one logistic regression per decision, answer, refusal or reported conflict
+(Platt scaling with two inputs), fitted on the replies to labelled questions. A conflict is a
+decision of its own: the reader reads two values surely, which for any other refusal says the
+refusal is wrong. A decision with fewer than
 :data:`MIN_ROWS` replies, or with only right (or only wrong) ones, gets its smoothed share right.
 
 :func:`reply_right` says what "right" is; :meth:`ConfidenceModel.fit` takes one
@@ -26,7 +28,7 @@ import numpy as np
 from verityrag.generation.reading import logit, probability
 from verityrag.models.folder import RESOURCES_DIR
 from verityrag.text.answers import contains_gold
-from verityrag.types import QueryResult
+from verityrag.types import AbstainReason, QueryResult
 
 #: The model a fresh pipeline with the shipped gate and reader starts with (python -m verityrag.train
 #: confidence), fitted on their replies to the bundled calibration questions.
@@ -41,12 +43,14 @@ _CLIP = 20.0
 @dataclass(frozen=True, slots=True)
 class ReplyRow:
     """One reply to a labelled question: whether it answered, the gate's probability, the reader's
-    answer logit (None without a reader), and whether it was right."""
+    answer logit (None without a reader), whether it was right, and whether it was a refusal
+    reporting a conflict."""
 
     answered: bool
     gate_probability: float
     reader_logit: float | None
     right: bool
+    conflict: bool = False
 
 
 def reply_right(answered: bool, holds_gold: bool, answerable: bool) -> bool:
@@ -98,22 +102,29 @@ class ConfidenceModel:
 
     answer: _Decision
     refusal: _Decision
+    conflict: _Decision
 
     @classmethod
     def fit(cls, rows: Sequence[ReplyRow]) -> ConfidenceModel:
+        refusals = [r for r in rows if not r.answered]
         return cls(
-            _Decision.fit([r for r in rows if r.answered]), _Decision.fit([r for r in rows if not r.answered])
+            _Decision.fit([r for r in rows if r.answered]),
+            _Decision.fit([r for r in refusals if not r.conflict]),
+            _Decision.fit([r for r in refusals if r.conflict]),
         )
 
-    def probability(self, answered: bool, gate_probability: float, reader_logit: float | None) -> float:
-        """The probability that an answer (``answered``) or a refusal with these scores is right."""
-        decision = self.answer if answered else self.refusal
+    def probability(
+        self, answered: bool, gate_probability: float, reader_logit: float | None, conflict: bool = False
+    ) -> float:
+        """The probability that an answer (``answered``), a refusal or a reported conflict
+        (``conflict``) with these scores is right."""
+        decision = self.answer if answered else self.conflict if conflict else self.refusal
         return decision.probability(gate_probability, reader_logit)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             name: {"bias": d.bias, "weights": list(d.weights), "rows": d.rows}
-            for name, d in (("answer", self.answer), ("refusal", self.refusal))
+            for name, d in (("answer", self.answer), ("refusal", self.refusal), ("conflict", self.conflict))
         }
 
     @classmethod
@@ -122,7 +133,10 @@ class ConfidenceModel:
             w = d["weights"]
             return _Decision(float(d["bias"]), (float(w[0]), float(w[1])), int(d["rows"]))
 
-        return cls(decision(data["answer"]), decision(data["refusal"]))
+        # A model fitted before conflicts were a decision of their own scores them as refusals.
+        refusal = decision(data["refusal"])
+        conflict = decision(data["conflict"]) if "conflict" in data else refusal
+        return cls(decision(data["answer"]), refusal, conflict)
 
 
 def reply_scores(result: QueryResult) -> tuple[float, float | None]:
@@ -142,7 +156,8 @@ def reply_row(result: QueryResult, answers: Sequence[str]) -> ReplyRow:
     answered = not result.abstained
     gate, logit = reply_scores(result)
     holds = answered and bool(answers) and contains_gold(result.answer or "", answers)
-    return ReplyRow(answered, gate, logit, reply_right(answered, holds, bool(answers)))
+    conflict = result.abstain_reason is AbstainReason.CONFLICT
+    return ReplyRow(answered, gate, logit, reply_right(answered, holds, bool(answers)), conflict)
 
 
 @functools.cache

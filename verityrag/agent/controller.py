@@ -54,6 +54,7 @@ from verityrag.agent.gates import (
     first_refusal,
     guard_inputs,
     reader_check_inputs,
+    reply_case,
 )
 from verityrag.agent.hops import Bridge, about, bridges, through
 from verityrag.agent.interfaces import (
@@ -693,12 +694,13 @@ class AgentController:
         report = self.grounding.check(written.sentences, case.evidence)
         return dataclasses.replace(written, report=report, grounding_ms=(time.perf_counter() - t0) * 1000)
 
-    def reply_confidence(self, answered: bool, best: Attempt) -> float:
-        """The probability that answering (or refusing) on ``best`` is right (see ``confidence``)."""
+    def reply_confidence(self, answered: bool, best: Attempt, conflict: bool = False) -> float:
+        """The probability that answering (or refusing, or reporting a conflict) on ``best`` is
+        right (see ``confidence``)."""
         if self.confidence is None:
             return best.probability
         logit = best.reading.answer_logit if best.reading is not None else None
-        return self.confidence.probability(answered, best.probability, logit)
+        return self.confidence.probability(answered, best.probability, logit, conflict)
 
     def effective_reader_logit_threshold(self) -> float:
         """The reader's threshold on the answer logit at this agent's strictness level."""
@@ -803,7 +805,7 @@ class AgentController:
         logger.debug("abstain (%s) on %r: p=%.3f", reason.value, case.question, best.probability)
         details = base | dict(refusal.details)
         explanation = details.get("explanation") or ABSTAIN_EXPLANATIONS[reason]
-        confidence = self.reply_confidence(False, best)
+        confidence = self.reply_confidence(False, best, reason is AbstainReason.CONFLICT)
         trace.append(
             TraceStep(
                 "abstain",
@@ -818,6 +820,7 @@ class AgentController:
             )
         )
         report = case.answer.report if case.answer is not None else None
+        said, candidate = reply_case(reason, best.reading)
         return QueryResult(
             question=case.question,
             answer=None,
@@ -828,6 +831,8 @@ class AgentController:
             evidence=tuple(best.hits),
             trace=tuple(trace),
             explanation=explanation,
+            case=said,
+            candidate=candidate,
         )
 
 

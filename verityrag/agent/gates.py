@@ -26,7 +26,15 @@ from verityrag.agent.attempt import Attempt
 from verityrag.agent.interfaces import AnswerabilityModel, AnswerCheckModel, AnswerGuard, ReaderCheckModel
 from verityrag.generation.reading import Reading, probability
 from verityrag.generation.verified import VerifiedAnswer
-from verityrag.types import AbstainReason, Chunk, CitedSentence, GroundingReport, ShortAnswer, TraceStep
+from verityrag.types import (
+    AbstainReason,
+    Chunk,
+    CitedSentence,
+    GroundingReport,
+    ReplyCase,
+    ShortAnswer,
+    TraceStep,
+)
 from verityrag.verify.sources import ProvenanceLookup, corroboration
 
 #: Top chunks the question-side checks (answerability, reader) read: enough for the answer,
@@ -143,16 +151,49 @@ class EnoughEvidence:
         gated = not self.reader_decides_small_corpora or case.n_live >= self.min_chunks
         if case.best.probability >= case.sufficiency_threshold or not gated:
             return GO_ON
-        # Said in the reader's words when what the question names is in no passage it read.
-        unnamed = unnamed_subjects(case.best.reading)
-        details = {} if unnamed is None else {"explanation": unnamed}
+        # Said in the reader's words when what the question names is in no passage it read, or
+        # when it read a span of the kind asked: what a passage may say.
+        reading = case.best.reading
+        said = unnamed_subjects(reading) or (may_say(reading) if reading is not None else None)
+        details = {} if said is None else {"explanation": said}
         return Decision(Refusal(AbstainReason.SUFFICIENCY, details))
+
+
+#: The reader's probability from which a span it read, under its bar for an answer, is what a
+#: passage may say ("not sure enough"); under it, the documents do not say (a span read at 1e-8
+#: over a question the documents never touch is no lead).
+MAY_SAY = 0.5
+
+
+def may_say(reading: Reading) -> str | None:
+    """What a passage may say, when the reader read a span of the kind asked, likely but not surely
+    enough to answer (None when it read none such)."""
+    span = reading.short_answer
+    if span is None or not reading.type_ok or reading.answer_probability < MAY_SAY:
+        return None
+    return f"not sure enough to answer: {_title_of(reading, span.chunk_id)} may say {span.text!r}"
+
+
+def reply_case(reason: AbstainReason, reading: Reading | None) -> tuple[ReplyCase, ShortAnswer | None]:
+    """Which case a refusal for ``reason`` is, for a person (:class:`ReplyCase`), and the span a
+    passage may give when it is one not sure enough."""
+    if reason is AbstainReason.CONFLICT:
+        return ReplyCase.SOURCES_DISAGREE, None
+    if reason in (AbstainReason.NO_EVIDENCE, AbstainReason.MISSING_HOP) or reading is None:
+        return ReplyCase.NOT_FOUND, None
+    if reading.short_answer is None:
+        return (ReplyCase.UNKNOWN_NAME if reading.missing_subjects else ReplyCase.NOT_FOUND), None
+    if may_say(reading) is None:
+        return ReplyCase.NOT_FOUND, None
+    return ReplyCase.NOT_SURE, reading.short_answer
 
 
 def _unanswered(reading: Reading, logit_threshold: float) -> str | None:
     """Why the reader's span is no answer (below the threshold, or of the wrong kind), or None."""
-    if reading.short_answer is None or reading.answer_logit < logit_threshold:
+    if reading.short_answer is None:
         return "the documents do not say: no passage answers the question"
+    if reading.answer_logit < logit_threshold:
+        return may_say(reading) or "the documents do not say: no passage answers the question"
     if not reading.type_ok:
         return (
             f"the documents do not say: the question asks for a {reading.expected.value}, and the best "
@@ -240,7 +281,13 @@ class SourcesAgree:
         said = [f"{answer.text!r} ({_title_of(reading, answer.chunk_id)})"]
         said += [f"{a.text!r} ({a.title or a.doc_id})" for a in others]
         details = {
-            "conflict": [{"answer": answer.text, "chunk_id": answer.chunk_id}]
+            "conflict": [
+                {
+                    "answer": answer.text,
+                    "chunk_id": answer.chunk_id,
+                    "title": _title_of(reading, answer.chunk_id),
+                }
+            ]
             + [a.trace_details() for a in others],
             "explanation": "the documents disagree: " + " or ".join(said),
         }

@@ -246,14 +246,26 @@ async def list_documents(
             examples=['{"source": "encyclopedia"}'],
         ),
     ] = None,
+    title: Annotated[
+        str | None,
+        Query(max_length=200, description="Only documents whose title holds these words (any case)."),
+    ] = None,
+    collection: Annotated[
+        str | None,
+        Query(
+            max_length=200,
+            description="Only this collection's documents (`yours`: those added without a collection).",
+        ),
+    ] = None,
 ) -> DocumentListOut:
     """The stored documents, ordered by doc_id, a page at a time, without their text.
 
-    `total` counts every document the filter passes; `next_offset` is where the next page
-    starts (null on the last one). A document added or deleted between pages shifts them.
+    `total` counts every document the filter, `title` and `collection` pass; `next_offset` is
+    where the next page starts (null on the last one). A document added or deleted between
+    pages shifts them.
     """
     flt = _query_filter(filter)
-    total, page = await run_in_threadpool(p.list_documents, flt, offset, limit)
+    total, page = await run_in_threadpool(p.list_documents, flt, offset, limit, title, collection)
     return DocumentListOut(
         total=total,
         offset=offset,
@@ -266,6 +278,7 @@ async def list_documents(
                 metadata=d.metadata,
                 n_chunks=d.n_chunks,
                 ingested_at=iso_time(d.ingested_at),
+                chars=d.chars,
             )
             for d in page
         ],

@@ -19,7 +19,7 @@ from verityrag.config import STRICTNESS_LEVELS, Strictness
 from verityrag.index.filters import MAX_FILTER_KEYS, MAX_IN_VALUES
 from verityrag.ingest.parsers import FileFormat
 from verityrag.ingest.writer import METADATA_LIMITS
-from verityrag.types import DOC_ID_PATTERN, DOC_ID_RULE, AbstainReason
+from verityrag.types import DOC_ID_PATTERN, DOC_ID_RULE, AbstainReason, ReplyCase
 
 # In the spec too, so clients (and schemathesis) know what a server will refuse:
 # a text needs a letter or digit, a question a non-space character.
@@ -149,6 +149,7 @@ class DocumentSummaryOut(BaseModel):
     ingested_at: str | None = Field(
         default=None, description="When this version was ingested (UTC); null if not recorded."
     )
+    chars: int = Field(default=0, description="The length of the document's text, in characters.")
 
 
 class DocumentListOut(BaseModel):
@@ -400,7 +401,10 @@ _ANSWER_EXAMPLE: dict[str, Any] = {
     },
     "abstained": False,
     "abstain_reason": None,
+    "case": "answered",
+    "headline": "Answered, sure (confidence 0.93)",
     "explanation": None,
+    "candidate": None,
     "confidence": 0.93,
     "grounding": {
         "overall_score": 0.91,
@@ -432,8 +436,10 @@ _ABSTAIN_EXAMPLE: dict[str, Any] = {
     "short_answer": None,
     "abstained": True,
     "abstain_reason": "sufficiency",
+    "case": "not_found",
+    "headline": "Not found in the documents",
     "explanation": "the documents found do not cover the question well enough to answer it",
-    "confidence": 0.0,
+    "confidence": 0.9,
     "grounding": {"overall_score": 0.0, "claims": []},
     "citations": [],
     "trace": [
@@ -457,8 +463,25 @@ class QueryOut(BaseModel):
     abstain_reason: str | None = Field(
         description=f"Why it abstained: {', '.join(r.value for r in AbstainReason)}."
     )
+    case: ReplyCase = Field(
+        description="Which case the reply is, for a person: `answered`; `not_found` (nothing in the "
+        "documents answers); `not_sure` (a passage may say the answer, `candidate`, not surely enough to "
+        "answer); `sources_disagree` (documents give different answers: `explanation` names both and "
+        "their sources); `unknown_name` (the question names something no passage found names). "
+        "`abstain_reason` says which check refused.",
+    )
+    headline: str = Field(
+        description="The case in words, read at a glance: 'Answered, sure (confidence 0.93)', "
+        "'Not found in the documents', 'Found something, not sure enough to answer', 'The sources "
+        "disagree', 'The documents do not name what the question asks about'.",
+    )
     explanation: str | None = Field(
         default=None, description="Why it abstained, in words a user can be shown."
+    )
+    candidate: ShortAnswerOut | None = Field(
+        default=None,
+        description="For `not_sure`: the span a passage may give, read under the bar for an answer "
+        "(its passage is `candidate.chunk_id`); null otherwise.",
     )
     confidence: float = Field(
         ge=0.0,

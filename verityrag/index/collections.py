@@ -9,7 +9,7 @@ collection are the ``yours`` collection (with any a user named so).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from verityrag.errors import InvalidInputError
@@ -34,6 +34,12 @@ def collection_sizes(index: MetadataIndex) -> dict[str, int]:
     if rest:
         named[OWN_COLLECTION] = named.get(OWN_COLLECTION, 0) + rest
     return named
+
+
+def only_demo(sizes: Mapping[str, int]) -> bool:
+    """Whether an index of these collection ``sizes`` holds no documents of the user's own: a
+    question then asks the bundled demo (and the demo's sample questions are about what is there)."""
+    return not any(n for name, n in sizes.items() if name != DEMO_COLLECTION)
 
 
 def collection_filter(name: str, index: MetadataIndex) -> MetadataFilter | None:

@@ -355,21 +355,30 @@ class SQLiteDocumentStore:
                     out[doc_id] = Provenance(doc_id, source, ingested_at)
         return out
 
-    def summaries(self, doc_ids: Sequence[str]) -> dict[str, tuple[str, dict[str, Any], float | None]]:
-        """Title, metadata and ingest time of each of ``doc_ids`` that is stored (no text)."""
+    def summaries(self, doc_ids: Sequence[str]) -> dict[str, tuple[str, dict[str, Any], float | None, int]]:
+        """Title, metadata, ingest time and length in characters of each of ``doc_ids`` that is
+        stored (no text)."""
         wanted = list(dict.fromkeys(doc_ids))
-        out: dict[str, tuple[str, dict[str, Any], float | None]] = {}
+        out: dict[str, tuple[str, dict[str, Any], float | None, int]] = {}
         with self._connection("reading") as conn:
             for first in range(0, len(wanted), 500):  # SQLite's bound-parameter limit
                 part = wanted[first : first + 500]
                 rows = conn.execute(
-                    "SELECT doc_id, title, metadata, ingested_at FROM documents"
+                    "SELECT doc_id, title, metadata, ingested_at, length(text) FROM documents"
                     f" WHERE doc_id IN ({','.join('?' * len(part))})",
                     part,
                 ).fetchall()
-                for doc_id, title, metadata, ingested_at in rows:
-                    out[doc_id] = (title, json.loads(metadata), ingested_at)
+                for doc_id, title, metadata, ingested_at, chars in rows:
+                    out[doc_id] = (title, json.loads(metadata), ingested_at, int(chars or 0))
         return out
+
+    def titled(self, words: str) -> set[str]:
+        """The stored documents whose title holds ``words`` (case and accents of ASCII aside)."""
+        with self._connection("reading") as conn:
+            rows = conn.execute(
+                "SELECT doc_id FROM documents WHERE instr(lower(title), ?) > 0", (words.lower(),)
+            ).fetchall()
+        return {doc_id for (doc_id,) in rows}
 
     def iter_documents(
         self, dim: int, batch_size: int = 2000, after_seq: int = 0

@@ -154,6 +154,7 @@ class DocumentSummary:
     metadata: dict[str, Any]
     n_chunks: int
     ingested_at: float | None
+    chars: int = 0  # the text's length
 
 
 #: A page of a listing: the documents a filter passes in all, and the page's documents.
@@ -362,9 +363,12 @@ class DocumentWriter:
         flt = as_filter(spec)
         return None if flt is None else self.metadata_index.matching(flt)
 
-    def list_documents(self, spec: AnyFilter = None, offset: int = 0, limit: int = 50) -> DocumentPage:
-        """``(total, page)``: the documents the filter ``spec`` passes (all: None), ordered by doc_id,
-        ``limit`` of them from ``offset``; each with its title, metadata, chunks and ingest time."""
+    def list_documents(
+        self, spec: AnyFilter = None, offset: int = 0, limit: int = 50, title: str | None = None
+    ) -> DocumentPage:
+        """``(total, page)``: the documents the filter ``spec`` passes (all: None) and whose title
+        holds ``title`` (any case; None or blank: any title), ordered by doc_id, ``limit`` of them
+        from ``offset``; each with its title, metadata, chunks, ingest time and length."""
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise InvalidInputError("offset", f"must be an integer >= 0, got {offset!r}")
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
@@ -381,6 +385,9 @@ class DocumentWriter:
                 self._sorted_ids = (version, ids)
         else:
             ids = sorted(self.metadata_index.matching(flt))
+        if title is not None and title.strip():
+            titled = self._titled(title.strip())
+            ids = [doc_id for doc_id in ids if doc_id in titled]
         page = ids[offset : offset + limit]
         if self.store is not None:
             found = self.store.summaries(page)
@@ -393,13 +400,28 @@ class DocumentWriter:
                         chunks[0].title,
                         dict(self._metadata.get(doc_id, {})),
                         self._ingested_at.get(doc_id),
+                        max(c.end for c in chunks),  # the text up to its last sentence
                     )
-        out = [
-            DocumentSummary(doc_id, *found[doc_id][:2], len(self.index.chunks_of(doc_id)), found[doc_id][2])
-            for doc_id in page
-            if doc_id in found  # deleted since the ids were read
-        ]
+        out = []
+        for doc_id in page:
+            if doc_id not in found:  # deleted since the ids were read
+                continue
+            name, metadata, ingested_at, chars = found[doc_id]
+            n_chunks = len(self.index.chunks_of(doc_id))
+            out.append(DocumentSummary(doc_id, name, metadata, n_chunks, ingested_at, chars))
         return len(ids), out
+
+    def _titled(self, words: str) -> set[str]:
+        """The documents whose title holds ``words``, any case."""
+        if self.store is not None:
+            return self.store.titled(words)
+        needle = words.lower()
+        out = set()
+        for doc_id in self.metadata_index.doc_ids():
+            chunks = self.index.chunks_of(doc_id)
+            if chunks and needle in chunks[0].title.lower():
+                out.add(doc_id)
+        return out
 
     def get(self, doc_id: str) -> Document | None:
         if self.store is not None:

@@ -102,7 +102,7 @@ class ApiClient:
         return body
 
     def collections(self) -> dict[str, int]:
-        """``GET /collections``: documents per collection name (``""``: documents in none)."""
+        """``GET /collections``: documents per collection name (``yours``: those added without one)."""
         return {c["name"]: c["documents"] for c in self.call("GET", "/collections")["collections"]}
 
     def remove_collection(self, name: str) -> int:
@@ -133,12 +133,22 @@ class ApiClient:
         return found
 
     def list_documents(
-        self, limit: int = 50, offset: int = 0, filter: dict[str, Any] | None = None
+        self,
+        limit: int = 50,
+        offset: int = 0,
+        filter: dict[str, Any] | None = None,
+        title: str | None = None,
+        collection: str | None = None,
     ) -> dict[str, Any]:
-        """``GET /documents``: a page of the stored documents without their text."""
+        """``GET /documents``: a page of the stored documents without their text (those whose
+        title holds ``title``, of ``collection``, when given)."""
         params: dict[str, Any] = {"limit": limit, "offset": offset}
         if filter is not None:
             params["filter"] = json.dumps(filter)
+        if title:
+            params["title"] = title
+        if collection:
+            params["collection"] = collection
         page: dict[str, Any] = self.call("GET", "/documents", params=params)
         return page
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
 from verityrag.types import (
@@ -23,10 +22,11 @@ from verityrag.types import (
     GroundingReport,
     Hit,
     QueryResult,
+    ReplyCase,
     ShortAnswer,
     TraceStep,
 )
-from verityrag.verify.sources import iso_time
+from verityrag.verify.sources import iso_time, unix_seconds
 
 __all__ = ["citation_reply", "json_plain", "query_reply", "result_from_reply", "trace_step_reply"]
 
@@ -40,10 +40,13 @@ def query_reply(result: QueryResult) -> dict[str, Any]:
     return {
         "question": result.question,
         "answer": result.answer,
-        "short_answer": {name: getattr(short, name) for name in _SHORT_ANSWER_FIELDS} if short else None,
+        "short_answer": _short(short),
         "abstained": result.abstained,
         "abstain_reason": result.abstain_reason.value if result.abstain_reason else None,
+        "case": (result.case or ReplyCase.NOT_FOUND).value,
+        "headline": result.headline,
         "explanation": result.explanation,
+        "candidate": _short(result.candidate),
         "confidence": result.confidence,
         "grounding": {
             "overall_score": result.grounding.overall_score,
@@ -54,6 +57,14 @@ def query_reply(result: QueryResult) -> dict[str, Any]:
         "trace": [trace_step_reply(step) for step in result.trace],
         "latency_ms": result.latency_ms,
     }
+
+
+def _short(span: ShortAnswer | None) -> dict[str, Any] | None:
+    return {name: getattr(span, name) for name in _SHORT_ANSWER_FIELDS} if span is not None else None
+
+
+def _span(reply: Mapping[str, Any] | None) -> ShortAnswer | None:
+    return ShortAnswer(*(reply[name] for name in _SHORT_ANSWER_FIELDS)) if reply else None
 
 
 def citation_reply(citation: Citation) -> dict[str, Any]:
@@ -97,7 +108,7 @@ def result_from_reply(reply: Mapping[str, Any], evidence: tuple[Hit, ...] = ()) 
             c["start"],
             c["end"],
             c.get("source"),
-            _unix_seconds(c.get("ingested_at")),
+            unix_seconds(c.get("ingested_at")),
         )
         for c in reply["citations"]
     )
@@ -117,13 +128,9 @@ def result_from_reply(reply: Mapping[str, Any], evidence: tuple[Hit, ...] = ()) 
         evidence=evidence,
         trace=tuple(TraceStep(t["stage"], t["duration_ms"], t["details"]) for t in reply["trace"]),
         unsupported_claims=tuple(reply.get("unsupported_claims", ())),
-        short_answer=ShortAnswer(*(short[name] for name in _SHORT_ANSWER_FIELDS)) if short else None,
+        short_answer=_span(short),
         explanation=reply.get("explanation"),
+        # An API of an older version sends no case: derived from the reason as before.
+        case=ReplyCase(reply["case"]) if reply.get("case") else None,
+        candidate=_span(reply.get("candidate")),
     )
-
-
-def _unix_seconds(stamp: str | None) -> float | None:
-    """``iso_time``'s ``2025-12-02T07:14:00.123Z`` as Unix seconds (None stays None)."""
-    if stamp is None:
-        return None
-    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()

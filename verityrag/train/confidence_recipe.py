@@ -26,6 +26,7 @@ from verityrag.eval.domains import Domain, load_domains, score_reply
 from verityrag.pipeline import IN_MEMORY
 from verityrag.serve.bundled_corpus import DEFAULT_DATA_DIR, load_corpus, load_questions
 from verityrag.train._common import add_domains_argument, check_domains, recipe_parser
+from verityrag.types import AbstainReason
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -82,6 +83,7 @@ def _domain_rows(domain: Domain) -> list[ReplyRow]:
         result = pipeline.query(q.question)
         gate_probability, reader_logit = reply_scores(result)
         right = score_reply(domain.name, q, result, 0.0).right  # as the benchmark scores it
-        rows.append(ReplyRow(not result.abstained, gate_probability, reader_logit, right))
+        conflict = result.abstain_reason is AbstainReason.CONFLICT
+        rows.append(ReplyRow(not result.abstained, gate_probability, reader_logit, right, conflict))
     pipeline.close()
     return rows

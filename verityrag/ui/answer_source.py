@@ -21,13 +21,14 @@ from typing import Any, Protocol
 import httpx
 
 from verityrag.config import Settings
-from verityrag.index.collections import collection_sizes, remove_collection
+from verityrag.index.collections import COLLECTION_KEY, OWN_COLLECTION, collection_sizes, remove_collection
 from verityrag.ingest.files import document_from_file
 from verityrag.pipeline import VerityRAGPipeline
 from verityrag.serve.api_client import API_KEY_ENV, ApiClient
 from verityrag.serve.query_reply import result_from_reply
 from verityrag.text.chunking import chunk_spans
 from verityrag.types import Chunk, Citation, Hit, QueryResult, TraceStep
+from verityrag.verify.sources import unix_seconds
 
 API_URL_FLAG = "--api-url"
 
@@ -42,6 +43,45 @@ class AddedDocument:
     replaced: bool
     source: str | None = None
     format: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ListedDocument:
+    """A document as the Documents view lists it."""
+
+    doc_id: str
+    title: str
+    collection: str  # ``yours`` for one added without a collection
+    format: str  # as parsed (pdf, docx, html, markdown, csv, text), or "" when added as text
+    chars: int
+    passages: int
+    added: float | None  # Unix seconds
+
+
+@dataclass(frozen=True, slots=True)
+class OpenedDocument:
+    """A document opened in the app: its parsed text, cut into the passages that are indexed."""
+
+    doc_id: str
+    title: str
+    text: str
+    metadata: dict[str, Any]
+    passages: tuple[str, ...]
+
+
+def listed(
+    doc_id: str, title: str, metadata: dict[str, Any], n_chunks: int, added: float | None, chars: int
+) -> ListedDocument:
+    collection = metadata.get(COLLECTION_KEY)
+    return ListedDocument(
+        doc_id,
+        title,
+        collection if isinstance(collection, str) and collection else OWN_COLLECTION,
+        str(metadata.get("format") or ""),
+        chars,
+        n_chunks,
+        added,
+    )
 
 
 class Backend(Protocol):
@@ -66,6 +106,14 @@ class Backend(Protocol):
     ) -> AddedDocument: ...
 
     def add_file(self, filename: str, data: bytes, content_type: str | None = None) -> AddedDocument: ...
+
+    def list_documents(
+        self, offset: int, limit: int, title: str | None = None, collection: str | None = None
+    ) -> tuple[int, list[ListedDocument]]: ...
+
+    def open_document(self, doc_id: str) -> OpenedDocument | None: ...
+
+    def delete_document(self, doc_id: str) -> bool: ...
 
 
 def document_id(title: str, text: str) -> str:
@@ -116,6 +164,24 @@ class LocalBackend:
         max_chars = self.pipeline.settings.max_document_chars
         doc, _ = document_from_file(filename, data, content_type, max_chars)
         return self.add_document(doc.doc_id, doc.title, doc.text, doc.metadata)
+
+    def list_documents(
+        self, offset: int, limit: int, title: str | None = None, collection: str | None = None
+    ) -> tuple[int, list[ListedDocument]]:
+        total, page = self.pipeline.list_documents(None, offset, limit, title, collection)
+        return total, [
+            listed(d.doc_id, d.title, d.metadata, d.n_chunks, d.ingested_at, d.chars) for d in page
+        ]
+
+    def open_document(self, doc_id: str) -> OpenedDocument | None:
+        doc = self.pipeline.get_document(doc_id)
+        if doc is None:
+            return None
+        passages = tuple(c.text for c in self.pipeline.index.chunks_of(doc_id))
+        return OpenedDocument(doc.doc_id, doc.title, doc.text, dict(doc.metadata), passages)
+
+    def delete_document(self, doc_id: str) -> bool:
+        return self.pipeline.delete_document(doc_id)
 
 
 class ApiBackend:
@@ -179,12 +245,42 @@ class ApiBackend:
             out["doc_id"], out["title"], out["n_chunks"], out["replaced"], out["source"], out["format"]
         )
 
+    def list_documents(
+        self, offset: int, limit: int, title: str | None = None, collection: str | None = None
+    ) -> tuple[int, list[ListedDocument]]:
+        page = self.api.list_documents(limit, offset, title=title, collection=collection)
+        rows = [
+            listed(
+                d["doc_id"],
+                d["title"],
+                d["metadata"],
+                d["n_chunks"],
+                unix_seconds(d.get("ingested_at")),
+                int(d.get("chars", 0)),
+            )
+            for d in page["documents"]
+        ]
+        return int(page["total"]), rows
+
+    def open_document(self, doc_id: str) -> OpenedDocument | None:
+        doc = self.api.document(doc_id)
+        if doc is None:
+            return None
+        passages = tuple(c.text for c in self._cut(doc_id, doc["title"], doc["text"]).values())
+        return OpenedDocument(doc_id, doc["title"], doc["text"], dict(doc.get("metadata") or {}), passages)
+
+    def delete_document(self, doc_id: str) -> bool:
+        return self.api.delete_document(doc_id)
+
     def chunks(self, doc_id: str) -> dict[str, Chunk]:
         """The chunks of a stored document by id, as the API's writer cut them ({} when it is gone)."""
         doc = self.api.document(doc_id)
         if doc is None:  # deleted since the answer
             return {}
-        text, title = doc["text"], doc["title"]
+        return self._cut(doc_id, doc["title"], doc["text"])
+
+    def _cut(self, doc_id: str, title: str, text: str) -> dict[str, Chunk]:
+        """``text`` cut into chunks as the API's writer cut it."""
         spans = chunk_spans(
             doc_id,
             text,

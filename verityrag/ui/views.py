@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from verityrag.errors import InvalidInputError
-from verityrag.types import ClaimSupport, Hit, QueryResult
+from verityrag.types import ClaimSupport, Hit, QueryResult, ReplyCase
 from verityrag.verify.strictness import strictness_policy
 
 UNSUPPORTED_DROPPED = "Claims the verifier did not support (dropped from the answer)"
@@ -28,6 +28,10 @@ REASON_TEXT = {
     "conflict": "the documents disagree on the answer",
     "missing_hop": "a document leads to another that would answer, and none does",
 }
+
+
+# How refusals' explanations begin, which the case's headline already says.
+_CASE_PREFIXES = ("the documents do not say: ", "not sure enough to answer: ", "the documents disagree: ")
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +97,10 @@ class ResultView:
     sources: list[SourceView] = field(default_factory=list)  # one per cited passage
     found_instead: list[FoundView] = field(default_factory=list)  # a refusal's best passages
     decisions: list[dict[str, Any]] = field(default_factory=list)  # each gate: score vs threshold
+    case: str = "answered"  # ReplyCase's value: which case the reply is
+    said: str = ""  # the reply's case in words (QueryResult.headline)
+    candidate: SourceView | None = None  # not sure enough: the passage that may say it, marked
+    disagreeing: list[dict[str, str]] = field(default_factory=list)  # a conflict: each value, its source
 
     @property
     def evidence_label(self) -> str:
@@ -106,10 +114,18 @@ class ResultView:
         return UNSUPPORTED_KEPT if self.unsupported_kept else UNSUPPORTED_DROPPED
 
     @property
+    def why(self) -> str:
+        """Why a refusal, without the words that repeat its case ("the documents do not say: ")."""
+        text = self.reason_text or ""
+        for said in _CASE_PREFIXES:
+            if text.startswith(said) and len(text) > len(said):
+                return text[len(said) :]
+        return text
+
+    @property
     def headline(self) -> str:
-        if self.abstained:
-            return f"Abstained ({self.reason}): {self.reason_text}"
-        return f"Answered (grounding {self.grounding:.2f}, confidence {self.confidence:.2f})"
+        """The reply's case in words, and why for a refusal."""
+        return f"{self.said}: {self.reason_text}" if self.abstained else self.said
 
 
 def unsupported_kept(result: QueryResult) -> bool:
@@ -184,6 +200,29 @@ def _shorten(text: str, limit: int = MAX_FOUND_CHARS) -> str:
     return (cut[: end + 1] if end > limit // 2 else cut.rstrip()) + " …"
 
 
+def candidate_of(result: QueryResult) -> SourceView | None:
+    """A refusal not sure enough: the passage that may say the answer, the span marked in it."""
+    span = result.candidate
+    if span is None:
+        return None
+    chunk = next((h.chunk for h in result.evidence if h.chunk_id == span.chunk_id), None)
+    if chunk is None:
+        return None
+    return SourceView(chunk.title, chunk.doc_id, chunk.chunk_id, mark(chunk.text, span.start, span.end))
+
+
+def disagreeing_of(result: QueryResult) -> list[dict[str, str]]:
+    """A conflict's values, each with the document that gives it (from the refusal's trace)."""
+    rows = []
+    for step in result.trace:
+        for found in step.details.get("conflict", []) if step.stage == "abstain" else []:
+            if isinstance(found, dict) and "answer" in found:
+                rows.append(
+                    {"value": str(found["answer"]), "source": str(found.get("title") or found.get("doc_id"))}
+                )
+    return rows
+
+
 def decisions_of(result: QueryResult) -> list[dict[str, Any]]:
     """Each step of the trace that compared a score with a threshold: what, the score, the threshold."""
     rows = []
@@ -203,6 +242,10 @@ def result_view(result: QueryResult, max_evidence: int = 5) -> ResultView:
         sources=sources_of(result),
         found_instead=found_of(result.evidence) if result.abstained else [],
         decisions=decisions_of(result),
+        case=(result.case or ReplyCase.NOT_FOUND).value,
+        said=result.headline,
+        candidate=candidate_of(result),
+        disagreeing=disagreeing_of(result),
         question=result.question,
         abstained=result.abstained,
         answer=result.answer,
@@ -295,3 +338,9 @@ def marked_markdown(marked: Marked, style: str = "**:orange-background[{}]**") -
     """``marked`` as markdown, its marked part in ``style`` (a format string with one ``{}``)."""
     inner = style.format(md_escape(marked.marked)) if marked.marked else ""
     return md_escape(marked.before) + inner + md_escape(marked.after)
+
+
+def blockquote(markdown: str) -> str:
+    """``markdown`` as one block quote, every line of it quoted: a blank line in a passage (a
+    Markdown or HTML document's paragraphs) would otherwise end the quote and spill the rest."""
+    return "\n".join(f"> {line}" if line.strip() else ">" for line in markdown.split("\n"))

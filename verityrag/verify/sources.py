@@ -55,6 +55,13 @@ def iso_time(seconds: float | None) -> str | None:
     return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def unix_seconds(stamp: str | None) -> float | None:
+    """:func:`iso_time`'s ``2025-12-02T07:14:00.123Z`` as Unix seconds (None stays None)."""
+    if stamp is None:
+        return None
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
 def corroboration(
     question: str,
     short_answer: ShortAnswer | None,
