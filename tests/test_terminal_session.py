@@ -105,6 +105,9 @@ def test_piped_commands_are_not_questions(
     out = capsys.readouterr().out
     assert ":help     this list" in out
     assert "Q: " not in out
+    monkeypatch.setattr("sys.stdin", io.StringIO("quit\nWhen did Tesla die?\n"))
+    assert main(["--local"]) == 0
+    assert "Q: " not in capsys.readouterr().out  # piped, quit ends it too
 
 
 @pytest.mark.unit

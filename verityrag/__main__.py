@@ -170,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
         questions = [line.strip() for line in sys.stdin if line.strip()] or samples
     ok = True
     for q in questions:
+        if q.lower() in QUIT_WORDS:  # piped or given, "quit" ends the session as at the prompt
+            return 0 if ok else 2
         if q.startswith(":"):  # piped or given, a command is still not a question
             if not command(pipeline, q):
                 return 0 if ok else 2
