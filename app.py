@@ -257,6 +257,9 @@ def ask_tab() -> None:
     stats = reached(source.stats)
     if stats is None:
         return
+    # The index's size when the page opened, for the count of arrivals since (Add documents): taken
+    # by the first tab drawn, before a rerun (a question typed at once) can cut the first run short.
+    st.session_state.setdefault("documents_at_open", stats["documents"])
     st.caption(
         f"{plural(stats['documents'], 'document')}, {plural(stats['chunks'], 'passage')}. The answer "
         "is a sentence quoted from them, with its source, or a refusal that says why."

@@ -132,6 +132,11 @@ class Settings:
     max_query_chars: int = 2_000
     # durability of the SQLite store (when a data dir is set)
     durability: Durability = "process"
+    # A persistent index writes its image in the background every this many committed writes, or
+    # this many seconds after the first write since the last image (0: not by that rule), so a
+    # start after a crash replays at most about that tail (verityrag.ingest.checkpoints).
+    checkpoint_writes: int = 10_000
+    checkpoint_seconds: float = 300.0
     # answering
     verify: bool = True
     strictness: Strictness = "balanced"
@@ -239,9 +244,11 @@ class Settings:
                 raise InvalidInputError(name, f"must be >= 1, got {getattr(self, name)!r}")
         if self.max_hops > 2:
             raise InvalidInputError("max_hops", f"the agent takes at most 2 hops, got {self.max_hops!r}")
-        for name in ("chunk_overlap_sentences", "max_reformulations", "gate_min_chunks"):
+        for name in ("chunk_overlap_sentences", "max_reformulations", "gate_min_chunks", "checkpoint_writes"):
             if getattr(self, name) < 0:
                 raise InvalidInputError(name, f"must be >= 0, got {getattr(self, name)!r}")
+        if not self.checkpoint_seconds >= 0:  # NaN too
+            raise InvalidInputError("checkpoint_seconds", f"must be >= 0, got {self.checkpoint_seconds!r}")
         for name in ("abstention_target", "dense_weight"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise InvalidInputError(name, f"must be within [0, 1], got {getattr(self, name)!r}")

@@ -48,6 +48,7 @@ from verityrag.index.filters import AnyFilter, MetadataFilter, as_filter
 from verityrag.index.live import LiveIndex
 from verityrag.index.protocol import AnyIndex
 from verityrag.index.store import SQLiteDocumentStore
+from verityrag.ingest.checkpoints import PeriodicCheckpoints
 from verityrag.ingest.files import document_from_file
 from verityrag.ingest.writer import (
     DATA_DIR_ENV,
@@ -154,6 +155,18 @@ class VerityRAGPipeline:
         self._controller_cache: tuple[tuple[Any, ...], AgentController] | None = None
         self._other_retrievers: dict[tuple[str, float], HybridRetriever] = {}
         self._closed = False
+        # A persistent index writes its image while it runs too, so a crash replays a bounded tail.
+        self._checkpoints: PeriodicCheckpoints | None = None
+        store = self.store
+        if store is not None and (self.settings.checkpoint_writes or self.settings.checkpoint_seconds):
+            self._checkpoints = PeriodicCheckpoints(
+                self.writer.checkpoint,
+                store.generation,
+                self.settings.checkpoint_writes,
+                self.settings.checkpoint_seconds,
+                open_=lambda: not store.closed,
+            )
+            self._checkpoints.start()
 
     def _default_index(self) -> AnyIndex:
         if self.settings.backend == "elasticsearch":
@@ -189,6 +202,8 @@ class VerityRAGPipeline:
         if self._closed:
             return
         self._closed = True
+        if self._checkpoints is not None:
+            self._checkpoints.stop()
         if self.store is not None:
             self.checkpoint()
             self.store.close()

@@ -119,6 +119,7 @@ class SQLiteDocumentStore:
             raise StorageError(f"cannot make the data folder {folder}: {exc.strerror}") from exc
         try:
             self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            self.closed = False
             self._conn.execute("PRAGMA journal_mode=WAL")
             sync = "FULL" if durability == "power" else "NORMAL"
             self._conn.execute(f"PRAGMA synchronous={sync}")
@@ -144,6 +145,7 @@ class SQLiteDocumentStore:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+            self.closed = True
 
     @contextmanager
     def _connection(self, action: str) -> Iterator[sqlite3.Connection]:
