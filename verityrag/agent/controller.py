@@ -451,8 +451,9 @@ class AgentController:
 
     def may_hop(self, case: Case, refusal: Refusal) -> bool:
         """Whether a refused question looks for a second hop: it compares two things in time, has
-        the shape of a question about two things, or the reader found no span in a passage naming what the question names, though the question's
-        names are not all in one passage (a bridge's mark: each passage names part of them)."""
+        the shape of a question about two things, or the reader found no span in a passage naming
+        what the question names, though the question's names are not all in one passage (a
+        bridge's mark: each passage names part of them)."""
         reading = case.best.reading
         return (
             self.config.max_hops > 1
