@@ -457,3 +457,20 @@ def test_the_manifest_sums_each_file_as_it_is_on_disk(tmp_path: Path) -> None:
     for name, expected in manifest["files"].items():
         data = (tmp_path / IMAGE_DIR / name).read_bytes()
         assert expected == {"size": len(data), "crc32": zlib.crc32(data)}, name
+
+
+def test_the_arrays_bytes_are_mapped_privately_not_copied(tmp_path: Path) -> None:
+    import mmap
+
+    from verityrag.index.image import _read_buffers
+
+    path = tmp_path / "buffers.bin"
+    path.write_bytes(bytes(range(64)) * 2)
+    first, second = _read_buffers(path, [[0, 64], [64, 128]])
+    assert isinstance(first.obj, mmap.mmap)  # a view of the file's mapping: nothing copied at open
+    assert bytes(second[:3]) == b"\x00\x01\x02"
+    first[0] = 99  # the index may write to an array it opened (a deletion marks a slot)
+    assert first[0] == 99
+    assert path.read_bytes()[0] == 0  # the image's file stays as it was written
+    with pytest.raises(OSError, match="ended early"):
+        _read_buffers(path, [[0, 200]])

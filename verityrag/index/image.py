@@ -9,8 +9,8 @@ opens it instead of re-indexing every stored chunk.
         state.pkl       the index and what else the writer keeps (pickle protocol 5), without
                         its arrays, byte arenas and locks
         buffers.bin     the arrays' bytes, out of band, one after the other (64-byte aligned),
-        buffers.json    and where each starts and ends: read back as one allocation, each
-                        array a view into it
+        buffers.json    and where each starts and ends: mapped back (a private, copy-on-write
+                        mapping of the file), each array a view into it
         arena0.bin ...  the byte arenas (chunk texts, float32 vector rows), one file each
 
 Written at a clean stop (``VerityRAGPipeline.close``) into a new folder that replaces the old one
@@ -30,6 +30,7 @@ import contextlib
 import io
 import json
 import logging
+import mmap
 import os
 import pickle
 import shutil
@@ -123,16 +124,18 @@ def _write_buffers(path: Path, buffers: list[pickle.PickleBuffer]) -> list[list[
 
 
 def _read_buffers(path: Path, spans: list[list[int]]) -> list[memoryview]:
-    """``buffers.bin`` read into one writable allocation; a view of it per buffer."""
-    data = bytearray(path.stat().st_size)
-    with path.open("rb", buffering=0) as f:
-        view = memoryview(data)
-        done = 0
-        while done < len(data):
-            n = f.readinto(view[done:])
-            if not n:
-                raise OSError(f"{path} ended early")
-            done += n
+    """``buffers.bin`` mapped into memory, private and writable (a page is copied only when the
+    index writes to it, and the file never changes): a view of it per buffer. Opening the image
+    copies nothing; the pages a query touches are read then (from the page cache, after the
+    checksums have just read the file)."""
+    size = path.stat().st_size
+    if size == 0:
+        return [memoryview(bytearray(0)) for _ in spans]
+    with path.open("rb") as f:
+        mapped = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_COPY)
+    view = memoryview(mapped)
+    if any(end > size for _, end in spans):
+        raise OSError(f"{path} ended early")
     return [view[start:end] for start, end in spans]
 
 
