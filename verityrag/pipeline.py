@@ -43,8 +43,8 @@ from verityrag.generation.llm import LLMGenerator
 from verityrag.generation.reading import EvidenceReader, logit
 from verityrag.generation.sentence_selector import SentenceSelector
 from verityrag.generation.verified import AnswerStrategy, answer_parts
-from verityrag.index.collections import collection_filter, scoped_filter
-from verityrag.index.filters import AnyFilter, MetadataFilter, as_filter
+from verityrag.index.collections import collection_filter, narrowed, scoped_filter
+from verityrag.index.filters import AnyFilter, as_filter
 from verityrag.index.live import LiveIndex
 from verityrag.index.protocol import AnyIndex
 from verityrag.index.store import SQLiteDocumentStore
@@ -271,20 +271,10 @@ class VerityRAGPipeline:
         ``title``: only those whose title holds these words (any case), ``collection``: only that
         collection's (``yours``: those added without one)."""
         if collection is not None:
-            index = self.writer.metadata_index
             if not collection.strip():
                 raise InvalidInputError("collection", "must be a collection's name")
-            chosen = collection_filter(collection.strip(), index)
-            flt = as_filter(filter)
-            if chosen is not None:
-                flt = (
-                    chosen
-                    if flt is None
-                    else MetadataFilter(
-                        (*flt.conditions, *chosen.conditions), (*flt.excluded, *chosen.excluded)
-                    )
-                )
-            return self.writer.list_documents(flt, offset, limit, title)
+            chosen = collection_filter(collection.strip(), self.writer.metadata_index)
+            filter = narrowed(as_filter(filter), chosen)
         return self.writer.list_documents(filter, offset, limit, title)
 
     def stats(self) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from verityrag.errors import InvalidInputError
-from verityrag.index.filters import MetadataFilter, MetadataIndex, Scalar
+from verityrag.index.filters import MetadataFilter, MetadataIndex
 
 COLLECTION_KEY = "collection"
 #: The bundled corpus's collection in the served app.
@@ -65,21 +65,21 @@ def scoped_filter(
         return flt
     if COLLECTION_KEY in names:
         raise InvalidInputError("collection", "give the collection either here or in the filter, not both")
-    condition: tuple[tuple[str, tuple[Scalar, ...]], ...] = ()
-    excluded: tuple[tuple[str, tuple[Scalar, ...]], ...] = ()
-    if choice == YOURS_FIRST:
-        demo = index.count(COLLECTION_KEY, DEMO_COLLECTION)
-        if demo == 0 or demo >= len(index):
-            return flt
-        excluded = ((COLLECTION_KEY, (DEMO_COLLECTION,)),)
-    else:
-        chosen = collection_filter(choice, index)
-        if chosen is None:
-            return flt
-        condition, excluded = chosen.conditions, chosen.excluded
+    if choice != YOURS_FIRST:
+        return narrowed(flt, collection_filter(choice, index))
+    demo = index.count(COLLECTION_KEY, DEMO_COLLECTION)
+    if demo == 0 or demo >= len(index):
+        return flt
+    return narrowed(flt, MetadataFilter((), ((COLLECTION_KEY, (DEMO_COLLECTION,)),)))
+
+
+def narrowed(flt: MetadataFilter | None, by: MetadataFilter | None) -> MetadataFilter | None:
+    """The documents both ``flt`` and ``by`` pass (either None: the other's)."""
+    if by is None:
+        return flt
     if flt is None:
-        return MetadataFilter(condition, excluded)
-    return MetadataFilter((*flt.conditions, *condition), (*flt.excluded, *excluded))
+        return by
+    return MetadataFilter((*flt.conditions, *by.conditions), (*flt.excluded, *by.excluded))
 
 
 class _Listed(Protocol):
