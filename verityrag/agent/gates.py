@@ -165,11 +165,20 @@ class EnoughEvidence:
 MAY_SAY = 0.5
 
 
-def may_say(reading: Reading) -> str | None:
-    """What a passage may say, when the reader read a span of the kind asked, likely but not surely
-    enough to answer (None when it read none such)."""
+def lead(reading: Reading) -> ShortAnswer | None:
+    """The span the reader read of the kind asked and at least :data:`MAY_SAY` likely: what a
+    passage may say (None: no lead)."""
     span = reading.short_answer
     if span is None or not reading.type_ok or reading.answer_probability < MAY_SAY:
+        return None
+    return span
+
+
+def may_say(reading: Reading) -> str | None:
+    """What a passage may say, in words, when the reader read a lead (:func:`lead`) but not
+    surely enough to answer; None when it read none."""
+    span = lead(reading)
+    if span is None:
         return None
     return f"not sure enough to answer: {_title_of(reading, span.chunk_id)} may say {span.text!r}"
 
@@ -183,9 +192,8 @@ def reply_case(reason: AbstainReason, reading: Reading | None) -> tuple[ReplyCas
         return ReplyCase.NOT_FOUND, None
     if reading.short_answer is None:
         return (ReplyCase.UNKNOWN_NAME if reading.missing_subjects else ReplyCase.NOT_FOUND), None
-    if may_say(reading) is None:
-        return ReplyCase.NOT_FOUND, None
-    return ReplyCase.NOT_SURE, reading.short_answer
+    span = lead(reading)
+    return (ReplyCase.NOT_FOUND, None) if span is None else (ReplyCase.NOT_SURE, span)
 
 
 def _unanswered(reading: Reading, logit_threshold: float) -> str | None:
