@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from verityrag.agent.hops import about
+from verityrag.agent.hops import about, name_in
 from verityrag.text.sentences import sentence_spans
 from verityrag.types import Citation, CitedSentence, Hit, ShortAnswer
 
@@ -95,13 +95,6 @@ def _sentences(hit: Hit, start: int) -> tuple[CitedSentence, ...]:
     )
 
 
-def _name(hit: Hit, option: str) -> ShortAnswer | None:
-    at = hit.chunk.text.lower().find(option.lower())
-    if at < 0:
-        return None
-    return ShortAnswer(hit.chunk.text[at : at + len(option)], hit.chunk.chunk_id, at, at + len(option), 1.0)
-
-
 def dated(
     comparison: TimeComparison, candidates: Sequence[Hit], search: Callable[[str], Sequence[Hit]]
 ) -> list[Dated | str]:
@@ -115,7 +108,7 @@ def dated(
             continue
         year, start, _ = found
         out.append(
-            Dated(option, year, passages[0], _sentences(passages[0], start), _name(passages[0], option))
+            Dated(option, year, passages[0], _sentences(passages[0], start), name_in(passages[0], option))
         )
     return out
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from verityrag.text.answer_types import MONTH_NAMES
 from verityrag.text.sentences import sentence_spans
 from verityrag.text.subjects import Subject, is_named, missing_subjects, question_subjects, text_terms
-from verityrag.types import Citation, CitedSentence, Hit
+from verityrag.types import Citation, CitedSentence, Hit, ShortAnswer
 
 #: Things a link names that are looked for by a second retrieval, in the order the link names them.
 MAX_TARGETS = 2
@@ -81,6 +81,14 @@ def through(question: str, bridge: Bridge, chunk_id: str) -> bool:
         return False
     subjects = question_subjects(question)
     return bool(missing_subjects(subjects, text_terms([passage.text, passage.title])))
+
+
+def name_in(hit: Hit, name: str) -> ShortAnswer | None:
+    """``name`` as the passage writes it (its first place, any case), a span; None when it does not."""
+    at = hit.chunk.text.lower().find(name.lower())
+    if at < 0:
+        return None
+    return ShortAnswer(hit.chunk.text[at : at + len(name)], hit.chunk.chunk_id, at, at + len(name), 1.0)
 
 
 def _subject(name: str) -> Subject | None:

@@ -27,6 +27,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from verityrag.agent.hops import name_in
 from verityrag.text.sentences import sentence_spans
 from verityrag.text.subjects import text_terms
 from verityrag.types import Citation, CitedSentence, Hit, ShortAnswer
@@ -367,11 +368,8 @@ def verdict_answer(question: TwoThings, decided: bool, both: Sequence[Said]) -> 
         citation = both[0].sentence.citations[0]
         return ShortAnswer("Yes" if decided else "No", citation.chunk_id, citation.start, citation.start, 1.0)
     chosen = both[0] if decided else both[1]
-    chunk = chosen.hit.chunk
-    at = chunk.text.lower().find(chosen.thing.lower())
-    if at < 0:
+    named = name_in(chosen.hit, chosen.thing)
+    if named is None:
         citation = chosen.sentence.citations[0]
         return ShortAnswer(chosen.thing, citation.chunk_id, citation.start, citation.start, 1.0)
-    return ShortAnswer(
-        chunk.text[at : at + len(chosen.thing)], chunk.chunk_id, at, at + len(chosen.thing), 1.0
-    )
+    return named
