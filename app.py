@@ -156,13 +156,16 @@ def show_answer(view: ResultView) -> None:
     )
     if view.sources:
         st.markdown("**Sources**")
+        opened: set[str] = set()  # a document cited twice is opened (and fetched) once
         for i, source in enumerate(view.sources, 1):
             where = f" ({md_escape(source.source)})" if source.source else ""
             st.markdown(
                 f"**[{i}] {md_escape(source.title or source.doc_id)}**{where}\n\n"
                 + blockquote(marked_markdown(source.passage, "**{}**"))
             )
-            read_document(source.doc_id, f"source-{i}")
+            if source.doc_id not in opened:
+                opened.add(source.doc_id)
+                read_document(source.doc_id, f"source-{i}")
 
 
 def show_refusal(view: ResultView) -> None:
@@ -266,7 +269,11 @@ def ask_tab() -> None:
     )
     # The examples are about the bundled articles: offered (and one put in the box) only when
     # those are what a question asks.
-    demo = asks_the_demo(source)
+    try:
+        sizes: dict[str, int] | None = source.collections()
+    except VerityRAGError:  # an API from before collections: ask as it does by default
+        sizes = None
+    demo = asks_the_demo(sizes)
     if demo:
         st.session_state.setdefault("question", SAMPLE_QUESTIONS[0])
     question = st.text_input("Your question", key="question", placeholder="Ask about your documents")
@@ -290,7 +297,7 @@ def ask_tab() -> None:
             help="How strictly the answer must be supported by its passage before it is shown.",
         )
         k = cols[1].slider("Passages to read (k)", 1, 10, settings.top_k, key="k")
-        collection = collection_choice(source)
+        collection = collection_choice(sizes)
         provider = st.selectbox(
             "Also ask an LLM on the same passages", (NO_LLM, *PROVIDERS), key="llm", help=PROVIDER_HELP
         )
@@ -321,18 +328,16 @@ def ask_tab() -> None:
             show_llm(ask_llm(provider, result))
 
 
-def asks_the_demo(source: Backend) -> bool:
+def asks_the_demo(sizes: dict[str, int] | None) -> bool:
     """Whether a question asks the bundled articles: chosen under Answer settings, or the index
-    holds no documents of the user's own."""
+    holds no documents of the user's own (``sizes`` per collection; None: an API from before
+    collections, which asks them)."""
     choice = st.session_state.get("collection")
     if choice == DEMO_COLLECTION:
         return True
     if choice not in (None, YOURS_FIRST):
         return False
-    try:
-        return only_demo(source.collections())
-    except VerityRAGError:  # an API from before collections
-        return True
+    return sizes is None or only_demo(sizes)
 
 
 def plural(n: int, noun: str) -> str:
@@ -349,11 +354,10 @@ def collection_label(name: str, sizes: dict[str, int]) -> str:
     return f"{shown} ({sizes.get(name, 0):,})"
 
 
-def collection_choice(source: Backend) -> str | None:
-    """Which documents to ask: yours first (the default), all, or one collection."""
-    try:
-        sizes = source.collections()
-    except VerityRAGError:  # an API from before collections: ask as it does by default
+def collection_choice(sizes: dict[str, int] | None) -> str | None:
+    """Which documents to ask: yours first (the default), all, or one collection (``sizes`` per
+    collection; None: an API from before collections, asked as it does by default)."""
+    if sizes is None:
         return None
     names = [YOURS_FIRST, ALL_COLLECTIONS, *(c for c in sorted(sizes) if c)]
     choice = st.selectbox(
