@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from verityrag.index import _arena
+from verityrag.index._arena import ByteArena
 from verityrag.index._chunks import TextArena
 from verityrag.index.live import LiveIndex
 from verityrag.types import Chunk
@@ -33,6 +36,29 @@ def test_text_arena_spills_to_a_file_and_reads_both_sides(tmp_path: object) -> N
     assert arena.read_text(first[0], len("café au lait".encode())) == "café au lait"
     assert arena.read_text(later[0], lengths[0]) == "naïve " * 10
     assert arena.read_text(later[1], lengths[1]) == "ü"
+
+
+def test_spill_file_grows_ahead_of_its_appends_and_every_read_sees_its_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_arena, "_SPILL_FIRST_CAPACITY", 256)
+    arena = ByteArena(spill_dir=str(tmp_path), memory_limit=16)
+    blobs = [bytes([i]) * (i * 7 % 50 + 1) for i in range(120)]
+    offsets = [arena.append(blob) for blob in blobs[:10]]
+    first_map = arena._map
+    offsets += [arena.append(blob) for blob in blobs[10:]]
+    assert arena.size > 256 * 8  # the file doubled at least three times; each time mapped again
+    assert arena._map is not first_map
+    assert [arena.read(o, len(b)) for o, b in zip(offsets, blobs, strict=True)] == blobs
+    assert first_map is not None
+    assert first_map[offsets[3] : offsets[3] + len(blobs[3])] == blobs[3]
+    image = tmp_path / "arena.bin"
+    assert arena.write_to(image) == arena.size
+    assert image.read_bytes() == b"".join(blobs)
+    reopened = ByteArena.from_file(image, arena.size, spill_dir=str(tmp_path), memory_limit=16)
+    tail = reopened.append(b"after the image")
+    assert reopened.read(offsets[50], len(blobs[50])) == blobs[50]
+    assert reopened.read(tail - 5, 10) == blobs[-1][-5:] + b"after"  # across the base and the memory
 
 
 def test_live_index_spilled_texts_read_back_in_every_view(make_chunk: Callable[..., Chunk]) -> None:

@@ -1,14 +1,20 @@
 """An append-only byte store: in memory up to a limit, then in an unlinked temporary file.
 
 What the index keeps for reading back a few items per query (chunk texts, float32 vectors for
-exact rescoring) but never scans: past ``memory_limit`` bytes it moves to a file read with
-``pread``, which the page cache holds, not the process. The file is unlinked when made, so
-nothing is left behind when the process ends; the durable copy of everything is the document
-store's. Appends never move what a reader already sees.
+exact rescoring) but never scans: past ``memory_limit`` bytes it moves to a file, which the page
+cache holds, not the process. The file is unlinked when made, so nothing is left behind when the
+process ends; the durable copy of everything is the document store's. Appends never move what a
+reader already sees.
+
+Files are read through a read-only memory map (a query's ten chunk texts were ten ``pread``
+calls, half of the time a query spent outside BM25 scoring at 100k chunks): the spill file is
+grown ahead of its appends (sparse, doubling) and mapped whole, so a map is made again only when
+it doubles; bulk copies (an image) still use ``pread``, so they do not map the whole file in.
 """
 
 from __future__ import annotations
 
+import mmap
 import os
 import tempfile
 import threading
@@ -21,6 +27,8 @@ from typing import Self
 MEMORY_LIMIT = 32 * 1024 * 1024
 #: Bytes copied at a time between an arena and an image file.
 _COPY_BLOCK = 8 * 1024 * 1024
+#: The spill file's first size (sparse); it doubles when appends reach its end.
+_SPILL_FIRST_CAPACITY = 64 * 1024 * 1024
 
 
 class ByteArena:
@@ -38,6 +46,11 @@ class ByteArena:
         self._base_fd: int | None = None
         self._mem: bytearray | None = bytearray()
         self._fd: int | None = None
+        self._capacity = 0  # the spill file's length (sparse past what is written)
+        # Read-only maps of the base file and of the spill file (its whole capacity), replaced,
+        # never changed, so a reader holding one reads what it saw.
+        self._base_map: mmap.mmap | None = None
+        self._map: mmap.mmap | None = None
         self._lock = threading.Lock()  # writers only; readers never wait
 
     @property
@@ -60,6 +73,8 @@ class ByteArena:
                 assert self._mem is not None
                 self._mem += blob
             elif blob:
+                if tail + len(blob) > self._capacity:
+                    self._grow(tail + len(blob))
                 os.pwrite(self._fd, blob, tail)
             self.size = first + len(blob)
         return first
@@ -81,23 +96,56 @@ class ByteArena:
         assert self._mem is not None
         if self._mem:
             os.pwrite(fd, bytes(self._mem), 0)
-        self._fd = fd  # readers switch to the file; the bytes in memory stay valid until dropped
-        self._mem = None
+        self._fd = fd
+        self._grow(len(self._mem))
+        self._mem = None  # readers switch to the file; the bytes they hold stay valid
+
+    def _grow(self, needed: int) -> None:
+        """The spill file made at least ``needed`` bytes long (doubling), and mapped again."""
+        assert self._fd is not None
+        capacity = max(needed, 2 * self._capacity, _SPILL_FIRST_CAPACITY)
+        os.ftruncate(self._fd, capacity)  # sparse: no disk used past what is written
+        self._map = mmap.mmap(self._fd, capacity, access=mmap.ACCESS_READ)
+        self._capacity = capacity
 
     def read(self, offset: int, length: int) -> bytes:
         if offset < self._base:  # from the base file, and what follows it when a read runs past it
-            assert self._base_fd is not None
             head = min(length, self._base - offset)
-            first = os.pread(self._base_fd, head, offset)
+            base_map = self._base_map
+            first = (
+                base_map[offset : offset + head] if base_map is not None else self._pread_base(offset, head)
+            )
             return first if head == length else first + self.read(self._base, length - head)
-        offset -= self._base
+        tail = offset - self._base
         mem = self._mem
-        if mem is not None and offset + length <= len(mem):
-            return bytes(mem[offset : offset + length])
+        if mem is not None and tail + length <= len(mem):
+            return bytes(mem[tail : tail + length])
+        spill_map = self._map
+        if spill_map is not None and tail + length <= len(spill_map):
+            return spill_map[tail : tail + length]
+        return self._pread_spill(tail, length)
+
+    def _pread_base(self, offset: int, length: int) -> bytes:
+        assert self._base_fd is not None
+        return os.pread(self._base_fd, length, offset)
+
+    def _pread_spill(self, tail: int, length: int) -> bytes:
         fd = self._fd
         if fd is None:  # pragma: no cover - a reader only asks for what a snapshot published
-            raise IndexError(f"bytes at {offset + self._base}+{length} are past the arena's end")
-        return os.pread(fd, length, offset)
+            raise IndexError(f"bytes at {tail + self._base}+{length} are past the arena's end")
+        return os.pread(fd, length, tail)
+
+    def _copy_read(self, offset: int, length: int) -> bytes:
+        """``read`` for bulk copies: files by ``pread``, so the copy does not map them in."""
+        if offset < self._base:
+            head = min(length, self._base - offset)
+            first = self._pread_base(offset, head)
+            return first if head == length else first + self._copy_read(self._base, length - head)
+        tail = offset - self._base
+        mem = self._mem
+        if mem is not None and tail + length <= len(mem):
+            return bytes(mem[tail : tail + length])
+        return self._pread_spill(tail, length)
 
     # ------------------------------------------------------------------ images
     def write_to(self, path: Path) -> int:
@@ -107,7 +155,7 @@ class ByteArena:
             size = self.size
         with path.open("wb") as out:
             for offset in range(0, size, _COPY_BLOCK):
-                out.write(self.read(offset, min(_COPY_BLOCK, size - offset)))
+                out.write(self._copy_read(offset, min(_COPY_BLOCK, size - offset)))
             out.flush()
             os.fsync(out.fileno())
         return size
@@ -126,4 +174,6 @@ class ByteArena:
         arena = cls(spill_dir, memory_limit)
         weakref.finalize(arena, os.close, fd)
         arena._base_fd, arena._base, arena.size = fd, size, size
+        if size:
+            arena._base_map = mmap.mmap(fd, size, access=mmap.ACCESS_READ)
         return arena
