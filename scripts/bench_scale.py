@@ -26,6 +26,7 @@ Streaming ingest is also measured at 1k chunks for the ratio. Writes scripts/res
 
     python scripts/bench_scale.py                         # 100k, 300k, 1M chunks
     python scripts/bench_scale.py --scales 10000,30000    # a quick look
+    python scripts/bench_scale.py --scales 100000 --peers bm25s --no-durable --out /tmp/b.json
 """
 
 from __future__ import annotations
@@ -343,7 +344,7 @@ def orchestrate(args: argparse.Namespace) -> dict[str, Any]:
             worker += ["--ann"] if i == 0 and not args.no_ann else []
             entry: dict[str, Any] = {"index": run_worker(worker, args.timeout)}
             peers: dict[str, Any] = {}
-            for engine in PEERS if use_peers and chunks.exists() else ():
+            for engine in args.peers.split(",") if use_peers and chunks.exists() else ():
                 if engine in peer_memory:
                     was_scale, was_mb = peer_memory[engine]
                     expected_gb = was_mb * scale / was_scale / 1024
@@ -385,6 +386,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--peers-python", default=str(PEERS_PYTHON), help="the peers' virtualenv Python")
     parser.add_argument("--no-peers", action="store_true")
+    parser.add_argument("--peers", default=",".join(PEERS), help="the engines compared, comma-separated")
     parser.add_argument("--no-durable", action="store_true", help="skip the SQLite build and restore")
     parser.add_argument("--no-ann", action="store_true", help="skip the hnswlib recall check")
     parser.add_argument("--peer-memory-gb", type=float, default=10.0)
@@ -401,6 +403,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--store", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--ann", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    unknown = set(args.peers.split(",")) - set(PEERS)
+    if unknown:
+        parser.error(f"--peers: unknown {', '.join(sorted(unknown))} (known: {', '.join(PEERS)})")
     if args.worker:
         if args.worker == "index":
             result = worker_index(args.scale, args.chunks_out, args.ann)
