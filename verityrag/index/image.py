@@ -20,7 +20,9 @@ with the same settings and its generation is the store's or an earlier one (a cr
 writer replays the store's writes after it). The store stays the truth: an image that is damaged
 (a size or checksum that does not match, a manifest of another shape, a file it cannot read),
 made otherwise, or of another store is passed over, and the index is rebuilt from the store. An
-image ahead of its store is not: the store lost writes (the writer stops the start).
+image ahead of its store is not: the store lost writes (the writer stops the start). The state
+is checked before it is unpickled; the arrays' and arenas' files, most of the image, are checked
+beside the unpickling, on the other core, and the image is used once all have passed.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ import shutil
 import threading
 import time
 import zlib
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -98,11 +102,27 @@ class _ImageUnpickler(pickle.Unpickler):
 
 
 def _crc32(path: Path) -> int:
+    """The file's CRC-32, read through a map (no copy); zlib lets other threads run meanwhile."""
     crc = 0
     with path.open("rb") as f:
-        while block := f.read(_READ_BLOCK):
-            crc = zlib.crc32(block, crc)
+        size = os.fstat(f.fileno()).st_size
+        if size == 0:
+            return crc
+        with mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) as mapped, memoryview(mapped) as view:
+            for start in range(0, size, _READ_BLOCK):
+                with view[start : start + _READ_BLOCK] as block:
+                    crc = zlib.crc32(block, crc)
     return crc
+
+
+def _damaged(folder: Path, files: dict[str, Any], names: Iterable[str]) -> str | None:
+    """The first of ``names`` whose file is missing, or whose size or CRC-32 is not the
+    manifest's; None when they are whole."""
+    return next((name for name in names if not _whole(folder / name, files[name])), None)
+
+
+def _whole(path: Path, expected: dict[str, Any]) -> bool:
+    return path.is_file() and path.stat().st_size == expected["size"] and _crc32(path) == expected["crc32"]
 
 
 def _write_buffers(path: Path, buffers: list[pickle.PickleBuffer]) -> list[list[int]]:
@@ -299,20 +319,28 @@ def read_image(folder: Path, newest: int, made_with: dict[str, Any], store_id: s
         files = manifest.get("files")
         if not isinstance(files, dict):
             raise ValueError("the manifest lists no files")
-        for name, expected in files.items():
-            path = folder / name
-            if (
-                not path.is_file()
-                or path.stat().st_size != expected["size"]
-                or _crc32(path) != expected["crc32"]
-            ):
-                logger.warning("index image file %s is missing or damaged: rebuilding from the store", path)
-                return None
-        buffers = _read_buffers(
-            folder / BUFFERS, json.loads((folder / BUFFER_INDEX).read_text(encoding="utf-8"))
-        )
-        with (folder / STATE).open("rb") as f:
-            return OpenedImage(_ImageUnpickler(f, folder, buffers).load(), generation, seq)
+        # What is unpickled is checked first; the arrays' and arenas' files, most of the image
+        # (a second of checksums at a million chunks), beside the unpickling, on the other
+        # core. The image is used only once every file has passed.
+        first = [name for name in files if name in (STATE, BUFFER_INDEX)]
+        rest = sorted(set(files) - set(first), key=lambda name: -int(files[name]["size"]))
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="image-check") as pool:
+            checks = [pool.submit(_damaged, folder, files, rest[i::2]) for i in range(2)]
+            damaged = _damaged(folder, files, first)
+            state = None
+            if damaged is None:
+                buffers = _read_buffers(
+                    folder / BUFFERS, json.loads((folder / BUFFER_INDEX).read_text(encoding="utf-8"))
+                )
+                with (folder / STATE).open("rb") as f:
+                    state = _ImageUnpickler(f, folder, buffers).load()
+            damaged = damaged or next((d for c in checks if (d := c.result()) is not None), None)
+        if damaged is not None:
+            logger.warning(
+                "index image file %s is missing or damaged: rebuilding from the store", folder / damaged
+            )
+            return None
+        return OpenedImage(state, generation, seq)
     except (
         OSError,
         ValueError,

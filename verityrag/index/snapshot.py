@@ -10,10 +10,11 @@ An :class:`IndexSnapshot` fixes how much of a segment a reader sees: the slots
 from __future__ import annotations
 
 import pickle
+import threading
 from array import array
-from collections.abc import Sequence
+from collections.abc import ItemsView, Iterator, KeysView, Sequence, ValuesView
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -117,28 +118,99 @@ class PackedPostings(NamedTuple):
             blocks=[p.blocks for p in entries],
         )
 
-    def unpack(self) -> dict[str, Posting]:
-        """The postings, each array a slice of the packed ones, exactly as long as the list: the
-        next posting a writer appends to a term goes to a new buffer, never past the slice."""
-        ends = np.cumsum(self.lengths).tolist()
-        starts = [0, *ends[:-1]]
-        narrow_ends = np.cumsum(np.where(self.wide, 0, self.lengths)).tolist()
-        wide_ends = np.cumsum(np.where(self.wide, self.lengths, 0)).tolist()
-        slots, narrow, wide_tfs = self.slots, self.narrow_tfs, self.wide_tfs
-        lengths = self.lengths.tolist()
-        tfs = [
-            wide_tfs[w_end - n : w_end] if is_wide else narrow[n_end - n : n_end]
-            for n, is_wide, n_end, w_end in zip(
-                lengths, self.wide.tolist(), narrow_ends, wide_ends, strict=True
-            )
-        ]
-        return dict(
-            zip(
-                self.terms,
-                map(Posting, map(slots.__getitem__, map(slice, starts, ends)), tfs, lengths, self.blocks),
-                strict=True,
-            )
-        )
+    def unpack(self) -> OpenedPostings:
+        """The postings, each made when first asked for (:class:`OpenedPostings`)."""
+        return OpenedPostings(self)
+
+
+class OpenedPostings(dict[str, Posting]):
+    """A segment's postings opened from an index image: a term's :class:`Posting` is made when
+    it is first asked for (a query, a write), each array a slice of the packed ones, exactly as
+    long as the list, so the next posting a writer appends to the term goes to a new buffer.
+
+    A million chunks hold ~500k terms: making every posting at the start took 0.8 s and ~150 MB
+    that the terms no query asks for never needed. Reading and writing go through ``get`` and
+    ``[term] = posting`` (plain dict speed once made); anything that walks every term
+    (``items``, ``values``, ``len``, iterating: an image written, compaction, memory figures)
+    makes the rest first."""
+
+    def __init__(self, packed: PackedPostings) -> None:
+        super().__init__()
+        self._packed: PackedPostings | None = packed
+        self._where = dict(zip(packed.terms, range(len(packed.terms)), strict=True))
+        ends = np.cumsum(packed.lengths)
+        self._ends = ends.tolist()
+        self._narrow_ends = np.cumsum(np.where(packed.wide, 0, packed.lengths)).tolist()
+        self._wide_ends = np.cumsum(np.where(packed.wide, packed.lengths, 0)).tolist()
+        self._lengths = packed.lengths.tolist()
+        self._wide = packed.wide.tolist()
+        self._lock = threading.Lock()  # making the rest: once
+
+    def _made(self, packed: PackedPostings, i: int) -> Posting:
+        n, end = self._lengths[i], self._ends[i]
+        if self._wide[i]:
+            tfs: npt.NDArray[np.uint16] | npt.NDArray[np.uint32] = packed.wide_tfs[
+                self._wide_ends[i] - n : self._wide_ends[i]
+            ]
+        else:
+            tfs = packed.narrow_tfs[self._narrow_ends[i] - n : self._narrow_ends[i]]
+        return Posting(packed.slots[end - n : end], tfs, n, packed.blocks[i])
+
+    def get(self, term: str, default: Any = None) -> Any:
+        posting = dict.get(self, term)
+        if posting is not None:
+            return posting
+        packed, where = self._packed, self._where
+        i = None if packed is None else where.get(term)
+        if packed is None or i is None:  # (or every term was made meanwhile)
+            return dict.get(self, term, default)
+        # Readers and the writer may make it at once: the first one stored is every one's (a
+        # writer's newer posting, set after its own get, is never replaced).
+        return dict.setdefault(self, term, self._made(packed, i))
+
+    def __getitem__(self, term: str) -> Posting:
+        posting = self.get(term)
+        if posting is None:
+            raise KeyError(term)
+        return cast(Posting, posting)
+
+    def __contains__(self, term: object) -> bool:
+        return dict.__contains__(self, term) or (self._packed is not None and term in self._where)
+
+    def _make_all(self) -> None:
+        with self._lock:
+            packed = self._packed
+            if packed is None:
+                return
+            for term, i in self._where.items():
+                if not dict.__contains__(self, term):
+                    dict.setdefault(self, term, self._made(packed, i))
+            self._packed = None  # (before the terms' places go: a reader checks it first)
+            self._where = {}
+
+    def __len__(self) -> int:
+        self._make_all()
+        return dict.__len__(self)
+
+    def __iter__(self) -> Iterator[str]:
+        self._make_all()
+        return dict.__iter__(self)
+
+    def keys(self) -> KeysView[str]:  # type: ignore[override]
+        self._make_all()
+        return dict.keys(self)
+
+    def values(self) -> ValuesView[Posting]:  # type: ignore[override]
+        self._make_all()
+        return dict.values(self)
+
+    def items(self) -> ItemsView[str, Posting]:  # type: ignore[override]
+        self._make_all()
+        return dict.items(self)
+
+    def __reduce__(self) -> Any:
+        # pickled as the plain dict it stands for (a segment pickles its postings packed anyway)
+        return dict, (dict(self.items()),)
 
 
 @dataclass(frozen=True, eq=False)
