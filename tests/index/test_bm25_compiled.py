@@ -4,6 +4,7 @@ block-max scorer finds them, on real text, with deleted and replaced documents."
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -100,3 +101,45 @@ def test_a_term_with_frequencies_past_uint16_scores_as_the_reference() -> None:
     ref_slots, ref_scores = _reference(snap, terms, 10, index.k1, index.b)
     assert slots.tolist() == ref_slots.tolist()
     assert scores.tobytes() == ref_scores.tobytes()
+
+
+def test_while_the_compiled_code_is_readied_the_vectorised_scorer_answers_alike(
+    pipeline: VerityRAGPipeline, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    index = pipeline.index
+    question = "the history of the university"
+    compiled = [(h.chunk.chunk_id, h.score) for h in index.search_lexical(question, 10)]
+    used: list[str] = []
+    vectorised = bm25.top_k
+    monkeypatch.setattr(bm25, "top_k", lambda *a: used.append("vectorised") or vectorised(*a))
+    monkeypatch.setattr(_bm25_compiled, "ready", lambda: False)
+    assert [(h.chunk.chunk_id, h.score) for h in index.search_lexical(question, 10)] == compiled
+    assert used == ["vectorised"]
+
+
+def test_warm_up_runs_the_kernel_once_in_the_background_and_queries_wait_for_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    release, calls = threading.Event(), []
+    kernel = _bm25_compiled._kernel
+
+    def held(*args: object) -> object:
+        calls.append(args)
+        release.wait(10)
+        return kernel(*args)
+
+    monkeypatch.setattr(_bm25_compiled, "_kernel", held)
+    _bm25_compiled.warm_up()
+    _bm25_compiled.warm_up()  # already under way: not a second thread
+    assert not _bm25_compiled.ready()  # queries take the vectorised scorer meanwhile
+    release.set()
+    assert _wait_ready()
+    assert len(calls) == 1
+
+
+def _wait_ready() -> bool:
+    for _ in range(400):
+        if _bm25_compiled.ready():
+            return True
+        threading.Event().wait(0.025)
+    return False

@@ -353,6 +353,50 @@ def _plan(snap: IndexSnapshot, terms: Sequence[QueryTerm], k1: float) -> tuple[I
 
 
 _local = threading.local()
+_warming = threading.Event()  # set while the compiled code is being readied in the background
+
+
+def ready() -> bool:
+    """Whether a query may call the compiled code without waiting for it to be readied: false
+    only while :func:`warm_up` runs (the vectorised scorer answers alike meanwhile)."""
+    return not _warming.is_set()
+
+
+def warm_up() -> None:
+    """Ready the compiled top-k in a background thread: the first compiled call of a process,
+    its machine code cached, still sets up numba's lowering (~0.4 s); a restarted index answers
+    its first queries with the vectorised scorer meanwhile instead of waiting."""
+    if not AVAILABLE or _warming.is_set():
+        return
+    _warming.set()
+    threading.Thread(target=_run_once, name="bm25-warm-up", daemon=True).start()
+
+
+def _run_once() -> None:
+    try:  # the types the index's arrays have (int32 slots and lengths, uint16 frequencies)
+        one = np.zeros(1, dtype=np.int64)
+        _kernel(
+            np.array([0, 1], dtype=np.int64),
+            np.zeros(1, dtype=np.int32),
+            np.ones(1, dtype=np.uint16),
+            np.ones(1),
+            one,
+            np.zeros(2),
+            1,
+            np.ones(1, dtype=np.int32),
+            np.full(1, np.iinfo(np.int64).max),
+            0,
+            False,
+            1.5,
+            0.75,
+            1.0,
+            1,
+            np.zeros(1),
+            np.zeros(1, dtype=np.bool_),
+            one.copy(),
+        )
+    finally:
+        _warming.clear()
 
 
 def _scratch(n_slots: int, n_postings: int) -> tuple[F64, npt.NDArray[np.bool_], I64]:

@@ -166,6 +166,7 @@ class LiveIndex:
             kept = {"analyzer": self.analyzer, "_write_lock": self._write_lock}
             self.__dict__.update(state)
             self.__dict__.update(kept)
+        _bm25_compiled.warm_up()  # a restart: the first queries need not wait for numba
 
     # ------------------------------------------------------------------ reads
     def snapshot(self) -> IndexSnapshot:
@@ -324,7 +325,8 @@ class LiveIndex:
         query_terms = self._query_terms(snap, terms)
         if k <= 0 or not query_terms:
             return []
-        top_k = _bm25_compiled.top_k if _bm25_compiled.AVAILABLE else bm25.top_k
+        compiled = _bm25_compiled.AVAILABLE and _bm25_compiled.ready()
+        top_k = _bm25_compiled.top_k if compiled else bm25.top_k
         slots, scores = top_k(snap, query_terms, k, self.k1, self.b)
         return list(map(Scored, snap.chunks(slots.tolist()), scores.tolist()))
 
