@@ -305,8 +305,9 @@ class LiveIndex:
         snapshot: IndexSnapshot | None = None,
         doc_ids: Collection[str] | None = None,
     ) -> list[Scored]:
-        """Top-``k`` chunks by BM25, exact: every posting scored in compiled code (numba), else the
-        vectorised block-max scorer (the same ranking). ``query``: text or analyzed terms.
+        """Top-``k`` chunks by BM25, exact: MaxScore in compiled code (numba), else (no numba, or
+        while it is readied after a restart) the vectorised block-max scorer, the same ranking.
+        ``query``: text or analyzed terms.
 
         ``doc_ids``: only these documents' chunks (a metadata filter's documents); scored
         exhaustively over them, with the whole snapshot's statistics (IDF, average length).
