@@ -14,7 +14,7 @@ REQS := requirements.txt requirements-dev.txt pyproject.toml
 EXTRAS := api,mcp,app,models,train,eval,elasticsearch,fast,ann
 STAMP := $(VENV)/.installed-$(shell cat $(REQS) | sha1sum | cut -c1-12)
 
-.PHONY: setup data train-reader train-reader-domains run ask browser test check lint format bench bench-scale bench-scale-10m bench-checks bench-es eval eval-domains eval-multihop models models-answer-check models-answerability models-answerability-mpnet models-guard models-nli models-nli-ragtruth models-nli3 models-reader readme-results demo bench-api schemathesis clean eval-llm eval-llm-checks eval-llm-reader
+.PHONY: setup data train-reader train-reader-domains run ask browser test check lint format bench bench-scale bench-scale-10m bench-bm25s bench-checks bench-es eval eval-domains eval-multihop models models-answer-check models-answerability models-answerability-mpnet models-guard models-nli models-nli-ragtruth models-nli3 models-reader readme-results demo bench-api schemathesis clean eval-llm eval-llm-checks eval-llm-reader
 
 $(STAMP): $(REQS)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -75,6 +75,12 @@ $(PEERS_VENV)/.installed:
 
 bench-scale: setup $(PEERS_VENV)/.installed
 	$(PY) scripts/bench_scale.py
+	$(PY) scripts/update_readme_results.py
+
+# BM25 top-10 against bm25s with the passes of each interleaved, so that a busy machine slows both
+# alike (100k and 1M chunks, ~10 min; not in CI).
+bench-bm25s: setup $(PEERS_VENV)/.installed
+	$(PY) scripts/bench_bm25s_interleaved.py
 	$(PY) scripts/update_readme_results.py
 
 # Ten million chunks added to that table as a column of its own (about two hours, ~20 GB of RAM;

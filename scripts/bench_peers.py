@@ -6,6 +6,7 @@ bm25s, rank_bm25, Haystack and tantivy never become VerityRAG's dependencies and
 engine's memory is its own. Standard library only at import; the engine is imported when run.
 
     python scripts/bench_peers.py --engine bm25s --chunks C.jsonl --questions Q.jsonl --out R.json
+    python scripts/bench_peers.py --engine bm25s --chunks C.jsonl --questions Q.jsonl --serve
 
 ``--chunks``: one JSON object per line, ``{"id", "text"}`` (the chunk's title and text, as
 VerityRAG's BM25 indexes them); ``--questions``: one JSON string per line. Each engine is
@@ -22,6 +23,7 @@ import json
 import re
 import resource
 import statistics
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -254,6 +256,32 @@ def run(
     return out
 
 
+def serve(engine: Engine, chunks: Path, questions: list[str]) -> None:
+    """Build, say ``ready``, then time one pass over the questions for each ``pass`` read from
+    stdin (a JSON line of its percentiles each), until ``quit``: a caller alternates these passes
+    with its own, so a busy machine slows both alike."""
+    ids: list[str] = []
+    texts: list[str] = []
+    for chunk_id, text in read_chunks(chunks):
+        ids.append(chunk_id)
+        texts.append(text)
+    engine.build(ids, texts)
+    del ids, texts
+    gc.collect()
+    for q in questions[:10]:  # warm caches
+        engine.search(q, 10)
+    print(json.dumps({"ready": True, "config": engine.config}), flush=True)
+    for line in sys.stdin:
+        if line.strip() != "pass":
+            return
+        times = []
+        for q in questions:
+            t0 = time.perf_counter()
+            engine.search(q, 10)
+            times.append((time.perf_counter() - t0) * 1000)
+        print(json.dumps(percentiles(times)), flush=True)
+
+
 def versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -278,13 +306,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--versions", action="store_true", help="print the engines' versions as JSON and exit"
     )
+    parser.add_argument(
+        "--serve", action="store_true", help="build, then time a pass for each 'pass' line on stdin"
+    )
     args = parser.parse_args(argv)
     if args.versions:
         print(json.dumps(versions()))
         return 0
-    if not (args.engine and args.chunks and args.questions and args.out):
-        parser.error("--engine, --chunks, --questions and --out are required")
+    if not (args.engine and args.chunks and args.questions and (args.out or args.serve)):
+        parser.error("--engine, --chunks, --questions and --out (or --serve) are required")
     questions = [json.loads(line) for line in args.questions.read_text(encoding="utf-8").splitlines() if line]
+    if args.serve:
+        serve(ENGINES[args.engine](), args.chunks, questions)
+        return 0
     add_text = "An added chunk about rivers and engines. Reference code zqadded0001."
     result = run(ENGINES[args.engine](), args.chunks, questions, args.query_seconds, add_text)
     args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

@@ -38,7 +38,6 @@ import hashlib
 import json
 import logging
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -55,6 +54,7 @@ from verityrag.eval.benchmarks import (
     peak_rss_mb,
     percentiles,
     rss_mb,
+    run_conditions,
     scale_table,
     timed_stream_ingest,
 )
@@ -323,22 +323,9 @@ def run_peer(python: Path, engine: str, chunks: Path, qfile: Path, timeout: floa
         result.unlink(missing_ok=True)
 
 
-def machine() -> dict[str, Any]:
-    training = subprocess.run(
-        ["pgrep", "-f", "verityrag.train"], capture_output=True, text=True
-    ).stdout.split()
-    return {
-        "python": platform.python_version(),
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "load_average_at_start": os.getloadavg()[0],
-        "training_running": bool(training),
-    }
-
-
 def orchestrate(args: argparse.Namespace) -> dict[str, Any]:
     scales = [int(s) for s in args.scales.split(",")]
-    results: dict[str, Any] = {**machine(), "scales": {}, "peers": {}}
+    results: dict[str, Any] = {**run_conditions(), "scales": {}, "peers": {}}
     if args.merge and args.out.exists():  # the scales measured before stay, each with its date
         earlier = json.loads(args.out.read_text(encoding="utf-8"))
         for scale, kept in earlier.get("scales", {}).items():

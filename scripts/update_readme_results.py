@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from verityrag.eval.benchmarks import index_table, learned_checks_table, scale_table
+from verityrag.eval.benchmarks import bm25s_table, index_table, learned_checks_table, scale_table
 from verityrag.eval.llm_checks_table import llm_checks_detail, llm_checks_summary
 from verityrag.eval.report import headline_rows, reader_sweep_table
 
@@ -39,6 +39,7 @@ MULTIHOP_REPORTS = {
     "`VERITYRAG_MAX_HOPS=2`": ROOT / "eval_report_multihop_heldout_hops2.json",
 }
 SCALE = ROOT / "scripts" / "results" / "bench_scale.json"
+BM25S = ROOT / "scripts" / "results" / "bench_bm25s.json"
 
 
 #: The reader thresholds README's sweep shows (the chosen one is always shown).
@@ -155,6 +156,19 @@ def scale_section() -> str:
     if data.get("restart_run"):
         lead += f" (the rebuild, image and restart rows: {data['restart_run']})"
     return lead + ":\n\n" + scale_table(data)
+
+
+def bm25s_section() -> str:
+    """BM25 top-10 against bm25s, the passes of each interleaved."""
+    if not BM25S.exists():
+        return "_No scripts/results/bench_bm25s.json yet: run `make bench-bm25s`._"
+    data: dict[str, Any] = json.loads(BM25S.read_text())
+    rounds = {c.get("rounds") for c in data["scales"].values()}
+    return (
+        f"Measured {data['date']} on {data['machine']}, Python {data['python']}, "
+        f"{'/'.join(str(r) for r in sorted(rounds))} rounds of a pass over the 550 test questions each, "
+        "alternating; medians over the rounds:\n\n" + bm25s_table(data)
+    )
 
 
 RAGTRUTH = ROOT / "eval_report_ragtruth.json"
@@ -378,6 +392,7 @@ PAGES = {
         ("multihop-results", multihop_section),
         ("reader-results", span_reader_section),
         ("scale-results", scale_section),
+        ("bm25s-results", bm25s_section),
         ("llm-checks-results", llm_checks_section),
     ),
     RESULTS_PAGE: (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -10,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from verityrag.eval.benchmarks import scale_table
+from verityrag.eval.benchmarks import bm25s_table, scale_table
 
 pytestmark = pytest.mark.unit
 
@@ -60,15 +61,21 @@ def test_scale_table_one_column_per_scale_and_peer_ratios() -> None:
     assert "0.50 / 1.00 (2.00)" in table  # streaming p50 over the 1k-chunk figure
 
 
+def _chunks_file(tmp_path: Path) -> Path:
+    """Forty chunks as bench_peers reads them."""
+    chunks = tmp_path / "chunks.jsonl"
+    rows = [{"id": f"d{i}#0", "text": f"Title {i}\nrivers and engines number w{i % 7}"} for i in range(40)]
+    chunks.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return chunks
+
+
 def test_bench_peers_rank_bm25_builds_searches_and_adds(
     load_script: Callable[[str], ModuleType], tmp_path: Path
 ) -> None:
     pytest.importorskip("rank_bm25")
     pytest.importorskip("Stemmer")
     peers = load_script("bench_peers")
-    chunks = tmp_path / "chunks.jsonl"
-    rows = [{"id": f"d{i}#0", "text": f"Title {i}\nrivers and engines number w{i % 7}"} for i in range(40)]
-    chunks.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    chunks = _chunks_file(tmp_path)
     add = "An added chunk about rivers. Reference code zqadded0001."
     result = peers.run(peers.ENGINES["rank_bm25"](), chunks, ["Which rivers w3?", "engines"], 5.0, add)
     assert result["engine"] == "rank_bm25"
@@ -76,3 +83,39 @@ def test_bench_peers_rank_bm25_builds_searches_and_adds(
     assert result["added_found"] is True
     assert result["build_s"] >= 0
     assert result["add_one_chunk_ms"] >= 0
+
+
+def test_bench_peers_serve_times_a_pass_for_each_request_until_told_to_stop(
+    load_script: Callable[[str], ModuleType],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    pytest.importorskip("rank_bm25")
+    pytest.importorskip("Stemmer")
+    peers = load_script("bench_peers")
+    chunks = _chunks_file(tmp_path)
+    monkeypatch.setattr("sys.stdin", io.StringIO("pass\npass\nquit\npass\n"))
+    peers.serve(peers.ENGINES["rank_bm25"](), chunks, ["Which rivers w3?", "engines", "w5"])
+    replies = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert replies[0]["ready"] is True
+    assert [r["n"] for r in replies[1:]] == [3, 3]  # two passes, then quit: the last pass not run
+
+
+def test_bm25s_table_one_row_per_scale_with_the_ratio_and_the_rounds() -> None:
+    def scale(ours: float, theirs: float, faster: int) -> dict[str, Any]:
+        return {
+            "verityrag": {"p50_ms": ours, "p95_ms": 2 * ours},
+            "bm25s": {"p50_ms": theirs, "p95_ms": 2 * theirs},
+            "ratio_p50": ours / theirs,
+            "rounds_ours_faster": faster,
+            "rounds": 7,
+        }
+
+    table = bm25s_table(
+        {"scales": {"1000000": scale(1.5, 1.25, 1), "100000": scale(0.2, 0.25, 6), "300000": {"error": "x"}}}
+    )
+    lines = table.splitlines()
+    assert lines[2] == "| 100k | 0.200 / 0.400 | 0.250 / 0.500 | 0.80 | 6 of 7 |"
+    assert lines[3] == "| 300k | x | | | |"
+    assert lines[4] == "| 1M | 1.500 / 3.000 | 1.250 / 2.500 | 1.20 | 1 of 7 |"

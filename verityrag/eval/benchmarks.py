@@ -3,8 +3,11 @@ they grow an index with. The figures come from the benchmarks' JSON in scripts/r
 
 from __future__ import annotations
 
+import os
+import platform
 import random
 import resource
+import subprocess
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -217,6 +220,42 @@ def _ms(fig: dict[str, Any] | None) -> str:
 
 def _scale_label(chunks: int) -> str:
     return f"{chunks // 1_000_000}M" if chunks % 1_000_000 == 0 else f"{chunks // 1000}k"
+
+
+def run_conditions() -> dict[str, Any]:
+    """What a benchmark's figures were measured on and beside: Python, the machine, the time, the
+    load at the start, and whether a model was training (which makes every figure slower)."""
+    training = subprocess.run(
+        ["pgrep", "-f", "verityrag.train"], capture_output=True, text=True, check=False
+    ).stdout.split()
+    return {
+        "python": platform.python_version(),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "load_average_at_start": os.getloadavg()[0],
+        "training_running": bool(training),
+    }
+
+
+def bm25s_table(r: dict[str, Any]) -> str:
+    """BM25 top-10 against bm25s with passes interleaved (scripts/bench_bm25s_interleaved.py), markdown."""
+    lines = [
+        "| chunks | VerityRAG p50 / p95 ms | bm25s p50 / p95 ms | ratio of the p50s (ours / bm25s) "
+        "| rounds where ours was faster |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for scale in sorted(r.get("scales", {}), key=int):
+        c = r["scales"][scale]
+        if "error" in c:
+            lines.append(f"| {_scale_label(int(scale))} | {c['error']} | | | |")
+            continue
+        ours, theirs = c["verityrag"], c["bm25s"]
+        lines.append(
+            f"| {_scale_label(int(scale))} | {ours['p50_ms']:.3f} / {ours['p95_ms']:.3f} "
+            f"| {theirs['p50_ms']:.3f} / {theirs['p95_ms']:.3f} | {c['ratio_p50']:.2f} "
+            f"| {c['rounds_ours_faster']} of {c['rounds']} |"
+        )
+    return "\n".join(lines)
 
 
 def scale_table(r: dict[str, Any]) -> str:
