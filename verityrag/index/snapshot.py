@@ -129,10 +129,10 @@ class OpenedPostings(dict[str, Posting]):
     long as the list, so the next posting a writer appends to the term goes to a new buffer.
 
     A million chunks hold ~500k terms: making every posting at the start took 0.8 s and ~150 MB
-    that the terms no query asks for never needed. Reading and writing go through ``get`` and
-    ``[term] = posting`` (plain dict speed once made); anything that walks every term
-    (``items``, ``values``, ``len``, iterating: an image written, compaction, memory figures)
-    makes the rest first."""
+    that the terms no query asks for never needed. Reading and writing go through ``get`` (a
+    Python call, ~0.2 us more than a dict's) and ``[term] = posting``; anything that walks every
+    term (``items``, ``values``, ``len``, iterating: an image written, compaction, memory figures)
+    makes the rest first, so the first image written after a restart pays what the start did not."""
 
     def __init__(self, packed: PackedPostings) -> None:
         super().__init__()
