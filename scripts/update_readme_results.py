@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from verityrag.eval.benchmarks import bm25s_table, index_table, learned_checks_table, scale_table
+from verityrag.eval.benchmarks import bm25s_table, index_table, learned_checks_table, scale_label, scale_table
 from verityrag.eval.llm_checks_table import llm_checks_detail, llm_checks_summary
 from verityrag.eval.report import headline_rows, reader_sweep_table
 
@@ -155,6 +155,12 @@ def scale_section() -> str:
         lead += " **while a model trained on both cores: slower and noisier than a quiet machine**"
     if data.get("restart_run"):
         lead += f" (the rebuild, image and restart rows: {data['restart_run']})"
+    dates = {s: e.get("measured") for s, e in data["scales"].items()}
+    if len({d for d in dates.values() if d}) > 1:  # a column added later (bench_scale.py --merge)
+        when = ", ".join(
+            f"{scale_label(int(s))} {d}" for s, d in sorted(dates.items(), key=lambda i: int(i[0]))
+        )
+        lead += f"; the columns measured at {when}"
     return lead + ":\n\n" + scale_table(data)
 
 

@@ -218,7 +218,8 @@ def _ms(fig: dict[str, Any] | None) -> str:
     return f"{fig['p50_ms']:.2f} / {fig['p95_ms']:.2f}{cpu}"
 
 
-def _scale_label(chunks: int) -> str:
+def scale_label(chunks: int) -> str:
+    """100000 -> '100k', 1000000 -> '1M'."""
     return f"{chunks // 1_000_000}M" if chunks % 1_000_000 == 0 else f"{chunks // 1000}k"
 
 
@@ -247,11 +248,11 @@ def bm25s_table(r: dict[str, Any]) -> str:
     for scale in sorted(r.get("scales", {}), key=int):
         c = r["scales"][scale]
         if "error" in c:
-            lines.append(f"| {_scale_label(int(scale))} | {c['error']} | | | |")
+            lines.append(f"| {scale_label(int(scale))} | {c['error']} | | | |")
             continue
         ours, theirs = c["verityrag"], c["bm25s"]
         lines.append(
-            f"| {_scale_label(int(scale))} | {ours['p50_ms']:.3f} / {ours['p95_ms']:.3f} "
+            f"| {scale_label(int(scale))} | {ours['p50_ms']:.3f} / {ours['p95_ms']:.3f} "
             f"| {theirs['p50_ms']:.3f} / {theirs['p95_ms']:.3f} | {c['ratio_p50']:.2f} "
             f"| {c['rounds_ours_faster']} of {c['rounds']} |"
         )
@@ -281,7 +282,7 @@ def scale_table(r: dict[str, Any]) -> str:
 
     lines = [
         "| figure (wall p50 / p95 ms, CPU p50 in brackets) | "
-        + " | ".join(_scale_label(int(s)) for s in scales)
+        + " | ".join(scale_label(int(s)) for s in scales)
         + " | target |",
         "| --- |" + " --- |" * len(scales) + " --- |",
         row(
