@@ -32,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from verityrag.index._postings import LONG
+from verityrag.index.bm25 import tf_part_bounds
 
 if TYPE_CHECKING:
     from verityrag.index.bm25 import QueryTerm
@@ -341,8 +342,8 @@ def _plan(snap: IndexSnapshot, terms: Sequence[QueryTerm], k1: float) -> tuple[I
         for i, term in enumerate(terms):
             blocks = term.blocks
             if blocks is not None and blocks.n and len(term.slots) >= LONG:
-                part = float(blocks.maxes[: blocks.n].max()) * max(1.0, snap.avgdl / blocks.a0)
-                bounds[i] = term.weight * min(part, k1 + 1.0)
+                largest = blocks.maxes[: blocks.n].max(keepdims=True)
+                bounds[i] = term.weight * float(tf_part_bounds(largest, blocks.a0, snap.avgdl, k1)[0])
     order = np.argsort(-bounds, kind="stable")  # the unbounded (short) lists first, in query order
     n_whole = int(np.count_nonzero(np.isinf(bounds)))
     if n_whole == n_terms:

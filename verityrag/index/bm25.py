@@ -194,14 +194,20 @@ class _Prepared(NamedTuple):
     top: float  # its bound over all blocks
 
 
+def tf_part_bounds(maxes: npt.NDArray[np.float32], a0: float, avgdl: float, k1: float) -> F64:
+    """Block maxima of the tf part kept at the average length ``a0`` as bounds at ``avgdl``: a
+    longer average raises a chunk's tf part by at most ``avgdl / a0``, a shorter one only lowers
+    it, and no tf part passes ``k1 + 1``."""
+    return np.minimum(maxes.astype(np.float64) * max(1.0, avgdl / a0), k1 + 1.0)
+
+
 def _prepare(snap: IndexSnapshot, term: QueryTerm, n_blocks: int, k1: float, b: float) -> _Prepared:
     if term.blocks is not None:
         blocks = term.blocks
         ids = blocks.ids[: blocks.n]
         if blocks.n and ids[-1] >= n_blocks:  # blocks past the snapshot (a later write)
             ids = ids[: int(np.searchsorted(ids, n_blocks))]
-        parts = blocks.maxes[: len(ids)].astype(np.float64) * max(1.0, snap.avgdl / blocks.a0)
-        bounds = term.weight * np.minimum(parts, k1 + 1.0)
+        bounds = term.weight * tf_part_bounds(blocks.maxes[: len(ids)], blocks.a0, snap.avgdl, k1)
         return _Prepared(term, None, ids, bounds, float(bounds.max()) if len(bounds) else 0.0)
     exact = contributions(term.weight, term.tfs, snap.doc_len[term.slots], k1, b, snap.avgdl)
     bids = term.slots // snap.segment.block
