@@ -108,19 +108,21 @@ class ByteArena:
         self._map = mmap.mmap(self._fd, capacity, access=mmap.ACCESS_READ)
         self._capacity = capacity
 
-    def read(self, offset: int, length: int) -> bytes:
+    def read(self, offset: int, length: int, mapped: bool = True) -> bytes:
+        """``length`` bytes from ``offset``. ``mapped=False`` reads the files by ``pread`` (bulk
+        copies: an image), so that they are not mapped into the process whole."""
         if offset < self._base:  # from the base file, and what follows it when a read runs past it
             head = min(length, self._base - offset)
-            base_map = self._base_map
+            base_map = self._base_map if mapped else None
             first = (
                 base_map[offset : offset + head] if base_map is not None else self._pread_base(offset, head)
             )
-            return first if head == length else first + self.read(self._base, length - head)
+            return first if head == length else first + self.read(self._base, length - head, mapped)
         tail = offset - self._base
         mem = self._mem
         if mem is not None and tail + length <= len(mem):
             return bytes(mem[tail : tail + length])
-        spill_map = self._map
+        spill_map = self._map if mapped else None
         if spill_map is not None and tail + length <= len(spill_map):
             return spill_map[tail : tail + length]
         return self._pread_spill(tail, length)
@@ -135,18 +137,6 @@ class ByteArena:
             raise IndexError(f"bytes at {tail + self._base}+{length} are past the arena's end")
         return os.pread(fd, length, tail)
 
-    def _copy_read(self, offset: int, length: int) -> bytes:
-        """``read`` for bulk copies: files by ``pread``, so the copy does not map them in."""
-        if offset < self._base:
-            head = min(length, self._base - offset)
-            first = self._pread_base(offset, head)
-            return first if head == length else first + self._copy_read(self._base, length - head)
-        tail = offset - self._base
-        mem = self._mem
-        if mem is not None and tail + length <= len(mem):
-            return bytes(mem[tail : tail + length])
-        return self._pread_spill(tail, length)
-
     # ------------------------------------------------------------------ images
     def write_to(self, path: Path) -> int:
         """Write the arena's bytes to a new file at ``path`` (fsynced); returns how many. Appends
@@ -155,7 +145,7 @@ class ByteArena:
             size = self.size
         with path.open("wb") as out:
             for offset in range(0, size, _COPY_BLOCK):
-                out.write(self._copy_read(offset, min(_COPY_BLOCK, size - offset)))
+                out.write(self.read(offset, min(_COPY_BLOCK, size - offset), mapped=False))
             out.flush()
             os.fsync(out.fileno())
         return size
