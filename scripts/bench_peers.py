@@ -25,7 +25,6 @@ import resource
 import statistics
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,11 +43,16 @@ def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def read_chunks(path: Path) -> Iterator[tuple[str, str]]:
+def read_chunks(path: Path) -> tuple[list[str], list[str]]:
+    """The chunks' ids and texts, in the file's order."""
+    ids: list[str] = []
+    texts: list[str] = []
     with path.open(encoding="utf-8") as fh:
         for line in fh:
             row = json.loads(line)
-            yield row["id"], row["text"]
+            ids.append(row["id"])
+            texts.append(row["text"])
+    return ids, texts
 
 
 def stemmer() -> Any:
@@ -217,11 +221,7 @@ def percentiles(times_ms: list[float]) -> dict[str, float]:
 def run(
     engine: Engine, chunks: Path, questions: list[str], query_seconds: float, add_text: str
 ) -> dict[str, Any]:
-    ids: list[str] = []
-    texts: list[str] = []
-    for chunk_id, text in read_chunks(chunks):
-        ids.append(chunk_id)
-        texts.append(text)
+    ids, texts = read_chunks(chunks)
     gc.collect()
     before = rss_mb()
     started = time.perf_counter()
@@ -260,11 +260,7 @@ def serve(engine: Engine, chunks: Path, questions: list[str]) -> None:
     """Build, say ``ready``, then time one pass over the questions for each ``pass`` read from
     stdin (a JSON line of its percentiles each), until ``quit``: a caller alternates these passes
     with its own, so a busy machine slows both alike."""
-    ids: list[str] = []
-    texts: list[str] = []
-    for chunk_id, text in read_chunks(chunks):
-        ids.append(chunk_id)
-        texts.append(text)
+    ids, texts = read_chunks(chunks)
     engine.build(ids, texts)
     del ids, texts
     gc.collect()
