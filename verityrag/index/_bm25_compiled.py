@@ -74,30 +74,19 @@ def _find(slots: Any, lo: int, hi: int, slot: int) -> int:
 
 
 def _kth(scores: Any, cand: Any, n: int, k: int) -> float:
-    """The k-th highest of ``scores[cand[:n]]`` (``n >= k``): a min-heap of k values."""
-    heap = np.empty(k, dtype=np.float64)
+    """The k-th highest of ``scores[cand[:n]]`` (``n >= k``): the heap :func:`_rank` keeps, its
+    slots all equal so that only the scores order it."""
+    heap_scores = np.empty(k, dtype=np.float64)
+    heap_slots = np.zeros(k, dtype=np.int64)
     for i in range(k):
-        heap[i] = scores[cand[i]]
-        j = i
-        while j > 0 and heap[(j - 1) // 2] > heap[j]:
-            heap[j], heap[(j - 1) // 2] = heap[(j - 1) // 2], heap[j]
-            j = (j - 1) // 2
+        heap_scores[i] = scores[cand[i]]
+        _sift_up(heap_scores, heap_slots, i)
     for i in range(k, n):
         value = scores[cand[i]]
-        if value > heap[0]:
-            heap[0] = value
-            j = 0
-            while True:
-                low, left, right = j, 2 * j + 1, 2 * j + 2
-                if left < k and heap[left] < heap[low]:
-                    low = left
-                if right < k and heap[right] < heap[low]:
-                    low = right
-                if low == j:
-                    break
-                heap[j], heap[low] = heap[low], heap[j]
-                j = low
-    return float(heap[0])
+        if value > heap_scores[0]:
+            heap_scores[0] = value
+            _sift_down(heap_scores, heap_slots, 0, k)
+    return float(heap_scores[0])
 
 
 def _kernel(
