@@ -17,7 +17,8 @@ each step in its own process (so each memory figure is its own):
   new process rebuilds the index from the store (restore time, RAM after restore) and stops
   cleanly (writing the index image: its time and size); then ``reopen``: a third process opens
   the image (reopen time, RAM, the same BM25 top-10 as the rebuilt index), measures durable
-  streaming ingest, deletes 20 documents and exits without a clean stop; then ``crash``: a fourth
+  streaming ingest, writes an image while it goes on writing (the checkpoint's time, the writes
+  meanwhile and their longest wait), deletes 20 documents and exits without a clean stop; then ``crash``: a fourth
   process opens the image and replays those writes from the store (its start time, RAM, and
   the same BM25 top-10 as the process that wrote them).
 
@@ -41,6 +42,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -251,10 +253,39 @@ def worker_reopen(store: Path) -> dict[str, Any]:
     docs.counter = 50_000_000  # new document ids: added, not replaced
     times, found = timed_stream_ingest(pipeline, [docs.make() for _ in range(200)])
     out["durable_stream_ingest"] = {**percentiles(times), "read_after_write": found}
+    out["checkpoint_while_writing"] = checkpoint_while_writing(pipeline, docs)
     for doc_id in [f"syn-{n:07d}" for n in range(1, 2000, 100)]:  # and some deletions
         pipeline.delete_document(doc_id)
     out["top10_after_writes"] = top10_fingerprint(pipeline, questions())
     return out  # exits without close(): the next start finds the writes since the image
+
+
+def checkpoint_while_writing(pipeline: VerityRAGPipeline, docs: SyntheticDocs) -> dict[str, Any]:
+    """A checkpoint (the index image written, as the background rule does) in a thread, while
+    this one writes a document at a time: how long it took, how many writes went on meanwhile
+    and how long they waited (the writers are held off only while the index's state is taken)."""
+    took: list[float] = []
+
+    def checkpoint() -> None:
+        t0 = time.perf_counter()
+        pipeline.checkpoint()
+        took.append(time.perf_counter() - t0)
+
+    thread = threading.Thread(target=checkpoint)
+    waits_ms: list[float] = []
+    thread.start()
+    while thread.is_alive():
+        doc = docs.make()
+        t0 = time.perf_counter()
+        pipeline.ingest_document(doc.doc_id, doc.title, doc.text, doc.metadata)
+        waits_ms.append(1000 * (time.perf_counter() - t0))
+    thread.join()
+    return {
+        "checkpoint_s": took[0],
+        "writes": len(waits_ms),
+        "longest_write_s": max(waits_ms) / 1000,
+        **percentiles(waits_ms),
+    }
 
 
 def worker_crash(store: Path) -> dict[str, Any]:

@@ -8,9 +8,11 @@ import errno
 import json
 import logging
 import shutil
+import threading
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from verityrag import VerityRAGPipeline
@@ -20,8 +22,9 @@ from verityrag.errors import StorageError
 from verityrag.index import image as image_module
 from verityrag.index.image import MANIFEST, image_generation
 from verityrag.index.live import LiveIndex
+from verityrag.ingest import writer as writer_module
 from verityrag.ingest.writer import IMAGE_DIR, STORE_FILENAME, DocumentWriter
-from verityrag.types import Document
+from verityrag.types import Chunk, Document
 
 pytestmark = pytest.mark.unit
 
@@ -474,3 +477,117 @@ def test_the_arrays_bytes_are_mapped_privately_not_copied(tmp_path: Path) -> Non
     assert path.read_bytes()[0] == 0  # the image's file stays as it was written
     with pytest.raises(OSError, match="ended early"):
         _read_buffers(path, [[0, 200]])
+
+
+def _index_answers(index: LiveIndex, embedder: HashingEmbedder) -> list[Any]:
+    vector = embedder.encode(["tide mill wheel"])[0]
+    return [
+        [
+            (s.chunk.chunk_id, s.chunk.text, round(s.score, 9))
+            for s in index.search_lexical("tide mill 7", 10)
+        ],
+        [(s.chunk.chunk_id, round(s.score, 9)) for s in index.search_dense(vector, 10)],
+        (len(index), index.n_documents, sorted(index.doc_ids())),
+        [index.document_frequency(t) for t in ("tide", "mill", "7", "replaced")],
+        [c.text for c in index.chunks_of("d1")],
+    ]
+
+
+def _upsert(index: LiveIndex, embedder: HashingEmbedder, vectors: str, doc_id: str, text: str) -> None:
+    chunk = Chunk(f"{doc_id}#0", doc_id, f"Title {doc_id}", text, 0, 0, len(text))
+    vector = embedder.encode([text])
+    if vectors == "dense":  # every dimension set: the float32 columns, not the int8 ones
+        vector = vector + np.float32(0.01)
+    index.upsert(doc_id, [chunk], vector)
+
+
+def _later_writes(index: LiveIndex, embedder: HashingEmbedder, vectors: str) -> None:
+    """Writes past every buffer's capacity (postings long enough for block maxima), deletions
+    (deaths marked in place) and a replaced document."""
+    for i in range(40, 1500):
+        _upsert(index, embedder, vectors, f"d{i}", f"The tide mill {i % 13} turns its wheel {i}.")
+    for i in range(0, 40, 3):
+        index.delete(f"d{i}")
+    _upsert(index, embedder, vectors, "d1", "The replaced tide mill text.")
+
+
+@pytest.mark.parametrize("vectors", ["hashed", "dense"])
+def test_an_image_of_a_frozen_state_is_the_index_as_it_was_taken_while_writes_went_on(
+    tmp_path: Path, vectors: str
+) -> None:
+    embedder = HashingEmbedder()
+    index = LiveIndex(embedder.dim, text_memory_limit=256)  # texts spill to a file meanwhile
+    for i in range(40):
+        _upsert(index, embedder, vectors, f"d{i}", f"The tide mill {i % 13} turns its wheel {i}.")
+    taken = _index_answers(index, embedder)
+    frozen = index.frozen_image_state()
+    assert frozen is not None
+    _later_writes(index, embedder, vectors)
+    of = image_module.ImageOf("store", 1, 40)
+    image_module.write_image(tmp_path / "image", of, 40, {}, frozen.state, frozen.arena_sizes)
+    opened = image_module.read_image(tmp_path / "image", 1, {}, "store")
+    assert opened is not None
+    twin = LiveIndex(embedder.dim, text_memory_limit=256)
+    twin.load_image_state(opened.state)
+    assert _index_answers(twin, embedder) == taken
+    # and the image takes the writes the live index took after it: the same index again
+    _later_writes(twin, embedder, vectors)
+    assert _index_answers(twin, embedder) == _index_answers(index, embedder)
+
+
+def test_an_index_with_an_hnsw_graph_gives_no_frozen_state() -> None:
+    embedder = HashingEmbedder()
+    index = LiveIndex(embedder.dim, dense_backend="hnsw")
+    _upsert(index, embedder, "hashed", "d0", "The tide mill turns.")
+    assert index.frozen_image_state() is None
+
+
+@pytest.mark.parametrize("index_options", [{}, {"text_memory_limit": 64}], ids=["default", "texts spilled"])
+def test_writes_go_on_while_a_checkpoint_writes_the_image_and_a_crash_after_replays_them(
+    tmp_path: Path,
+    rebuilds: list[int],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    index_options: dict[str, Any],
+) -> None:
+    _filled(tmp_path, **index_options)
+    pipeline = _reopen(tmp_path, **index_options)  # postings opened from the image: made on demand
+    pipeline.ingest_document("pier", "Pier", "The pier at Oban is 200 metres long.", {"source": "leaflet"})
+    pipeline.delete_document("engine")
+    assert pipeline.store is not None
+    generation = pipeline.store.generation()
+    writing, release = threading.Event(), threading.Event()
+    real_write = writer_module.write_image
+
+    def held_write(*args: Any, **kwargs: Any) -> int:
+        writing.set()
+        assert release.wait(60)
+        return real_write(*args, **kwargs)
+
+    monkeypatch.setattr(writer_module, "write_image", held_write)
+    done: list[bool] = []
+    checkpoint = threading.Thread(target=lambda: done.append(pipeline.checkpoint()))
+    checkpoint.start()
+    try:
+        assert writing.wait(60)
+        # The image is being written: writes go on (they waited for the whole write before).
+        pipeline.ingest_document("quay", "Quay", "The quay at Mull is older than the pier.")
+        pipeline.ingest_documents(
+            [Document(f"note{i}", f"Note {i}", f"Harbour note {i} about the ferry.") for i in range(300)]
+        )
+        pipeline.delete_document("mill")
+        pipeline.ingest_document("ferry", DOCS[0].title, "The MV Corran Bell is 70 metres long now.")
+        assert checkpoint.is_alive()
+    finally:
+        release.set()
+        checkpoint.join(60)
+    assert done == [True]
+    assert image_generation(tmp_path / IMAGE_DIR) == generation  # the store as the checkpoint was asked
+    expected = _killed(pipeline)
+    rebuilds.clear()
+    with caplog.at_level(logging.INFO, logger="verityrag.ingest.writer"):
+        restarted = _reopen(tmp_path, **index_options)
+    with restarted:
+        assert rebuilds == []
+        assert "replayed 1 deletions and 302 documents written since the index image" in caplog.text
+        assert _answers(restarted) == expected

@@ -399,6 +399,18 @@ def scale_table(r: dict[str, Any]) -> str:
             "yes",
         ),
         row(
+            "a checkpoint while writes go on: its time; writes meanwhile, their p50 / longest wait",
+            each(
+                lambda c: "{:.1f} s; {:,}, {:.1f} ms / {:.2f} s".format(
+                    c["reopen"]["checkpoint_while_writing"]["checkpoint_s"],
+                    c["reopen"]["checkpoint_while_writing"]["writes"],
+                    c["reopen"]["checkpoint_while_writing"]["p50_ms"],
+                    c["reopen"]["checkpoint_while_writing"]["longest_write_s"],
+                )
+            ),
+            "off the writers' path",
+        ),
+        row(
             "start after a crash: the image and the writes since replayed",
             each(
                 lambda c: "{:.1f} s ({}), {:,.0f} MB, answers as before the crash: {}".format(

@@ -138,11 +138,15 @@ class ByteArena:
         return os.pread(fd, length, tail)
 
     # ------------------------------------------------------------------ images
-    def write_to(self, path: Path) -> int:
-        """Write the arena's bytes to a new file at ``path`` (fsynced); returns how many. Appends
-        that come meanwhile are not in it: the caller holds the writers off."""
+    def write_to(self, path: Path, size: int | None = None) -> int:
+        """Write the arena's first ``size`` bytes (default: all it holds now) to a new file at
+        ``path`` (fsynced); returns how many. Appends that come meanwhile are not in it."""
         with self._lock:
-            size = self.size
+            held = self.size
+        if size is None:
+            size = held
+        elif not 0 <= size <= held:
+            raise ValueError(f"the arena holds {held} bytes, not {size}")
         with path.open("wb") as out:
             for offset in range(0, size, _COPY_BLOCK):
                 out.write(self.read(offset, min(_COPY_BLOCK, size - offset), mapped=False))

@@ -151,6 +151,19 @@ class ChunkTable:
         table.size = len(live)
         return table
 
+    def frozen(self) -> ChunkTable:
+        """The table as it stands, for an image written while writers go on (they hold off while
+        this runs): its columns' first ``size`` rows and copies of its lists; the texts' arena is
+        shared (its bytes past what the table points at are not the table's)."""
+        table = ChunkTable.__new__(ChunkTable)
+        table.texts = self.texts
+        for name in ("entry", "position", "start", "end", "text_at", "text_len"):
+            setattr(table, name, getattr(self, name).frozen())
+        table.doc_ids, table.titles = self.doc_ids.copy(), self.titles.copy()
+        table.odd_ids = self.odd_ids.copy()
+        table.size = self.size
+        return table
+
     def nbytes(self) -> dict[str, int]:
         """Bytes held in RAM by the table, by part (the arena's file is not RAM)."""
         columns = sum(

@@ -41,6 +41,16 @@ class GrowableArray:
         # Swap the reference only when the copy is complete.
         self.buf = new
 
+    def frozen(self, copy: bool = False) -> GrowableArray:
+        """The array as it stands, for an image written while writers go on: a view of its first
+        ``size`` rows (appends land past them, or in a new buffer), or a copy where the caller
+        changes rows in place. At least one row is kept, so that it can grow again."""
+        twin = GrowableArray.__new__(GrowableArray)
+        twin.dtype, twin.width, twin.fill, twin.size = self.dtype, self.width, self.fill, self.size
+        rows = self.buf[: max(self.size, 1)]
+        twin.buf = rows.copy() if copy else rows
+        return twin
+
     def extend(self, values: npt.ArrayLike) -> int:
         """Append rows; returns the index of the first appended row."""
         arr = np.asarray(values, dtype=self.dtype)

@@ -140,6 +140,18 @@ class ColumnBlocks:
         self.size = first + len(vectors)
         return first
 
+    def frozen(self) -> ColumnBlocks:
+        """The vectors as they stand, for an image written while writers go on: the same blocks
+        (appends write past ``size``, or swap a grown block in)."""
+        twin = ColumnBlocks.__new__(ColumnBlocks)
+        twin.dim, twin.block_cols, twin.size, twin.blocks = (
+            self.dim,
+            self.block_cols,
+            self.size,
+            list(self.blocks),
+        )
+        return twin
+
     def view(self) -> ColumnView:
         """The blocks as they are now: what a snapshot reads."""
         return ColumnView(tuple(self.blocks), self.block_cols)
@@ -215,6 +227,15 @@ class QuantizedColumns:
             self.max_scale = max(self.max_scale, float(scale.max()))
         self.size = first + len(rows)
         return first
+
+    def frozen(self) -> QuantizedColumns:
+        """The vectors as they stand, for an image written while writers go on (the rows' arena
+        is shared: the image keeps its first ``size`` rows)."""
+        twin = QuantizedColumns.__new__(QuantizedColumns)
+        twin.dim, twin.block_cols, twin.size = self.dim, self.block_cols, self.size
+        twin.blocks, twin.scales, twin.rows = list(self.blocks), self.scales.frozen(), self.rows
+        twin.max_scale = self.max_scale
+        return twin
 
     def view(self) -> QuantizedView:
         return QuantizedView(

@@ -151,6 +151,7 @@ class MetadataIndex:
         self._postings: dict[tuple[str, _Key], set[str]] = {}
         self._pairs: dict[str, list[tuple[str, _Key]]] = {}
         self.version = 0  # bumped by every change, for callers that cache what they read
+        self._stale = False  # a frozen copy's: its per-pair sets are made when it is pickled
 
     def __len__(self) -> int:
         return len(self._pairs)
@@ -200,6 +201,28 @@ class MetadataIndex:
                 held.discard(doc_id)
                 if not held:
                     del self._postings[pair]
+
+    def frozen(self) -> MetadataIndex:
+        """A copy as the index stands, for an image written while writers go on: the documents'
+        pairs only (one dict copy; their lists are replaced, never changed); the per-pair sets
+        are made again from them when the copy is pickled, off the writers' path."""
+        twin = MetadataIndex.__new__(MetadataIndex)
+        twin._lock = threading.Lock()
+        with self._lock:
+            twin._pairs, twin.version = self._pairs.copy(), self.version
+        twin._postings = {}
+        twin._stale = True
+        return twin
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        if state.pop("_stale", False):
+            postings: dict[tuple[str, _Key], set[str]] = {}
+            for doc_id, pairs in self._pairs.items():
+                for pair in pairs:
+                    postings.setdefault(pair, set()).add(doc_id)
+            state["_postings"] = postings
+        return state
 
     def doc_ids(self) -> list[str]:
         with self._lock:

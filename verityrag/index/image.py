@@ -13,8 +13,9 @@ opens it instead of re-indexing every stored chunk.
                         mapping of the file), each array a view into it
         arena0.bin ...  the byte arenas (chunk texts, float32 vector rows), one file each
 
-Written at a clean stop (``VerityRAGPipeline.close``) into a new folder that replaces the old one
-by rename, so a crash while writing leaves the old image or none (and a failed write, a full
+Written at a clean stop (``VerityRAGPipeline.close``) and in the background while running
+(:mod:`verityrag.ingest.checkpoints`: from a frozen copy of the state, while writers go on) into
+a new folder that replaces the old one by rename, so a crash while writing leaves the old image or none (and a failed write, a full
 disk, leaves no half of one); read at the next start when it is of this store (its id), was made
 with the same settings and its generation is the store's or an earlier one (a crash since: the
 writer replays the store's writes after it). The store stays the truth: an image that is damaged
@@ -39,7 +40,7 @@ import shutil
 import threading
 import time
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -64,16 +65,23 @@ _READ_BLOCK = 8 * 1024 * 1024
 class _ImagePickler(pickle.Pickler):
     """Pickles the state, writing each arena to its own file and leaving locks out."""
 
-    def __init__(self, file: io.BufferedWriter, folder: Path, buffers: list[pickle.PickleBuffer]) -> None:
+    def __init__(
+        self,
+        file: io.BufferedWriter,
+        folder: Path,
+        buffers: list[pickle.PickleBuffer],
+        arena_sizes: Mapping[int, int],
+    ) -> None:
         super().__init__(file, protocol=5, buffer_callback=buffers.append)
         self.folder = folder
+        self.arena_sizes = arena_sizes
         self.arenas: dict[int, tuple[Any, ...]] = {}
 
     def persistent_id(self, obj: Any) -> tuple[Any, ...] | None:
         if isinstance(obj, ByteArena):
             if id(obj) not in self.arenas:
                 name = f"arena{len(self.arenas)}.bin"
-                size = obj.write_to(self.folder / name)
+                size = obj.write_to(self.folder / name, self.arena_sizes.get(id(obj)))
                 spill = None if obj.spill_dir is None else str(obj.spill_dir)
                 self.arenas[id(obj)] = ("arena", type(obj).__name__, name, size, spill, obj.memory_limit)
             return self.arenas[id(obj)]
@@ -231,29 +239,44 @@ class OpenedImage(NamedTuple):
     seq: int | None  # the seq of the last document it holds (None: not recorded, no replay)
 
 
-def write_image(folder: Path, of: ImageOf, seq: int, made_with: dict[str, Any], state: Any) -> int:
+def write_image(
+    folder: Path,
+    of: ImageOf,
+    seq: int,
+    made_with: dict[str, Any],
+    state: Any,
+    arena_sizes: Mapping[int, int] | None = None,
+) -> int:
     """Write ``state`` as the image ``of`` a store generation (whose last document has ``seq``)
     in ``folder``, replacing what was there only once the new one is complete on disk; returns
     its size in bytes. A write that fails (a full disk) leaves no part of the new image behind.
-    The caller holds the index's writers off while it runs."""
+    ``state`` is not changed while this runs: writers are held off, or it is a frozen copy
+    (:meth:`~verityrag.index.live.LiveIndex.frozen_image_state`) whose arenas keep appending,
+    and ``arena_sizes`` (by ``id``) says how much of each is the image's."""
     fresh = folder.with_name(f"{folder.name}.new")
     _remove(fresh)  # a write that a crash cut short
     try:
-        return _write_image(folder, fresh, of, seq, made_with, state)
+        return _write_image(folder, fresh, of, seq, made_with, state, arena_sizes or {})
     except BaseException:
         _remove(fresh)
         raise
 
 
 def _write_image(
-    folder: Path, fresh: Path, of: ImageOf, seq: int, made_with: dict[str, Any], state: Any
+    folder: Path,
+    fresh: Path,
+    of: ImageOf,
+    seq: int,
+    made_with: dict[str, Any],
+    state: Any,
+    arena_sizes: Mapping[int, int],
 ) -> int:
     started = time.perf_counter()
     generation = of.generation
     fresh.mkdir(parents=True)
     buffers: list[pickle.PickleBuffer] = []
     with (fresh / STATE).open("wb") as state_file:
-        _ImagePickler(state_file, fresh, buffers).dump(state)
+        _ImagePickler(state_file, fresh, buffers, arena_sizes).dump(state)
         state_file.flush()
         os.fsync(state_file.fileno())
     spans = _write_buffers(fresh / BUFFERS, buffers)

@@ -71,6 +71,24 @@ class Segment:
     ann: HnswIndex | None = None
     block: int = 128  # slots per block of the BM25 block maxima
 
+    def frozen(self) -> Segment:
+        """The segment as it stands, for an image written while writers go on (they hold off
+        while this runs): what they change in place is copied (deaths, the death logs, the
+        dicts of postings), what they only append to is kept up to its length. Not for a segment
+        with an hnsw graph, which a writer changes in place."""
+        if self.ann is not None:
+            raise ValueError("a segment with an hnsw graph cannot be frozen")
+        return Segment(
+            dim=self.dim,
+            chunks=self.chunks.frozen(),
+            postings=self.postings.copy(),
+            dead={term: log[:] for term, log in self.dead.items()},
+            died=self.died.frozen(copy=True),
+            doc_len=self.doc_len.frozen(),
+            vectors=None if self.vectors is None else self.vectors.frozen(),
+            block=self.block,
+        )
+
     def __getstate__(self) -> dict[str, object]:
         state = dict(self.__dict__)
         state["postings"] = PackedPostings.pack(self.postings)
@@ -145,6 +163,21 @@ class OpenedPostings(dict[str, Posting]):
         self._lengths = packed.lengths.tolist()
         self._wide = packed.wide.tolist()
         self._lock = threading.Lock()  # making the rest: once
+
+    def copy(self) -> OpenedPostings:
+        """A twin as the postings stand, for an image written while writers go on: the postings
+        made so far (one loop in C over the dict's own items, which readers making a term
+        meanwhile cannot tear) and the same packed ones for the rest, made when the twin is
+        walked. (``dict.copy`` of a subclass that overrides iteration goes through ``keys``:
+        every term made.)"""
+        with self._lock:
+            twin = OpenedPostings.__new__(OpenedPostings)
+            dict.update(twin, dict.items(self))
+            twin._packed, twin._where, twin._ends = self._packed, self._where, self._ends
+            twin._narrow_ends, twin._wide_ends = self._narrow_ends, self._wide_ends
+            twin._lengths, twin._wide = self._lengths, self._wide
+            twin._lock = threading.Lock()
+        return twin
 
     def _made(self, packed: PackedPostings, i: int) -> Posting:
         n, end = self._lengths[i], self._ends[i]

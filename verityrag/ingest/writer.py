@@ -184,6 +184,7 @@ class DocumentWriter:
         self.settings = settings
         self.data_dir = data_dir
         self._lock = threading.Lock()
+        self._image_lock = threading.Lock()
         self._metadata: dict[str, dict[str, Any]] = {}  # per document, when there is no store
         self._ingested_at: dict[str, float] = {}  # likewise
         # Every document's filterable metadata (top-level scalars), for filters and listing.
@@ -532,31 +533,43 @@ class DocumentWriter:
         return done
 
     def checkpoint(self) -> bool:
-        """Write the index image for the store's generation beside the store (a clean stop), so the
-        next start opens it instead of re-indexing; True when the image on disk is of the
-        store's generation. Nothing is written for an index that may not hold the store exactly
-        (another process wrote to it), or without a store."""
+        """Write the index image for the store's generation beside the store (a clean stop, and
+        in the background while running), so the next start opens it instead of re-indexing;
+        True when the image on disk is of the store's generation as it was when this was called.
+
+        Writers are held off only while the index's state is taken (a frozen copy: copies of what
+        they change in place, the lengths of what they append to); the image is written from it
+        while they go on. An index with an hnsw graph is written with writes held. Nothing is
+        written for an index that may not hold the store exactly (another process wrote to it),
+        or without a store."""
         if self.store is None or self.data_dir is None or not isinstance(self.index, LiveIndex):
             return False
-        folder = self.data_dir / IMAGE_DIR
-        with self._lock, self.index.writes_held() as index_state:
-            generation = self.store.generation()
-            if self._indexed_generation != generation:
-                logger.warning(
-                    "no index image written: another process wrote to %s since this index was built",
-                    self.store.path,
-                )
-                return False
-            if image_of(folder) == (of := ImageOf(self.store.store_id, generation, self.index.n_documents)):
-                return True
-            write_image(
-                folder,
-                of,
-                self.store.last_seq(),
-                self._image_made_with(),
-                (index_state, self.metadata_index),
-            )
-            self.store.forget_deletions_through(generation)  # the image holds them now
+        store, index, folder = self.store, self.index, self.data_dir / IMAGE_DIR
+        # One image at a time (the folder is replaced by rename). The collector paused: at a
+        # million chunks, the postings made and packed set off full collections that stopped
+        # every thread, writers too, for 0.4 s at a time.
+        with self._image_lock, collector_paused():
+            with self._lock:
+                generation = store.generation()
+                if self._indexed_generation != generation:
+                    logger.warning(
+                        "no index image written: another process wrote to %s since this index was built",
+                        store.path,
+                    )
+                    return False
+                if image_of(folder) == (of := ImageOf(store.store_id, generation, index.n_documents)):
+                    return True
+                seq, made_with = store.last_seq(), self._image_made_with()
+                frozen = index.frozen_image_state()
+                if frozen is None:  # an hnsw graph: held for the whole write
+                    with index.writes_held() as index_state:
+                        write_image(folder, of, seq, made_with, (index_state, self.metadata_index))
+                        store.forget_deletions_through(generation)  # the image holds them now
+                    return True
+                state = (frozen.state, self.metadata_index.frozen())
+            write_image(folder, of, seq, made_with, state, frozen.arena_sizes)
+            with self._lock:
+                store.forget_deletions_through(generation)
         return True
 
     def restore(self, store: SQLiteDocumentStore) -> None:
