@@ -234,6 +234,12 @@ class VerityRAGPipeline:
         """
         return self.writer.write_many(documents, batch_size, progress)
 
+    def ingest_batch(self, documents: Sequence[Document], name: str = "documents") -> list[IngestResult]:
+        """Bulk ingest as ``POST /documents`` does: all or nothing, as :meth:`ingest_documents`;
+        an invalid document is named where it stands (``documents[3].text``, ``name`` the
+        batch's), and each comes back with its chunk count and whether it replaced one."""
+        return self.writer.write_batch(documents, name)
+
     def ingest_file(
         self,
         path: str | os.PathLike[str],

@@ -10,6 +10,7 @@ import pytest
 
 from verityrag import InvalidInputError, Settings, VerityRAGPipeline
 from verityrag.ingest.writer import METADATA_LIMITS, check_metadata_shape
+from verityrag.types import Document
 
 pytestmark = pytest.mark.unit
 
@@ -124,3 +125,22 @@ def test_bulk_ingest_analyzes_each_chunk_once(monkeypatch: pytest.MonkeyPatch) -
     texts = [c.text.lower() for c in pipeline.index.live_chunks()]
     assert len(texts) == 60
     assert [fresh.get(t) for t in texts] == [1] * 60
+
+
+def test_a_batch_comes_back_document_by_document_and_an_invalid_one_is_named_where_it_stands(
+    tmp_path: Path,
+) -> None:
+    pipeline = VerityRAGPipeline(data_dir=tmp_path, settings=Settings(reader=False, chunk_max_words=8))
+    long_text = " ".join(f"Sentence number {i} is here." for i in range(12))
+    pipeline.ingest_document("a", "A", "First version.")
+    results = pipeline.ingest_batch([Document("a", "A", "Second version."), Document("b", "B", long_text)])
+    assert [(r.doc_id, r.replaced) for r in results] == [("a", True), ("b", False)]
+    assert [r.n_chunks for r in results] == [len(pipeline.index.chunks_of(d)) for d in ("a", "b")]
+    assert results[1].n_chunks > 1
+    with pytest.raises(InvalidInputError) as err:
+        pipeline.ingest_batch(
+            [Document("c", "C", "Fine."), Document("d", "D", "x" * 10_000_000)], name="files"
+        )
+    assert err.value.field == "files[1].text"
+    assert pipeline.get_document("c") is None  # nothing of the batch written
+    pipeline.close()

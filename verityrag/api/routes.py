@@ -521,19 +521,10 @@ def _fields(obj: object, *names: str) -> dict[str, Any]:
 
 
 def _ingest_batch(p: VerityRAGPipeline, body: DocumentBatchIn) -> list[IngestedDocument]:
-    docs: list[Document] = []
-    for i, d in enumerate(body.documents):
-        # Checked here only to name the document at fault; the pipeline checks the same again.
-        # All of its checks: a bad title or metadata was named bare ("metadata"), not documents[i].
-        try:
-            docs.append(p.validate_document(Document(d.doc_id, d.title, d.text, d.metadata)))
-        except InvalidInputError as exc:
-            raise InvalidInputError(f"documents[{i}].{exc.field}", exc.problem) from exc
-    replaced = [p.index.has_document(d.doc_id) for d in docs]
-    p.ingest_documents(docs, progress=False)
+    docs = [Document(d.doc_id, d.title, d.text, d.metadata) for d in body.documents]
     return [
-        IngestedDocument(doc_id=d.doc_id, n_chunks=len(p.index.chunks_of(d.doc_id)), replaced=r)
-        for d, r in zip(docs, replaced, strict=True)
+        IngestedDocument(**_fields(result, "doc_id", "n_chunks", "replaced"))
+        for result in p.ingest_batch(docs)
     ]
 
 

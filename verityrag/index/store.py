@@ -210,37 +210,40 @@ class SQLiteDocumentStore:
         ingested_at: float | None = None,
     ) -> None:
         """Insert or replace documents with their chunks, vectors and (optionally) analyzed
-        term counts per chunk, in one transaction: all of ``items`` are stored, or none.
+        term counts per chunk, in one transaction: all of ``items`` are stored, or none. Their doc
+        ids are distinct (the writer checks a batch before it is prepared).
 
         ``ingested_at`` (Unix seconds, default now) is recorded on every document written."""
         when = time.time() if ingested_at is None else ingested_at
+        # The rows made first, outside the lock and the transaction; then one statement a table.
+        documents, chunk_rows = [], []
+        for i, (doc, chunks, vectors) in enumerate(items):
+            terms: list[tuple[str | None, bytes | None]] = (
+                [(None, None)] * len(chunks)
+                if term_counts is None
+                else [_encode_terms(tc) for tc in term_counts[i]]
+            )
+            documents.append((doc.doc_id, doc.title, doc.text, json.dumps(doc.metadata), when))
+            chunk_rows += [
+                (c.chunk_id, doc.doc_id, c.position, c.start, c.end, vec.tobytes(), *t)
+                for c, vec, t in zip(chunks, np.asarray(vectors, dtype=np.float32), terms, strict=True)
+            ]
         with self._transaction() as conn:
             self._next_generation(conn)
-            seq = self._last_seq(conn)
-            for i, (doc, chunks, vectors) in enumerate(items):
-                terms: list[tuple[str | None, bytes | None]] = (
-                    [(None, None)] * len(chunks)
-                    if term_counts is None
-                    else [_encode_terms(tc) for tc in term_counts[i]]
-                )
-                seq += 1
-                conn.execute("DELETE FROM documents WHERE doc_id=?", (doc.doc_id,))
-                conn.execute(
-                    "INSERT INTO documents(doc_id, title, text, metadata, seq, ingested_at)"
-                    " VALUES (?,?,?,?,?,?)",
-                    (doc.doc_id, doc.title, doc.text, json.dumps(doc.metadata), seq, when),
-                )
-                conn.executemany(
-                    "INSERT INTO chunks(chunk_id, doc_id, position, start, end, vector, terms, tfs)"
-                    " VALUES (?,?,?,?,?,?,?,?)",
-                    [
-                        (c.chunk_id, doc.doc_id, c.position, c.start, c.end, vec.tobytes(), *t)
-                        for c, vec, t in zip(
-                            chunks, np.asarray(vectors, dtype=np.float32), terms, strict=True
-                        )
-                    ],
-                )
-            conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (LAST_SEQ_KEY, str(seq)))
+            first = self._last_seq(conn) + 1
+            # A document written before is replaced: its row deleted first (its chunks with it).
+            conn.executemany("DELETE FROM documents WHERE doc_id=?", [(d[0],) for d in documents])
+            conn.executemany(
+                "INSERT INTO documents(doc_id, title, text, metadata, ingested_at, seq) VALUES (?,?,?,?,?,?)",
+                [(*row, seq) for seq, row in enumerate(documents, start=first)],
+            )
+            conn.executemany(
+                "INSERT INTO chunks(chunk_id, doc_id, position, start, end, vector, terms, tfs)"
+                " VALUES (?,?,?,?,?,?,?,?)",
+                chunk_rows,
+            )
+            last = first + len(documents) - 1
+            conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (LAST_SEQ_KEY, str(last)))
 
     def delete(self, doc_id: str) -> bool:
         with self._transaction() as conn:

@@ -319,7 +319,29 @@ class DocumentWriter:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise InvalidInputError("batch_size", f"must be an integer >= 1, got {batch_size!r}")
         docs = [self.validate(as_document(item)) for item in documents]
-        check_unique_ids((d.doc_id for d in docs), "documents")  # the API's body names it so too
+        self._write_validated(docs, batch_size, progress)
+        return len(docs)
+
+    def write_batch(self, documents: Sequence[Document], name: str = "documents") -> list[IngestResult]:
+        """:meth:`write_many` of a batch as the API sends one: an invalid document is named where
+        it stands (``documents[3].text``), and each document comes back with its chunk count and
+        whether it replaced one."""
+        docs = []
+        for i, doc in enumerate(documents):
+            try:
+                docs.append(self.validate(doc))
+            except InvalidInputError as exc:
+                raise InvalidInputError(f"{name}[{i}].{exc.field}", exc.problem) from exc
+        replaced = [self.index.has_document(doc.doc_id) for doc in docs]
+        prepared = self._write_validated(docs, 512, False, name)
+        return [
+            IngestResult(p.document.doc_id, len(p.chunks), r) for p, r in zip(prepared, replaced, strict=True)
+        ]
+
+    def _write_validated(
+        self, docs: list[Document], batch_size: int, progress: bool | None, name: str = "documents"
+    ) -> Prepared:
+        check_unique_ids((d.doc_id for d in docs), name)  # the API's body names it so too
         show = len(docs) > 300 if progress is None else progress
         from tqdm.auto import tqdm
 
@@ -331,7 +353,7 @@ class DocumentWriter:
                 bar.close()
             if prepared:
                 self.commit(prepared)
-        return len(docs)
+        return prepared
 
     def delete(self, doc_id: str) -> bool:
         """Remove a document from the store and both indexes. False if it was not there."""
