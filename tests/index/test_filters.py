@@ -3,6 +3,7 @@ filtered search on the embedded index (exact and ANN), and through the pipeline.
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -223,3 +224,18 @@ def test_pipeline_restart_restores_metadata_for_filters(tmp_path: Path) -> None:
     _pipeline(tmp_path / "data")
     again = VerityRAGPipeline(data_dir=tmp_path / "data", settings=Settings().replace(chunk_max_words=40))
     assert again.list_documents({"topic": "rivers"})[0] == 1
+
+
+@pytest.mark.unit
+def test_a_metadata_index_pickles_as_its_documents_pairs_and_comes_back_whole() -> None:
+    index = MetadataIndex()
+    index.put_many([("a", {"lang": "en", "tags": ["x", "y"]}), ("b", {}), ("c", {"lang": "fr"})])
+    index.add_missing(["d"])
+    for twin in (pickle.loads(pickle.dumps(index)), pickle.loads(pickle.dumps(index.frozen()))):
+        assert twin.doc_ids() == index.doc_ids()
+        assert twin._postings == index._postings
+        assert twin.matching(MetadataFilter.from_dict({"lang": "en"})) == {"a"}
+        twin.put("b", {"lang": "en"})  # a document's pairs replaced after, as before
+        twin.remove("a")
+        assert twin.matching(MetadataFilter.from_dict({"lang": "en"})) == {"b"}
+        assert twin.count("tags", "x") == 0

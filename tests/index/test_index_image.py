@@ -451,7 +451,8 @@ def test_a_document_written_after_the_images_latest_was_deleted_is_replayed(
 
 def test_the_manifest_sums_each_file_as_it_is_on_disk(tmp_path: Path) -> None:
     import json
-    import zlib
+
+    import xxhash
 
     _filled(tmp_path)
     manifest = json.loads((tmp_path / IMAGE_DIR / MANIFEST).read_text(encoding="utf-8"))
@@ -459,7 +460,35 @@ def test_the_manifest_sums_each_file_as_it_is_on_disk(tmp_path: Path) -> None:
     assert sorted(manifest["files"]) == on_disk
     for name, expected in manifest["files"].items():
         data = (tmp_path / IMAGE_DIR / name).read_bytes()
-        assert expected == {"size": len(data), "crc32": zlib.crc32(data)}, name
+        assert expected == {"size": len(data), "xxh3_64": xxhash.xxh3_64_hexdigest(data)}, name
+
+
+def test_an_image_whose_manifest_gives_crc32_sums_is_checked_by_them(
+    tmp_path: Path, rebuilds: list[int]
+) -> None:
+    import json
+    import zlib
+
+    expected = _filled(tmp_path)
+    path = tmp_path / IMAGE_DIR / MANIFEST
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    for name, entry in manifest["files"].items():  # as images written before XXH3 sum them
+        del entry["xxh3_64"]
+        entry["crc32"] = zlib.crc32((tmp_path / IMAGE_DIR / name).read_bytes())
+    path.write_text(json.dumps(manifest), encoding="utf-8")
+    rebuilds.clear()
+    with _reopen(tmp_path) as reopened:
+        assert rebuilds == []
+        assert _answers(reopened) == expected
+        reopened.ingest_document("pier", "Pier", "The pier at Oban is 200 metres long.")  # a new image
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    buffers = manifest["files"][image_module.BUFFERS]
+    del buffers["xxh3_64"]
+    buffers["crc32"] = 12345  # a wrong sum of the old kind
+    path.write_text(json.dumps(manifest), encoding="utf-8")
+    rebuilds.clear()
+    with _reopen(tmp_path):
+        assert rebuilds == [1]
 
 
 def test_the_arrays_bytes_are_mapped_privately_not_copied(tmp_path: Path) -> None:
@@ -591,3 +620,41 @@ def test_writes_go_on_while_a_checkpoint_writes_the_image_and_a_crash_after_repl
         assert rebuilds == []
         assert "replayed 1 deletions and 302 documents written since the index image" in caplog.text
         assert _answers(restarted) == expected
+
+
+@pytest.mark.parametrize("frozen", [True, False], ids=["frozen state", "writes held"])
+def test_the_slots_by_document_and_frequencies_an_image_leaves_out_are_derived_alike(
+    tmp_path: Path, frozen: bool
+) -> None:
+    embedder = HashingEmbedder()
+    index = LiveIndex(embedder.dim)
+    for i in range(30):
+        _upsert(index, embedder, "hashed", f"d{i}", f"The tide mill {i % 7} turns its wheel {i}.")
+    index.upsert("empty", [], np.zeros((0, embedder.dim), np.float32))  # a document with no chunk
+    for i in range(0, 30, 4):
+        index.delete(f"d{i}")
+    _upsert(index, embedder, "hashed", "d1", "The replaced tide mill text.")
+    if frozen:
+        taken = index.frozen_image_state()
+        assert taken is not None
+        state, sizes = taken
+    else:
+        with index.writes_held() as state:
+            sizes = {}
+    of = image_module.ImageOf("store", 1, index.n_documents)
+    image_module.write_image(tmp_path / "image", of, 1, {}, state, sizes)
+    opened = image_module.read_image(tmp_path / "image", 1, {}, "store")
+    assert opened is not None
+    twin = LiveIndex(embedder.dim)
+    twin.load_image_state(opened.state)
+    assert twin._doc_slots == index._doc_slots
+    assert set(twin.doc_ids()) == set(index.doc_ids())
+    assert "empty" in twin.doc_ids()
+    assert twin._df == +index._df  # the deleted chunks' terms at zero are left out
+    assert twin._average_idf(twin.snapshot()) == index._average_idf(index.snapshot())
+    # and writes go on from them as from the index's own
+    for live in (index, twin):
+        live.delete("d3")
+        _upsert(live, embedder, "hashed", "d5", "The tide mill again.")
+    assert twin._doc_slots == index._doc_slots
+    assert +twin._df == +index._df

@@ -15,13 +15,13 @@ from __future__ import annotations
 from array import array
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import chain
+from itertools import chain, compress
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from verityrag.index.snapshot import BlockMax, Posting, Segment
+from verityrag.index.snapshot import BlockMax, OpenedPostings, Posting, Segment
 
 #: Slots per block of the block maxima.
 BLOCK = 128
@@ -249,6 +249,25 @@ def rebuild_postings(old: Segment, new: Segment, remap: I64, k1: float, b: float
             slots = new_slots[keep].astype(np.int32)
             posting = Posting(slots, tbuf[:n][keep].copy(), len(slots))
             new.postings[term] = posting._replace(blocks=_with_blocks(new, posting, 0, k1, b, avgdl))
+
+
+def live_frequencies(seg: Segment) -> Counter[str]:
+    """Per term, how many of its postings are alive in the newest version (its postings less its
+    deaths): the document frequencies a ``LiveIndex`` keeps, derived when it opens an image."""
+    postings = seg.postings
+    where: dict[str, int] | None = None
+    if isinstance(postings, OpenedPostings):
+        terms, lengths, where = postings.lengths()
+    else:
+        terms = list(postings)
+        lengths = np.fromiter((p.n for p in postings.values()), np.int64, len(terms))
+    if seg.dead:
+        if where is None:
+            where = dict(zip(terms, range(len(terms)), strict=True))
+        for term, log in seg.dead.items():
+            lengths[where[term]] -= len(log)
+    alive = lengths > 0
+    return Counter(dict(zip(compress(terms, alive.tolist()), lengths[alive].tolist(), strict=True)))
 
 
 def mark_dead(seg: Segment, terms: Iterable[str], version: int) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -139,6 +139,11 @@ def as_filter(spec: AnyFilter) -> MetadataFilter | None:
     return spec if spec is None or isinstance(spec, MetadataFilter) else MetadataFilter.from_dict(spec)
 
 
+# A document without indexed metadata: one empty sequence for all (a document's pairs are
+# replaced, never changed in place).
+_NO_PAIRS: tuple[tuple[str, _Key], ...] = ()
+
+
 class MetadataIndex:
     """Document ids by (top-level key, value) of their metadata; thread-safe.
 
@@ -149,9 +154,8 @@ class MetadataIndex:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._postings: dict[tuple[str, _Key], set[str]] = {}
-        self._pairs: dict[str, list[tuple[str, _Key]]] = {}
+        self._pairs: dict[str, Sequence[tuple[str, _Key]]] = {}
         self.version = 0  # bumped by every change, for callers that cache what they read
-        self._stale = False  # a frozen copy's: its per-pair sets are made when it is pickled
 
     def __len__(self) -> int:
         return len(self._pairs)
@@ -204,25 +208,39 @@ class MetadataIndex:
 
     def frozen(self) -> MetadataIndex:
         """A copy as the index stands, for an image written while writers go on: the documents'
-        pairs only (one dict copy; their lists are replaced, never changed); the per-pair sets
-        are made again from them when the copy is pickled, off the writers' path."""
+        pairs only (one dict copy; their lists are replaced, never changed), which is all that
+        is pickled."""
         twin = MetadataIndex.__new__(MetadataIndex)
         twin._lock = threading.Lock()
         with self._lock:
             twin._pairs, twin.version = self._pairs.copy(), self.version
         twin._postings = {}
-        twin._stale = True
         return twin
 
     def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        if state.pop("_stale", False):
-            postings: dict[tuple[str, _Key], set[str]] = {}
-            for doc_id, pairs in self._pairs.items():
-                for pair in pairs:
-                    postings.setdefault(pair, set()).add(doc_id)
-            state["_postings"] = postings
-        return state
+        # Pickled (an index image) as every document's id and the pairs of those that have
+        # any; the per-pair sets are made again from them. A million documents without
+        # metadata took 0.24 s to unpickle as a dict of empty lists; their ids alone, 0.06 s.
+        with self._lock:
+            pairs = self._pairs
+            return {
+                "doc_ids": list(pairs),
+                "pairs": {doc_id: held for doc_id, held in pairs.items() if held},
+                "version": self.version,
+            }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._lock = threading.Lock()
+        self.version = state["version"]
+        if "_pairs" in state:  # an image of an older version: the dicts themselves
+            self._pairs, self._postings = state["_pairs"], state["_postings"]
+            return
+        self._pairs = dict.fromkeys(state["doc_ids"], _NO_PAIRS)
+        self._pairs.update(state["pairs"])
+        self._postings = {}
+        for doc_id, held in state["pairs"].items():
+            for pair in held:
+                self._postings.setdefault(pair, set()).add(doc_id)
 
     def doc_ids(self) -> list[str]:
         with self._lock:

@@ -74,6 +74,45 @@ class FrozenImageState(NamedTuple):
     arena_sizes: dict[int, int]
 
 
+class ChunklessDocuments(NamedTuple):
+    """In an image's state, in place of the index's slots by document and its document
+    frequencies: it derives them when it opens the image, from the chunk table's live slots and
+    from the postings less their deaths (unpickled, a million chunks' took half a second). What
+    the chunk table cannot give is kept: the documents that hold no chunk."""
+
+    doc_ids: list[str]
+
+
+def _slots_by_document(snap: IndexSnapshot, chunkless: Sequence[str]) -> dict[str, Sequence[int]]:
+    """Each document's slots (a range) as ``snap`` holds them: its live slots are one run of one
+    chunk-table entry, the newest of its document (a replaced document's older entry is dead)."""
+    live = snap.live_slots()
+    entries = snap.segment.chunks.entry.buf[live]
+    runs = np.flatnonzero(np.diff(entries, prepend=-1))
+    firsts = live[runs]
+    ends = firsts + np.diff(np.append(runs, len(live)))
+    doc_ids = snap.segment.chunks.doc_ids
+    ids = map(doc_ids.__getitem__, entries[runs].tolist())
+    slots: dict[str, Sequence[int]] = dict(zip(ids, map(range, firsts.tolist(), ends.tolist()), strict=True))
+    slots.update(dict.fromkeys(chunkless, range(0)))
+    return slots
+
+
+def completed_image_state(state: Mapping[str, Any]) -> Mapping[str, Any]:
+    """An image's state with what it leaves out derived (:class:`ChunklessDocuments`): what
+    :meth:`LiveIndex.load_image_state` does first, and what an image's reader may do sooner
+    (while the image's checksums are read). A state that has them is returned as it is."""
+    chunkless = state["_doc_slots"]
+    if not isinstance(chunkless, ChunklessDocuments):  # derived already, or an older image's
+        return state
+    snap = state["_snapshot"]
+    return {
+        **state,
+        "_doc_slots": _slots_by_document(snap, chunkless.doc_ids),
+        "_df": _postings.live_frequencies(snap.segment),
+    }
+
+
 class LiveIndex:
     """Incremental Okapi BM25 and dense vectors over the same chunks, with snapshot reads.
 
@@ -164,9 +203,16 @@ class LiveIndex:
     @contextmanager
     def writes_held(self) -> Iterator[dict[str, Any]]:
         """Writers held off (readers go on) while an image is made of the state it yields: every
-        attribute but the analyzer, which whoever opens the image gives (:mod:`verityrag.index.image`)."""
+        attribute but the analyzer, which whoever opens the image gives (:mod:`verityrag.index.image`),
+        and those :meth:`load_image_state` derives (:class:`ChunklessDocuments`)."""
         with self._write_lock:
-            yield {name: value for name, value in vars(self).items() if name != "analyzer"}
+            yield self._image_state()
+
+    def _image_state(self) -> dict[str, Any]:
+        state = {name: value for name, value in vars(self).items() if name != "analyzer"}
+        state["_doc_slots"] = ChunklessDocuments([d for d, slots in self._doc_slots.items() if not slots])
+        state["_df"] = None
+        return state
 
     def frozen_image_state(self) -> FrozenImageState | None:
         """The state :meth:`writes_held` yields as it stands now, for an image written while
@@ -180,10 +226,8 @@ class LiveIndex:
             if seg.ann is not None:
                 return None
             frozen = seg.frozen()
-            state = {name: value for name, value in vars(self).items() if name != "analyzer"}
+            state = self._image_state()
             state.update(
-                _df=self._df.copy(),
-                _doc_slots=self._doc_slots.copy(),
                 _odd_slots=self._odd_slots.copy(),
                 _snapshot=dataclasses.replace(
                     snap,
@@ -201,6 +245,7 @@ class LiveIndex:
     def load_image_state(self, state: Mapping[str, Any]) -> None:
         """Become the index an image kept; the caller checked it was made with
         :meth:`image_settings` equal to this index's."""
+        state = completed_image_state(state)
         with self._write_lock:
             kept = {"analyzer": self.analyzer, "_write_lock": self._write_lock}
             self.__dict__.update(state)

@@ -179,6 +179,29 @@ class OpenedPostings(dict[str, Posting]):
             twin._lock = threading.Lock()
         return twin
 
+    def lengths(self) -> tuple[list[str], npt.NDArray[np.int64], dict[str, int] | None]:
+        """Every term, the length of its postings and (when at hand) each term's place in the
+        list, without making a posting: an opened image's document frequencies are derived from
+        them."""
+        with self._lock:
+            packed = self._packed
+            made = dict(dict.items(self))
+            if packed is None:
+                terms = list(made)
+                return terms, np.fromiter((p.n for p in made.values()), np.int64, len(terms)), None
+            terms, lengths, where = list(packed.terms), packed.lengths.astype(np.int64), self._where
+            added: list[tuple[str, int]] = []
+            for term, posting in made.items():  # made since, and perhaps written to
+                i = where.get(term)
+                if i is None:
+                    added.append((term, posting.n))
+                else:
+                    lengths[i] = posting.n
+            if not added:
+                return terms, lengths, where
+            terms += [term for term, _ in added]
+            return terms, np.concatenate([lengths, [n for _, n in added]]).astype(np.int64), None
+
     def _made(self, packed: PackedPostings, i: int) -> Posting:
         n, end = self._lengths[i], self._ends[i]
         if self._wide[i]:

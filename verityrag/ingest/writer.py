@@ -34,7 +34,7 @@ from verityrag.embed.hashing import HashingEmbedder
 from verityrag.errors import InvalidInputError, StorageError
 from verityrag.index.filters import AnyFilter, MetadataIndex, as_filter
 from verityrag.index.image import ImageOf, image_of, read_image, write_image
-from verityrag.index.live import LiveIndex
+from verityrag.index.live import LiveIndex, completed_image_state
 from verityrag.index.protocol import AnyIndex, Upsert, check_unique_ids
 from verityrag.index.store import SQLiteDocumentStore, StoredDocument
 from verityrag.ingest.collector_pause import collector_paused
@@ -496,7 +496,13 @@ class DocumentWriter:
                 logger.info("the store's writes since the index image cannot be replayed: rebuilding")
                 return False
             deleted = changes
-        opened = read_image(folder, newest, self._image_made_with(), store.store_id)
+        opened = read_image(
+            folder,
+            newest,
+            self._image_made_with(),
+            store.store_id,
+            complete=lambda state: (completed_image_state(state[0]), state[1]),
+        )
         if opened is None or opened.generation != of:  # (another image written meanwhile)
             return False
         after_seq = opened.seq if opened.generation < newest else None
