@@ -15,15 +15,16 @@ opens it instead of re-indexing every stored chunk.
 
 Written at a clean stop (``VerityRAGPipeline.close``) and in the background while running
 (:mod:`verityrag.ingest.checkpoints`: from a frozen copy of the state, while writers go on) into
-a new folder that replaces the old one by rename, so a crash while writing leaves the old image or none (and a failed write, a full
-disk, leaves no half of one); read at the next start when it is of this store (its id), was made
-with the same settings and its generation is the store's or an earlier one (a crash since: the
-writer replays the store's writes after it). The store stays the truth: an image that is damaged
-(a size or checksum that does not match, a manifest of another shape, a file it cannot read),
-made otherwise, or of another store is passed over, and the index is rebuilt from the store. An
-image ahead of its store is not: the store lost writes (the writer stops the start). The state
-is checked before it is unpickled; the arrays' and arenas' files, most of the image, are checked
-beside the unpickling, on the other core, and the image is used once all have passed.
+a new folder that replaces the old one by rename, so a crash while writing leaves the old image
+or none (and a failed write, a full disk, leaves no half of one); read at the next start when it
+is of this store (its id), was made with the same settings and its generation is the store's or
+an earlier one (a crash since: the writer replays the store's writes after it). The store stays
+the truth: an image that is damaged (a size or checksum that does not match, a manifest of
+another shape, a file it cannot read), made otherwise, or of another store is passed over, and
+the index is rebuilt from the store. An image ahead of its store is not: the store lost writes
+(the writer stops the start). The state is checked before it is unpickled; the arrays' and
+arenas' files, most of the image, are checked beside the unpickling and what the reader derives
+from the state, on the other core, and the image is used once all have passed.
 """
 
 from __future__ import annotations
