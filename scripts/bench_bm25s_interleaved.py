@@ -26,7 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from verityrag import Settings, VerityRAGPipeline
-from verityrag.eval.benchmarks import SyntheticDocs, bm25s_table, grow_to, percentiles, run_conditions
+from verityrag.eval.benchmarks import (
+    SyntheticDocs,
+    bm25s_table,
+    grow_to,
+    percentiles,
+    run_conditions,
+    write_results,
+)
 from verityrag.pipeline import IN_MEMORY
 from verityrag.serve import bundled_corpus
 
@@ -125,8 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         for scale in (int(s) for s in args.scales.split(",")):
             print(f"{scale:,} chunks", flush=True)
             results["scales"][str(scale)] = one_scale(scale, args.rounds, args.peers_python, Path(tmp))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    write_results(results, args.out)
     print(bm25s_table(results))
     print(f"\nwritten: {args.out}")
     return 0

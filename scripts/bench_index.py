@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import platform
 import tempfile
 import time
@@ -27,7 +26,14 @@ import numpy as np
 
 from verityrag import Document, Settings, VerityRAGPipeline
 from verityrag.embed.embedder import Embedder
-from verityrag.eval.benchmarks import SyntheticDocs, grow_to, index_table, peak_rss_mb, timed_stream_ingest
+from verityrag.eval.benchmarks import (
+    SyntheticDocs,
+    grow_to,
+    index_table,
+    peak_rss_mb,
+    timed_stream_ingest,
+    write_results,
+)
 from verityrag.pipeline import IN_MEMORY
 from verityrag.serve import bundled_corpus as bundled_corpus
 
@@ -186,8 +192,7 @@ def main(argv: list[str] | None = None) -> int:
             results["sentence_transformer"] = bench_sentence_transformer(corpus, questions)
         except Exception as exc:  # report, don't hide, a model that cannot load
             results["sentence_transformer"] = {"error": str(exc)}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    write_results(results, args.out)
     print(index_table(results))
     print(f"\nwritten: {args.out}")
     return 0

@@ -59,6 +59,7 @@ from verityrag.eval.benchmarks import (
     run_conditions,
     scale_table,
     timed_stream_ingest,
+    write_results,
 )
 from verityrag.ingest.writer import IMAGE_DIR
 from verityrag.pipeline import IN_MEMORY
@@ -416,14 +417,9 @@ def orchestrate(args: argparse.Namespace) -> dict[str, Any]:
                 entry["crash"] = run_worker(["--worker", "crash", "--store", str(store)], args.timeout)
                 subprocess.run(["rm", "-rf", str(store)], check=False)
             results["scales"][str(scale)] = entry
-            write(results, args.out)  # what is done so far survives a later failure
+            write_results(results, args.out)  # what is done so far survives a later failure
         results["small"] = run_worker(["--worker", "small"], args.timeout)
     return results
-
-
-def write(results: dict[str, Any], out: Path) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -473,7 +469,7 @@ def main(argv: list[str] | None = None) -> int:
         args.worker_out.write_text(json.dumps(result), encoding="utf-8")
         return 0
     results = orchestrate(args)
-    write(results, args.out)
+    write_results(results, args.out)
     print(scale_table(results))
     print(f"\nwritten: {args.out}")
     return 0

@@ -3,6 +3,7 @@ they grow an index with. The figures come from the benchmarks' JSON in scripts/r
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import random
@@ -10,6 +11,7 @@ import resource
 import subprocess
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from verityrag.text import split_sentences
@@ -221,6 +223,13 @@ def _ms(fig: dict[str, Any] | None) -> str:
 def scale_label(chunks: int) -> str:
     """100000 -> '100k', 1000000 -> '1M'."""
     return f"{chunks // 1_000_000}M" if chunks % 1_000_000 == 0 else f"{chunks // 1000}k"
+
+
+def write_results(results: dict[str, Any], out: Path) -> None:
+    """A benchmark's figures as the JSON the README's tables are generated from (keys sorted, a
+    final newline), its folder made."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
 def run_conditions() -> dict[str, Any]:
