@@ -173,9 +173,7 @@ class OpenedPostings(dict[str, Posting]):
         with self._lock:
             twin = OpenedPostings.__new__(OpenedPostings)
             dict.update(twin, dict.items(self))
-            twin._packed, twin._where, twin._ends = self._packed, self._where, self._ends
-            twin._narrow_ends, twin._wide_ends = self._narrow_ends, self._wide_ends
-            twin._lengths, twin._wide = self._lengths, self._wide
+            twin.__dict__.update(self.__dict__)  # the packed lists and places, read only: shared
             twin._lock = threading.Lock()
         return twin
 
